@@ -1,0 +1,146 @@
+# ringkeeper - build, test, demo.
+#   make            build build/ringkeeper
+#   make deps       install the Debian packages the build and tests need (idempotent)
+#   make test       unit tests, root/BPF integration tests, ASan+UBSan, valgrind
+#   make demo       record a multi-threaded demo workload and show the result
+#   make SANITIZE=1 build with ASan+UBSan into build-san/
+#   V=1             show commands
+OUTPUT ?= build
+ifeq ($(SANITIZE),1)
+OUTPUT := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+
+CLANG ?= clang
+CC ?= gcc
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+VMLINUX_DIR := vmlinux/$(ARCH)
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror
+CPPFLAGS += -Ibpf -Iuser -I$(OUTPUT) -D_GNU_SOURCE
+LIBS := -lbpf -lelf -lz -lpthread
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(VMLINUX_DIR) -Ibpf $(WARN) \
+	-Wno-unused-parameter
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c \
+	user/show.c user/record.c
+LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
+LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
+BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o
+SKEL := $(OUTPUT)/ringkeeper.skel.h
+BIN := $(OUTPUT)/ringkeeper
+
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(OUTPUT)/tests/unit_tests
+INTEG_SRCS := $(wildcard tests/integration/*.c)
+INTEG_BIN := $(OUTPUT)/tests/integration_tests
+WORKLOAD := $(OUTPUT)/tests/workload
+
+.PHONY: all deps test unit integration valgrind sanitize demo clean format check-format
+.DEFAULT_GOAL := all
+
+all: $(BIN) $(WORKLOAD)
+
+$(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(BPF_OBJ): bpf/ringkeeper.bpf.c | $(OUTPUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name ringkeeper_bpf > $@.tmp && mv $@.tmp $@
+
+# The loader includes the skeleton: it must exist before dependency files do.
+$(OUTPUT)/user/record.o: $(SKEL)
+
+$(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP -c $< -o $@
+
+$(OUTPUT)/user/main.o: user/main.c | $(OUTPUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP -c $< -o $@
+
+$(BIN): $(USER_OBJS) $(OUTPUT)/user/main.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ $(LIBS) -o $@
+
+$(OUTPUT)/tests/%.o: tests/%.c | $(OUTPUT)/tests
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) -Wno-missing-field-initializers $(CPPFLAGS) \
+		-MMD -MP -c $< -o $@
+
+$(UNIT_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ -lcriterion $(LIBS) -o $@
+
+$(INTEG_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(INTEG_SRCS)) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ -lcriterion $(LIBS) -o $@
+
+$(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -MMD -MP $< -lpthread -o $@
+
+# --- set-up -----------------------------------------------------------------
+DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
+	pkg-config make gcc valgrind clang-format
+deps:
+	@missing=$$(for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
+		|| echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$(echo ' '$$missing)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing >/dev/null || exit 1; \
+	else echo "make deps: all packages present"; fi
+
+# --- tests ------------------------------------------------------------------
+unit: $(UNIT_BIN)
+	$(UNIT_BIN) --jobs 2
+
+integration: $(BIN) $(WORKLOAD) $(INTEG_BIN)
+	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) $(INTEG_BIN) --jobs 1
+
+valgrind: $(UNIT_BIN)
+	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+		--child-silent-after-fork=yes -q $(UNIT_BIN) --no-early-exit --jobs 1
+
+sanitize:
+	$(MAKE) SANITIZE=1 unit integration
+
+test: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) integration
+	$(MAKE) sanitize
+	$(MAKE) valgrind
+
+demo: deps
+	$(MAKE) all
+	scripts/demo.sh $(abspath $(BIN)) $(abspath $(WORKLOAD))
+
+format:
+	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c
+
+check-format:
+	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c
+
+clean:
+	rm -rf build build-san
+
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/tests/*/*.d)

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * ringkeeper.h - the one header shared by the BPF programs and the loader.
+ *
+ * Only fixed-width types, fixed arrays and explicit padding: the same bytes
+ * are laid out by clang for the BPF target and by gcc for the host, and the
+ * pmu_info map values are written verbatim into buffer files.
+ */
+#ifndef RINGKEEPER_H
+#define RINGKEEPER_H
+
+#define RK_COMM_LEN 16
+/* Room for the PMU-specific descriptor in a map value / user page. */
+#define RK_PMU_DESC_MAX 512
+/* Version of struct pmu_info, by size: the RFC's note_size. */
+#define RK_PMU_INFO_NOTE_SIZE 8
+/* sizeof(struct perf_event_attr) at PERF_ATTR_SIZE_VER8 (config3). */
+#define RK_PERF_ATTR_SIZE 136
+
+/* Signal kinds, BPF -> loader. */
+#define RK_SIG_SWITCH_IN 1
+#define RK_SIG_SWITCH_OUT 2
+#define RK_SIG_FORK 3
+#define RK_SIG_EXEC 4
+#define RK_SIG_EXIT 5
+
+/* rk_signal.flags */
+#define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
+#define RK_SIGF_DEAD 0x2 /* final switch-out of an exited task */
+#define RK_SIGF_NEW_PROCESS 0x4 /* fork created a process, not a thread */
+
+/* Counter slots of the per-CPU "counters" array map. */
+#define RK_CNT_SIGNALS 0 /* signals submitted */
+#define RK_CNT_DROPS 1 /* ringbuf reserve failures: signals lost */
+#define RK_CNT_FORKS 2 /* children added to the tracked set */
+#define RK_CNT_FORK_FAIL 3 /* children that could not be added (map full) */
+#define RK_CNT_EXITS 4
+#define RK_CNT_MAX 8
+
+/* Index of the always-present sched source in struct rk_pmu_key. */
+#define RK_SRC_SCHED 0
+
+/* Max tracked (thread, source) entries; --max-threads in a later issue. */
+#define RK_MAX_ENTRIES 65536
+
+/**
+ * struct pmu_info - versioned header of a PMU's user-page extension.
+ * @note_size: size of this structure (versioning), as in the RFC.
+ * @pmu_descsz: bytes of PMU-specific descriptor after the attr.
+ */
+struct pmu_info {
+	__u32 note_size;
+	__u32 pmu_descsz;
+};
+
+/*
+ * struct rk_perf_event_attr - struct perf_event_attr as of
+ * PERF_ATTR_SIZE_VER8, with the kernel's field names, so that bpftool prints
+ * named fields through BTF. Bitfields of __u64 are laid out identically by
+ * clang (bpf) and gcc (x86_64, little endian); user code asserts the offsets
+ * against the uapi header.
+ */
+struct rk_perf_event_attr {
+	__u32 type;
+	__u32 size;
+	__u64 config;
+	union {
+		__u64 sample_period;
+		__u64 sample_freq;
+	};
+	__u64 sample_type;
+	__u64 read_format;
+	__u64 disabled : 1, inherit : 1, pinned : 1, exclusive : 1, exclude_user : 1,
+		exclude_kernel : 1, exclude_hv : 1, exclude_idle : 1, mmap : 1, comm : 1,
+		freq : 1, inherit_stat : 1, enable_on_exec : 1, task : 1, watermark : 1,
+		precise_ip : 2, mmap_data : 1, sample_id_all : 1, exclude_host : 1,
+		exclude_guest : 1, exclude_callchain_kernel : 1, exclude_callchain_user : 1,
+		mmap2 : 1, comm_exec : 1, use_clockid : 1, context_switch : 1,
+		write_backward : 1, namespaces : 1, ksymbol : 1, bpf_event : 1, aux_output : 1,
+		cgroup : 1, text_poke : 1, build_id : 1, inherit_thread : 1, remove_on_exec : 1,
+		sigtrap : 1, __reserved_1 : 26;
+	union {
+		__u32 wakeup_events;
+		__u32 wakeup_watermark;
+	};
+	__u32 bp_type;
+	union {
+		__u64 bp_addr;
+		__u64 config1;
+	};
+	union {
+		__u64 bp_len;
+		__u64 config2;
+	};
+	__u64 branch_sample_type;
+	__u64 sample_regs_user;
+	__u32 sample_stack_user;
+	__s32 clockid;
+	__u64 sample_regs_intr;
+	__u32 aux_watermark;
+	__u16 sample_max_stack;
+	__u16 __reserved_2;
+	__u32 aux_sample_size;
+	__u32 aux_action;
+	__u64 sig_data;
+	__u64 config3;
+};
+
+/**
+ * struct rk_pmu_key - key of the pmu_info map.
+ * @tid: global tid of the traced thread.
+ * @src: source (event) index within the session; RK_SRC_SCHED is always there.
+ */
+struct rk_pmu_key {
+	__u32 tid;
+	__u32 src;
+};
+
+/**
+ * struct rk_pmu_entry - value of the pmu_info map, and the bytes a buffer
+ * file holds at pmu_offset (the first pmu_size bytes of it).
+ * @info: note_size / pmu_descsz.
+ * @attr: the event's attr; attr.size says how much of it is meaningful.
+ * @desc: PMU descriptor, pmu_descsz bytes used.
+ */
+struct rk_pmu_entry {
+	struct pmu_info info;
+	struct rk_perf_event_attr attr;
+	__u8 desc[RK_PMU_DESC_MAX];
+};
+
+/**
+ * struct rk_signal - one BPF -> loader signal (BPF ringbuf record).
+ * @kind: RK_SIG_*.
+ * @flags: RK_SIGF_*.
+ * @cpu: CPU the event happened on.
+ * @tid, @tgid: the tracked thread (the child, for RK_SIG_FORK).
+ * @ptid: parent tid (fork) or the other task of a switch (next/prev).
+ * @prev_state: task state at switch-out (raw __state).
+ * @time_ns: CLOCK_MONOTONIC (bpf_ktime_get_ns).
+ * @exit_code: task exit_code (RK_SIG_EXIT).
+ * @uid: real uid of the task (fork, exec).
+ * @comm: task comm (fork, exec).
+ */
+struct rk_signal {
+	__u16 kind;
+	__u16 flags;
+	__u32 cpu;
+	__u32 tid;
+	__u32 tgid;
+	__u32 ptid;
+	__u32 prev_state;
+	__u64 time_ns;
+	__s32 exit_code;
+	__u32 uid;
+	char comm[RK_COMM_LEN];
+};
+
+_Static_assert(sizeof(struct pmu_info) == RK_PMU_INFO_NOTE_SIZE, "pmu_info size");
+_Static_assert(sizeof(struct rk_perf_event_attr) == RK_PERF_ATTR_SIZE, "attr size");
+_Static_assert(sizeof(struct rk_pmu_key) == 8, "key size");
+_Static_assert(sizeof(struct rk_pmu_entry) == 8 + RK_PERF_ATTR_SIZE + RK_PMU_DESC_MAX,
+	       "entry size");
+_Static_assert(sizeof(struct rk_signal) == 56, "signal size");
+
+#endif /* RINGKEEPER_H */

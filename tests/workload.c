@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * workload.c - a multi-threaded program for the demo and the integration
+ * tests: it creates threads (and optionally a child process with threads),
+ * each sleeping and waking ITERS times, joins them, and prints the tid of
+ * every thread it made ("tid T" lines), so tests can assert exact sets.
+ *
+ *   workload [-t THREADS] [-i ITERS] [-s SLEEP_US] [-f] [-w FD]
+ *     -f      also fork a child process that runs the same threads
+ *     -w FD   wait until FD is readable (a byte or EOF) before creating threads
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int iters = 20;
+static long sleep_us = 200;
+
+static void *body(void *arg)
+{
+	volatile unsigned long spin = 0;
+	struct timespec ts = { 0, sleep_us * 1000 };
+	int i;
+
+	(void)arg;
+	for (i = 0; i < iters; i++) {
+		unsigned long k;
+
+		for (k = 0; k < 20000; k++)
+			spin += k;
+		nanosleep(&ts, NULL);
+	}
+	return (void *)(long)syscall(SYS_gettid);
+}
+
+static int run_threads(int n, const char *who)
+{
+	pthread_t *th = calloc((size_t)n, sizeof(*th));
+	int i, err = 0;
+
+	if (!th)
+		return 1;
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&th[i], NULL, body, NULL)) {
+			fprintf(stderr, "workload: pthread_create failed at %d\n", i);
+			n = i;
+			err = 1;
+			break;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		void *ret;
+
+		pthread_join(th[i], &ret);
+		printf("tid %ld %s\n", (long)ret, who);
+	}
+	free(th);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	int nthreads = 4, do_fork = 0, wait_fd = -1, c, err;
+	pid_t child = 0;
+
+	while ((c = getopt(argc, argv, "t:i:s:fw:")) != -1) {
+		switch (c) {
+		case 't':
+			nthreads = atoi(optarg);
+			break;
+		case 'i':
+			iters = atoi(optarg);
+			break;
+		case 's':
+			sleep_us = atol(optarg);
+			break;
+		case 'f':
+			do_fork = 1;
+			break;
+		case 'w':
+			wait_fd = atoi(optarg);
+			break;
+		default:
+			fprintf(stderr, "usage: workload [-t N] [-i ITERS] [-s US] [-f] [-w FD]\n");
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("main %d\n", getpid());
+	if (wait_fd >= 0) {
+		char b;
+
+		if (read(wait_fd, &b, 1) < 0)
+			return 1;
+	}
+	if (do_fork) {
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			printf("child %d\n", getpid());
+			exit(run_threads(nthreads, "child"));
+		}
+	}
+	err = run_threads(nthreads, "main");
+	if (child > 0) {
+		int st;
+
+		waitpid(child, &st, 0);
+		err |= !WIFEXITED(st) || WEXITSTATUS(st);
+	}
+	return err;
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * bufile.c - per-thread buffer files: layout, ring writer, checked reader.
+ *
+ * Unlike a kernel perf ring, the writer here owns both ends: it moves
+ * data_tail forward itself (overwrite mode, whole records at a time), so a
+ * reader never has to write to the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bufile.h"
+
+_Static_assert(sizeof(struct perf_event_mmap_page) == 1088, "uapi perf_event_mmap_page");
+_Static_assert(sizeof(struct rk_thread_ident) == 96, "ident size");
+_Static_assert(RK_PMU_OFFSET == 1104, "pmu_offset");
+_Static_assert(RK_PMU_OFFSET + sizeof(struct rk_pmu_entry) + sizeof(struct rk_thread_ident) <=
+		       RK_PAGE_SIZE,
+	       "pmu entry and identity must fit in page 0");
+
+static int is_pow2(__u64 x)
+{
+	return x && !(x & (x - 1));
+}
+
+size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size)
+{
+	if (!is_pow2(data_size) || data_size < RK_PAGE_SIZE || data_size > (1ull << 34))
+		return 0;
+	if (aux_size && (!is_pow2(aux_size) || aux_size < RK_PAGE_SIZE || aux_size > (1ull << 34)))
+		return 0;
+	return RK_PAGE_SIZE + data_size + aux_size;
+}
+
+static __u64 pmu_entry_size(const struct rk_pmu_entry *pmu)
+{
+	return (__u64)pmu->info.note_size + pmu->attr.size + pmu->info.pmu_descsz;
+}
+
+struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux_size,
+				    const struct rk_pmu_entry *pmu,
+				    const struct rk_thread_ident *ident)
+{
+	size_t size = rk_bufile_layout_size(data_size, aux_size);
+	struct rk_bufile *bf;
+	__u64 pmu_size;
+	int fd, err;
+
+	if (!size || pmu->info.note_size != RK_PMU_INFO_NOTE_SIZE ||
+	    pmu->attr.size > RK_PERF_ATTR_SIZE || pmu->info.pmu_descsz > RK_PMU_DESC_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pmu_size = pmu_entry_size(pmu);
+
+	bf = calloc(1, sizeof(*bf));
+	if (!bf)
+		return NULL;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	/*
+	 * posix_fallocate() would account the whole buffer against tmpfs now
+	 * and turn a later ENOSPC into an error here, where it can be handled,
+	 * instead of a SIGBUS in the drain path.
+	 */
+	err = -posix_fallocate(fd, 0, (off_t)size);
+	if (err)
+		goto err_close;
+	bf->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (bf->base == MAP_FAILED) {
+		err = -errno;
+		goto err_close;
+	}
+	close(fd);
+	bf->map_size = size;
+	bf->pg = bf->base;
+	bf->ext = (struct rk_page_ext *)((__u8 *)bf->base + RK_PAGE_EXT_OFFSET);
+	bf->pmu = (const struct rk_pmu_entry *)((__u8 *)bf->base + RK_PMU_OFFSET);
+	bf->ident = (struct rk_thread_ident *)((__u8 *)bf->base +
+					       RK_ALIGN8(RK_PMU_OFFSET + pmu_size));
+	bf->data = (__u8 *)bf->base + RK_PAGE_SIZE;
+
+	/* As the kernel's perf_event_init_userpage() does. */
+	bf->pg->cap_bit0_is_deprecated = 1;
+	bf->pg->size = offsetof(struct perf_event_mmap_page, __reserved);
+	bf->pg->data_offset = RK_PAGE_SIZE;
+	bf->pg->data_size = data_size;
+	if (aux_size) {
+		bf->pg->aux_offset = RK_PAGE_SIZE + data_size;
+		bf->pg->aux_size = aux_size;
+	}
+	memcpy((void *)bf->pmu, pmu, pmu_size);
+	memcpy(bf->ident, ident, sizeof(*ident));
+	bf->ident->magic = RK_IDENT_MAGIC;
+	bf->ident->version = RK_IDENT_VERSION;
+	bf->ident->size = sizeof(*ident);
+	/*
+	 * pmu_offset last: a reader that sees it sees a complete page 0.
+	 * Pairs with the acquire load in rk_bufile__from_mem().
+	 */
+	bf->ext->pmu_size = pmu_size;
+	__atomic_store_n(&bf->ext->pmu_offset, RK_PMU_OFFSET, __ATOMIC_RELEASE);
+	return bf;
+
+err_close:
+	close(fd);
+	unlink(path);
+err_free:
+	free(bf);
+	errno = -err;
+	return NULL;
+}
+
+#define BAD(msg)                    \
+	do {                        \
+		if (err_msg)        \
+			*err_msg = msg; \
+		return -EBADMSG;    \
+	} while (0)
+
+int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const char **err_msg)
+{
+	const struct perf_event_mmap_page *pg = base;
+	const struct rk_page_ext *ext;
+	const struct rk_pmu_entry *pmu;
+	const struct rk_thread_ident *id;
+	__u64 off, psz, head, tail, data_end;
+
+	memset(bf, 0, sizeof(*bf));
+	if (size < RK_PAGE_SIZE)
+		BAD("shorter than one page");
+	ext = (const struct rk_page_ext *)((const __u8 *)base + RK_PAGE_EXT_OFFSET);
+	off = __atomic_load_n(&ext->pmu_offset, __ATOMIC_ACQUIRE);
+	psz = ext->pmu_size;
+	/* The RFC's constraints, plus room for our fixed header. */
+	if (off < RK_PAGE_EXT_OFFSET + sizeof(*ext) || off % 8 || off >= RK_PAGE_SIZE)
+		BAD("pmu_offset out of page 0");
+	if (psz < RK_PMU_INFO_NOTE_SIZE + PERF_ATTR_SIZE_VER0 || psz > RK_PAGE_SIZE - off)
+		BAD("pmu_size does not fit in page 0");
+	pmu = (const struct rk_pmu_entry *)((const __u8 *)base + off);
+	if (pmu->info.note_size < RK_PMU_INFO_NOTE_SIZE || pmu->attr.size < PERF_ATTR_SIZE_VER0 ||
+	    pmu->attr.size > RK_PERF_ATTR_SIZE || pmu->info.pmu_descsz > RK_PMU_DESC_MAX ||
+	    (__u64)pmu->info.note_size + pmu->attr.size + pmu->info.pmu_descsz != psz)
+		BAD("pmu_info sizes disagree with pmu_size");
+	if (pmu->info.note_size != RK_PMU_INFO_NOTE_SIZE)
+		BAD("pmu_info note_size of an unknown version");
+	if (RK_ALIGN8(off + psz) + sizeof(*id) > RK_PAGE_SIZE)
+		BAD("thread identity record does not fit in page 0");
+	id = (const struct rk_thread_ident *)((const __u8 *)base + RK_ALIGN8(off + psz));
+	if (id->magic != RK_IDENT_MAGIC)
+		BAD("no ringkeeper identity record (not a ringkeeper buffer?)");
+	if (id->version != RK_IDENT_VERSION || id->size < sizeof(*id))
+		BAD("identity record of an unknown version");
+	if (pg->data_offset != RK_PAGE_SIZE || !is_pow2(pg->data_size) ||
+	    pg->data_size < RK_PAGE_SIZE || pg->data_size > size - RK_PAGE_SIZE)
+		BAD("data area out of the file");
+	data_end = pg->data_offset + pg->data_size;
+	if (pg->aux_size &&
+	    (pg->aux_offset < data_end || !is_pow2(pg->aux_size) || pg->aux_offset > size ||
+	     pg->aux_size > size - pg->aux_offset))
+		BAD("aux area out of the file");
+	head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	tail = __atomic_load_n(&pg->data_tail, __ATOMIC_ACQUIRE);
+	if (head < tail)
+		BAD("data_head is behind data_tail");
+	if (head - tail > pg->data_size)
+		BAD("data_head - data_tail exceeds data_size");
+	if ((head | tail) % 8)
+		BAD("data_head/data_tail not 8-byte aligned");
+
+	bf->base = base;
+	bf->map_size = size;
+	bf->pg = base;
+	bf->ext = (struct rk_page_ext *)ext;
+	bf->pmu = pmu;
+	bf->ident = (struct rk_thread_ident *)id;
+	bf->data = (__u8 *)base + RK_PAGE_SIZE;
+	return 0;
+}
+
+struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
+{
+	struct rk_bufile *bf = NULL;
+	struct stat st;
+	void *base;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)RK_PAGE_SIZE) {
+		if (err_msg)
+			*err_msg = S_ISREG(st.st_mode) ? "shorter than one page" : "not a regular file";
+		err = -EBADMSG;
+		goto err_close;
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		err = -errno;
+		goto err_close;
+	}
+	close(fd);
+	bf = malloc(sizeof(*bf));
+	if (!bf) {
+		err = -ENOMEM;
+		goto err_unmap;
+	}
+	err = rk_bufile__from_mem(bf, base, (size_t)st.st_size, err_msg);
+	if (err)
+		goto err_unmap;
+	return bf;
+
+err_unmap:
+	munmap(base, (size_t)st.st_size);
+	free(bf);
+	errno = -err;
+	return NULL;
+err_close:
+	close(fd);
+	errno = -err;
+	return NULL;
+}
+
+void rk_bufile__free(struct rk_bufile *bf)
+{
+	if (!bf)
+		return;
+	munmap(bf->base, bf->map_size);
+	free(bf);
+}
+
+static void ring_copy_out(const __u8 *ring, __u64 mask, __u64 pos, void *dst, size_t len)
+{
+	size_t off = pos & mask, first = mask + 1 - off;
+
+	if (first >= len) {
+		memcpy(dst, ring + off, len);
+	} else {
+		memcpy(dst, ring + off, first);
+		memcpy((__u8 *)dst + first, ring, len - first);
+	}
+}
+
+static void ring_copy_in(__u8 *ring, __u64 mask, __u64 pos, const void *src, size_t len)
+{
+	size_t off = pos & mask, first = mask + 1 - off;
+
+	if (first >= len) {
+		memcpy(ring + off, src, len);
+	} else {
+		memcpy(ring + off, src, first);
+		memcpy(ring, (const __u8 *)src + first, len - first);
+	}
+}
+
+int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size)
+{
+	struct perf_event_mmap_page *pg = bf->pg;
+	const struct perf_event_header *h = rec;
+	__u64 mask = pg->data_size - 1, head, tail, old_tail;
+
+	if (size < sizeof(*h) || size % 8 || h->size != size)
+		return -EINVAL;
+	if (size > pg->data_size) {
+		bf->ident->lost++;
+		return -E2BIG;
+	}
+	/* We are the only writer of both: plain loads see our own stores. */
+	head = pg->data_head;
+	tail = old_tail = pg->data_tail;
+	while (head + size - tail > pg->data_size) {
+		struct perf_event_header oh;
+
+		ring_copy_out(bf->data, mask, tail, &oh, sizeof(oh));
+		if (!oh.size || oh.size % 8 || oh.size > head - tail) {
+			/* Cannot happen unless someone scribbled on the file: start over. */
+			tail = head;
+			break;
+		}
+		tail += oh.size;
+		bf->ident->overwritten++;
+	}
+	if (tail != old_tail) {
+		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELAXED);
+		/*
+		 * The new tail must be visible before we overwrite the bytes it
+		 * gave up; pairs with the acquire fence before the tail
+		 * re-read in rk_bufile__for_each().
+		 */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	ring_copy_in(bf->data, mask, head, rec, size);
+	/* Publish the record; pairs with the acquire load of data_head in readers. */
+	__atomic_store_n(&pg->data_head, head + size, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
+{
+	const struct perf_event_mmap_page *pg = bf->pg;
+	__u64 mask = pg->data_size - 1, head, tail, pos, cur_tail;
+	union {
+		struct perf_event_header h;
+		__u8 bytes[65536];
+	} *buf;
+	int ret = 0;
+
+	buf = malloc(sizeof(*buf));
+	if (!buf)
+		return -ENOMEM;
+	/* Pairs with the release store of data_head in rk_bufile__write(). */
+	head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	tail = __atomic_load_n(&pg->data_tail, __ATOMIC_ACQUIRE);
+	if (tail > head || head - tail > pg->data_size) {
+		ret = -EBADMSG;
+		goto out;
+	}
+	for (pos = tail; pos < head;) {
+		size_t sz;
+
+		ring_copy_out(bf->data, mask, pos, &buf->h, sizeof(buf->h));
+		sz = buf->h.size;
+		if (sz < sizeof(buf->h) || sz % 8 || sz > head - pos) {
+			/* Torn by a live writer, or corrupt. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			cur_tail = __atomic_load_n(&pg->data_tail, __ATOMIC_RELAXED);
+			if (cur_tail > pos) {
+				pos = cur_tail;
+				continue;
+			}
+			ret = -EBADMSG;
+			goto out;
+		}
+		ring_copy_out(bf->data, mask, pos, buf->bytes, sz);
+		/*
+		 * Pairs with the full fence after the tail store in
+		 * rk_bufile__write(): if the writer overwrote what we copied,
+		 * we now see a tail past it.
+		 */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		cur_tail = __atomic_load_n(&pg->data_tail, __ATOMIC_RELAXED);
+		if (cur_tail > pos) {
+			pos = cur_tail;
+			continue;
+		}
+		ret = fn(&buf->h, ctx);
+		if (ret)
+			goto out;
+		pos += sz;
+	}
+out:
+	free(buf);
+	return ret;
+}
+
+size_t rk_sample_id_size(__u64 st)
+{
+	size_t n = 0;
+
+	n += st & PERF_SAMPLE_TID ? 8 : 0;
+	n += st & PERF_SAMPLE_TIME ? 8 : 0;
+	n += st & PERF_SAMPLE_ID ? 8 : 0;
+	n += st & PERF_SAMPLE_STREAM_ID ? 8 : 0;
+	n += st & PERF_SAMPLE_CPU ? 8 : 0;
+	n += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
+	return n;
+}

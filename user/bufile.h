@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * bufile.h - the per-thread buffer file: layout, ring writer and checked
+ * reader.
+ *
+ * Page 0 holds struct perf_event_mmap_page as in the kernel uapi, then the
+ * RFC's pmu_offset/pmu_size, then at pmu_offset the thread's
+ * struct rk_pmu_entry (pmu_size bytes: pmu_info, attr, descriptor), then
+ * at RK_ALIGN8(pmu_offset + pmu_size) a struct rk_thread_ident. The data
+ * area is a forward ring of perf records ([data_tail, data_head) always
+ * parses: the writer drops whole records to make room).
+ */
+#ifndef RK_BUFILE_H
+#define RK_BUFILE_H
+
+#include <linux/types.h>
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ringkeeper.h"
+
+#define RK_PAGE_SIZE 4096u
+#define RK_ALIGN8(x) (((x) + 7) & ~(__u64)7)
+
+/* "RINGKEEP", little endian. */
+#define RK_IDENT_MAGIC 0x504545474b474e52ULL
+#define RK_IDENT_VERSION 1
+
+#define RK_THREAD_LIVE 0
+#define RK_THREAD_EXITING 1 /* exit seen, final switch-out not yet */
+#define RK_THREAD_EXITED 2
+#define RK_THREAD_STOPPED 3 /* the recording stopped while it ran */
+
+/**
+ * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
+ * directly after it (offset 1088).
+ * @pmu_offset: >= end of this struct; @pmu_offset + @pmu_size <= page size.
+ * @pmu_size: bytes at pmu_offset: pmu_info + attr.size + pmu_descsz.
+ */
+struct rk_page_ext {
+	__u64 pmu_offset;
+	__u64 pmu_size;
+};
+
+/**
+ * struct rk_thread_ident - who the buffer belongs to.
+ * @magic: RK_IDENT_MAGIC; @version, @size: versioning.
+ * @tid, @tgid: global ids; @ns_tid: the tid in the task's own pid namespace.
+ * @uid: real uid of the thread (owner of the file).
+ * @state: RK_THREAD_*; @exit_code: as wait(2) encodes it.
+ * @start_ns, @exit_ns: CLOCK_MONOTONIC.
+ * @pinned: 1 while the loader holds the buffer mlocked (live view only).
+ * @overwritten: records dropped from the tail to make room.
+ * @lost: records that could not be stored at all (larger than the ring).
+ */
+struct rk_thread_ident {
+	__u64 magic;
+	__u32 version;
+	__u32 size;
+	__u32 tid;
+	__u32 tgid;
+	__u32 ns_tid;
+	__u32 uid;
+	char comm[RK_COMM_LEN];
+	__u64 start_ns;
+	__u64 exit_ns;
+	__s32 exit_code;
+	__u32 state;
+	__u64 pinned;
+	__u64 overwritten;
+	__u64 lost;
+};
+
+#define RK_PAGE_EXT_OFFSET sizeof(struct perf_event_mmap_page)
+#define RK_PMU_OFFSET RK_ALIGN8(RK_PAGE_EXT_OFFSET + sizeof(struct rk_page_ext))
+
+/**
+ * struct rk_bufile - an open, mapped buffer file.
+ * @base: the mapping; @map_size: its length (the whole file).
+ * @pg: page 0; @ext, @pmu, @ident: inside page 0, validated.
+ * @data: the data ring (@pg->data_size bytes, a power of two).
+ */
+struct rk_bufile {
+	void *base;
+	size_t map_size;
+	struct perf_event_mmap_page *pg;
+	struct rk_page_ext *ext;
+	const struct rk_pmu_entry *pmu;
+	struct rk_thread_ident *ident;
+	__u8 *data;
+};
+
+/**
+ * rk_bufile_layout_size() - validate a data size and return the file size.
+ * @data_size: bytes of data ring; a power of two, >= one page.
+ * @aux_size: bytes of AUX ring; 0 or a power of two >= one page.
+ *
+ * Return: the file size, or 0 if the sizes are not usable.
+ */
+size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size);
+
+/**
+ * rk_bufile__create() - create (or truncate) and map a buffer file.
+ * @path: file to create, mode 0600.
+ * @data_size, @aux_size: as for rk_bufile_layout_size().
+ * @pmu: the entry to place at pmu_offset.
+ * @ident: identity record; magic/version/size are filled in.
+ *
+ * Return: the mapped file, or NULL with errno set (EINVAL for bad sizes or
+ * a pmu entry that does not fit in page 0, else the failing call's errno).
+ */
+struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux_size,
+				    const struct rk_pmu_entry *pmu,
+				    const struct rk_thread_ident *ident);
+
+/**
+ * rk_bufile__open() - map an existing file read-only and validate page 0.
+ * @path: the file.
+ * @err_msg: if not NULL, receives a static description of what is wrong.
+ *
+ * Return: the file, or NULL with errno set (EBADMSG: not a valid buffer).
+ */
+struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg);
+
+/**
+ * rk_bufile__from_mem() - validate a buffer image in memory (not owned).
+ * Return: 0, or -EBADMSG with *@err_msg describing the first problem.
+ */
+int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const char **err_msg);
+
+/** rk_bufile__free() - unmap and free; NULL is a no-op. */
+void rk_bufile__free(struct rk_bufile *bf);
+
+/**
+ * rk_bufile__write() - append one perf record to the data ring.
+ * @bf: a writable buffer.
+ * @rec: the record, starting with struct perf_event_header; its size field
+ *       must equal @size, a multiple of 8.
+ * @size: record size.
+ *
+ * Drops whole records from the tail to make room, publishing the new tail
+ * before overwriting and the new head after writing, so [tail, head) parses
+ * at every instant, for a concurrent reader and after a crash.
+ *
+ * Return: 0; -EINVAL for a malformed record; -E2BIG for a record larger
+ * than the ring (counted in ident->lost).
+ */
+int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size);
+
+/**
+ * typedef rk_record_fn - called for each record, oldest first.
+ * @rec: the record, contiguous (copied if it wrapped), @rec->size bytes.
+ * Return: 0 to go on, non-zero to stop (returned by rk_bufile__for_each).
+ */
+typedef int (*rk_record_fn)(const struct perf_event_header *rec, void *ctx);
+
+/**
+ * rk_bufile__for_each() - walk the records of [data_tail, data_head).
+ *
+ * Safe against a live writer: reads head (acquire) and tail, copies each
+ * record, and discards what the writer may have overwritten meanwhile.
+ *
+ * Return: 0; the callback's non-zero value; -EBADMSG if a record header is
+ * corrupt (size 0, not a multiple of 8, or past head).
+ */
+int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx);
+
+/** rk_bufile_sched_rec_size() - bytes of sample_id for an attr's sample_type. */
+size_t rk_sample_id_size(__u64 sample_type);
+
+#endif /* RK_BUFILE_H */

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* main.c - the ringkeeper command line: record, ls, stat, show. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "record.h"
+#include "session.h"
+#include "show.h"
+#include "util.h"
+
+#define DEFAULT_DATA_SIZE (512u * 1024)
+
+static void usage_main(FILE *f)
+{
+	fprintf(f,
+		"Usage: ringkeeper COMMAND [OPTIONS]\n"
+		"\n"
+		"A per-thread flight recorder: every traced thread gets its own trace ring\n"
+		"buffer in a tmpfs file, locked in memory only while the thread runs.\n"
+		"\n"
+		"Commands:\n"
+		"  record   trace a running process (-p PID) or a command (-- CMD ARGS)\n"
+		"  ls       list sessions and their per-thread buffer files\n"
+		"  stat     counters of a session (signals, drops, pins, locked bytes)\n"
+		"  show     print the records of one thread's buffer (FILE or TID)\n"
+		"\n"
+		"Run 'ringkeeper COMMAND --help' for the options of each.\n");
+}
+
+static void usage_record(FILE *f)
+{
+	fprintf(f,
+		"Usage: ringkeeper record [OPTIONS] -p PID\n"
+		"       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
+		"\n"
+		"Trace every thread of PID (and, with inheritance, every thread and process it\n"
+		"creates), or start CMD traced from its first instruction. Stops when the\n"
+		"target exits, after --duration, or on SIGINT/SIGTERM. Needs root.\n"
+		"Each thread's context switches are written as PERF_RECORD_SWITCH records into\n"
+		"ROOT/SESSION/sched/TID.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID          trace this existing process\n"
+		"  -m, --mmap-pages SIZE  data ring per thread: pages, or bytes with a K/M/G\n"
+		"                         suffix; rounded up to a power of two (default 512K)\n"
+		"      --mlock-kb KB      locked-memory budget per user, in KiB (default:\n"
+		"                         perf_event_mlock_kb x online CPUs)\n"
+		"      --workers N        pin worker threads (default: online CPUs)\n"
+		"      --linger-ms MS     keep an off-CPU thread's buffer locked this long, so a\n"
+		"                         thread bouncing on and off CPU costs no syscall (20)\n"
+		"      --tick-ms MS       drain period of the BPF ringbuf (5)\n"
+		"      --ringbuf-size SZ  BPF signal ringbuf size, power of two (1M)\n"
+		"      --no-inherit       do not trace children and new threads\n"
+		"  -d, --duration SECS    stop after SECS seconds\n"
+		"      --session NAME     session name (default: date-time-loaderpid)\n"
+		"      --root DIR         where sessions live (default " RK_DEFAULT_ROOT ")\n"
+		"      --keep             leave the maps pinned in " RK_BPFFS_DIR " at exit\n"
+		"      --ready-fd FD      write \"ready\\n\" to FD once tracing is on\n"
+		"  -v, --verbose          libbpf and loader details\n"
+		"  -h, --help             this text\n");
+}
+
+static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || *end || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+static uint64_t round_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "mlock-kb", required_argument, NULL, 1 },
+		{ "workers", required_argument, NULL, 2 },
+		{ "linger-ms", required_argument, NULL, 3 },
+		{ "tick-ms", required_argument, NULL, 4 },
+		{ "ringbuf-size", required_argument, NULL, 5 },
+		{ "no-inherit", no_argument, NULL, 6 },
+		{ "session", required_argument, NULL, 7 },
+		{ "root", required_argument, NULL, 8 },
+		{ "keep", no_argument, NULL, 9 },
+		{ "ready-fd", required_argument, NULL, 10 },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct rk_record_opts o = {
+		.root = RK_DEFAULT_ROOT,
+		.data_size = DEFAULT_DATA_SIZE,
+		.linger_ns = 20 * 1000000ull,
+		.tick_ns = 5 * 1000000ull,
+		.ringbuf_size = 1u << 20,
+		.inherit = 1,
+		.ready_fd = -1,
+	};
+	uint64_t mlock_kb = 0, size;
+	unsigned long long v;
+	char b1[32], b2[32], b3[32];
+	int c, have_budget = 0;
+
+	while ((c = getopt_long(argc, argv, "+p:m:d:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+				rk_err("-p: not a pid: '%s'", optarg);
+				return 2;
+			}
+			o.pid = (pid_t)v;
+			break;
+		case 'm':
+			if (rk_parse_size(optarg, 1, &size) || !size) {
+				rk_err("-m: not a size: '%s' (pages, or bytes with K/M/G)", optarg);
+				return 2;
+			}
+			if (size < RK_PAGE_SIZE) {
+				rk_err("-m %s: the data ring needs at least one page (4 KiB)",
+				       optarg);
+				return 2;
+			}
+			if (size > (1ull << 30)) {
+				rk_err("-m %s: more than 1 GiB per thread is not supported", optarg);
+				return 2;
+			}
+			if (round_pow2(size) != size) {
+				fprintf(stderr,
+					"ringkeeper: rounding -m %s up to %s (a power of two)\n",
+					optarg, rk_fmt_size(round_pow2(size), b1, sizeof(b1)));
+				size = round_pow2(size);
+			}
+			o.data_size = size;
+			break;
+		case 1:
+			if (parse_uint(optarg, 1ull << 40, &v) || !v) {
+				rk_err("--mlock-kb: not a positive number of KiB: '%s'", optarg);
+				return 2;
+			}
+			mlock_kb = v;
+			have_budget = 1;
+			break;
+		case 2:
+			if (parse_uint(optarg, 256, &v) || !v) {
+				rk_err("--workers: expected 1..256, got '%s'", optarg);
+				return 2;
+			}
+			o.workers = (unsigned int)v;
+			break;
+		case 3:
+			if (parse_uint(optarg, 3600000, &v)) {
+				rk_err("--linger-ms: not a number of ms: '%s'", optarg);
+				return 2;
+			}
+			o.linger_ns = v * 1000000ull;
+			break;
+		case 4:
+			if (parse_uint(optarg, 1000, &v) || !v) {
+				rk_err("--tick-ms: expected 1..1000, got '%s'", optarg);
+				return 2;
+			}
+			o.tick_ns = v * 1000000ull;
+			break;
+		case 5:
+			if (rk_parse_size(optarg, 0, &size) || size < 4096 || size > (1ull << 30) ||
+			    round_pow2(size) != size) {
+				rk_err("--ringbuf-size: need a power of two from 4K to 1G, got '%s'",
+				       optarg);
+				return 2;
+			}
+			o.ringbuf_size = size;
+			break;
+		case 6:
+			o.inherit = 0;
+			break;
+		case 7:
+			if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") ||
+			    !strcmp(optarg, "..") || strlen(optarg) > 100) {
+				rk_err("--session: '%s' is not a usable name (no '/', 1..100 chars)",
+				       optarg);
+				return 2;
+			}
+			o.session = optarg;
+			break;
+		case 8:
+			o.root = optarg;
+			break;
+		case 9:
+			o.keep = 1;
+			break;
+		case 10:
+			if (parse_uint(optarg, INT_MAX, &v)) {
+				rk_err("--ready-fd: not an fd: '%s'", optarg);
+				return 2;
+			}
+			o.ready_fd = (int)v;
+			break;
+		case 'd':
+			if (parse_uint(optarg, 365ull * 86400, &v) || !v) {
+				rk_err("--duration: not a number of seconds: '%s'", optarg);
+				return 2;
+			}
+			o.duration_ns = v * 1000000000ull;
+			break;
+		case 'v':
+			rk_verbose = 1;
+			break;
+		case 'h':
+			usage_record(stdout);
+			return 0;
+		default:
+			usage_record(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		o.argv = &argv[optind];
+	if (o.pid && o.argv) {
+		rk_err("give either -p PID or a command after --, not both");
+		return 2;
+	}
+	if (!o.pid && !o.argv) {
+		rk_err("nothing to trace: give -p PID or -- CMD ARGS (see --help)");
+		return 2;
+	}
+	if (!have_budget) {
+		uint64_t kb;
+
+		if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &kb))
+			kb = 516; /* the kernel's default */
+		mlock_kb = kb * rk_online_cpus();
+	}
+	o.budget = mlock_kb * 1024;
+	size = rk_bufile_layout_size(o.data_size, 0);
+	if (o.budget < size) {
+		rk_err("budget %s is smaller than one buffer of %s (-m %s + one page): "
+		       "raise --mlock-kb or lower -m",
+		       rk_fmt_size(o.budget, b1, sizeof(b1)), rk_fmt_size(size, b2, sizeof(b2)),
+		       rk_fmt_size(o.data_size, b3, sizeof(b3)));
+		return 2;
+	}
+	return rk_record(&o) ? 1 : 0;
+}
+
+/* Session directories under @root, newest first (by stat start time). */
+struct sess {
+	char name[256];
+	struct rk_session_stat st;
+	int have_stat;
+};
+
+static int sess_cmp(const void *a, const void *b)
+{
+	const struct sess *x = a, *y = b;
+
+	if (x->st.start_ns != y->st.start_ns)
+		return x->st.start_ns < y->st.start_ns ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int list_sessions(const char *root, struct sess **out, size_t *n)
+{
+	struct sess *v = NULL, *nv;
+	struct dirent *de;
+	size_t cnt = 0;
+	char path[PATH_MAX];
+	DIR *d = opendir(root);
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(v->name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", root, de->d_name, RK_SCHED_DIR);
+		if (access(path, F_OK))
+			continue;
+		nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (!nv) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
+		}
+		v = nv;
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		snprintf(v[cnt].name, sizeof(v[cnt].name), "%s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
+		v[cnt].have_stat = !rk_session_stat_read(path, &v[cnt].st);
+		cnt++;
+	}
+	closedir(d);
+	if (cnt)
+		qsort(v, cnt, sizeof(*v), sess_cmp);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	unsigned long x = strtoul(*(char *const *)a, NULL, 10);
+	unsigned long y = strtoul(*(char *const *)b, NULL, 10);
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void ls_session(const char *root, const struct sess *s, int json, int *first)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300], b1[32];
+	char **names = NULL, **nn;
+	size_t n = 0, i;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s/%s", root, s->name, RK_SCHED_DIR);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		nn = realloc(names, (n + 1) * sizeof(*names));
+		if (!nn)
+			break;
+		names = nn;
+		names[n] = strdup(de->d_name);
+		if (names[n])
+			n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), tid_cmp);
+	if (!json) {
+		printf("%s  %s  %zu threads  %s\n", s->name,
+		       !s->have_stat		    ? "no-stat" :
+		       rk_session_alive(&s->st)	    ? "running" :
+		       s->st.state == RK_SESSION_ENDED ? "ended" :
+							"dead-loader",
+		       n, s->have_stat ? s->st.command : "");
+		printf("  %8s %8s %-16s %-8s %-6s %10s %10s  %s\n", "TID", "TGID", "COMM", "STATE",
+		       "PINNED", "BYTES", "RING", "FILE");
+	}
+	for (i = 0; i < n; i++) {
+		const char *msg = NULL;
+		struct rk_bufile *bf;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		bf = rk_bufile__open(path, &msg);
+		if (!bf) {
+			if (json) {
+				printf("%s{\"session\":", *first ? "" : ",\n");
+				rk_json_str(stdout, s->name);
+				printf(",\"file\":");
+				rk_json_str(stdout, path);
+				printf(",\"error\":");
+				rk_json_str(stdout, msg ? msg : strerror(errno));
+				printf("}");
+				*first = 0;
+			} else {
+				printf("  %8s %s: %s\n", names[i], path, msg ? msg : strerror(errno));
+			}
+			continue;
+		}
+		{
+			__u64 used = bf->pg->data_head - bf->pg->data_tail;
+			char comm[RK_COMM_LEN];
+			int pinned = (int)__atomic_load_n(&bf->ident->pinned, __ATOMIC_RELAXED) &&
+				     s->have_stat && rk_session_alive(&s->st);
+
+			memcpy(comm, bf->ident->comm, sizeof(comm));
+			comm[RK_COMM_LEN - 1] = '\0';
+			if (json) {
+				printf("%s{\"session\":", *first ? "" : ",\n");
+				rk_json_str(stdout, s->name);
+				printf(",\"tid\":%u,\"tgid\":%u,\"comm\":", bf->ident->tid,
+				       bf->ident->tgid);
+				rk_json_str(stdout, comm);
+				printf(",\"state\":\"%s\",\"pinned\":%s,\"bytes\":%llu,"
+				       "\"data_size\":%llu,\"file\":",
+				       rk_thread_state_name(bf->ident->state),
+				       pinned ? "true" : "false", (unsigned long long)used,
+				       (unsigned long long)bf->pg->data_size);
+				rk_json_str(stdout, path);
+				printf("}");
+				*first = 0;
+			} else {
+				printf("  %8u %8u %-16s %-8s %-6s %10llu %10s  %s\n", bf->ident->tid,
+				       bf->ident->tgid, comm, rk_thread_state_name(bf->ident->state),
+				       pinned ? "yes" : "no", (unsigned long long)used,
+				       rk_fmt_size(bf->pg->data_size, b1, sizeof(b1)), path);
+			}
+		}
+		rk_bufile__free(bf);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
+		       const char **session, int *all)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },   { "root", required_argument, NULL, 'r' },
+		{ "session", required_argument, NULL, 's' }, { "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },   { 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+jr:s:ah", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			*json = 1;
+			break;
+		case 'r':
+			*root = optarg;
+			break;
+		case 's':
+			if (!session)
+				goto bad;
+			*session = optarg;
+			break;
+		case 'a':
+			if (!all)
+				goto bad;
+			*all = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			goto bad;
+		}
+	}
+	return 1;
+bad:
+	fputs(usage, stderr);
+	return -2;
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper ls [--json] [--root DIR] [SESSION...]\n"
+		"\n"
+		"List sessions (newest first) and, for each, one line per thread buffer:\n"
+		"tid, tgid, comm, state (live/exiting/exited/stopped), whether it is locked\n"
+		"in memory now, bytes of records held, ring size, file.\n";
+	const char *root = RK_DEFAULT_ROOT;
+	struct sess *v;
+	size_t n, i;
+	int json = 0, first = 1, r, err, matched = 0;
+
+	r = common_opts(argc, argv, usage, &json, &root, NULL, NULL);
+	if (r <= 0)
+		return -r;
+	err = list_sessions(root, &v, &n);
+	if (err) {
+		rk_err("cannot read %s: %s", root, strerror(-err));
+		return 1;
+	}
+	if (json)
+		printf("[");
+	for (i = 0; i < n; i++) {
+		int want = optind >= argc, k;
+
+		for (k = optind; k < argc; k++)
+			want |= !strcmp(argv[k], v[i].name);
+		if (!want)
+			continue;
+		matched++;
+		ls_session(root, &v[i], json, &first);
+	}
+	if (json)
+		printf("]\n");
+	else if (!n)
+		printf("no sessions in %s\n", root);
+	free(v);
+	if (optind < argc && !matched) {
+		rk_err("no such session in %s", root);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper stat [--json] [--root DIR] [--all | SESSION]\n"
+		"\n"
+		"Counters of a session (default: the newest): BPF signals and ringbuf drops,\n"
+		"records written and overwritten, threads, pins, unpins, refusals by the\n"
+		"budget, locked bytes now and peak against the budget, the loader's VmLck peak.\n";
+	const char *root = RK_DEFAULT_ROOT;
+	struct sess *v;
+	size_t n, i;
+	int json = 0, all = 0, r, err, shown = 0;
+
+	r = common_opts(argc, argv, usage, &json, &root, NULL, &all);
+	if (r <= 0)
+		return -r;
+	err = list_sessions(root, &v, &n);
+	if (err) {
+		rk_err("cannot read %s: %s", root, strerror(-err));
+		return 1;
+	}
+	for (i = 0; i < n; i++) {
+		if (optind < argc ? strcmp(argv[optind], v[i].name) : (!all && shown))
+			continue;
+		if (!v[i].have_stat) {
+			rk_err("session %s has no readable stat file", v[i].name);
+			continue;
+		}
+		rk_session_print(stdout, v[i].name, &v[i].st, json);
+		shown++;
+	}
+	free(v);
+	if (!shown) {
+		rk_err(optind < argc ? "no such session in %s" : "no sessions in %s", root);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_show(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper show [--json] [--root DIR] [--session S] FILE|TID\n"
+		"\n"
+		"Print one thread's buffer using only the file: identity, pmu_info (the attr\n"
+		"that says how to parse it), then every record from data_tail to data_head,\n"
+		"oldest first, in perf script's layout. A TID is looked up in the newest\n"
+		"session that has it (or in --session).\n";
+	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
+	char path[PATH_MAX + 300];
+	struct rk_bufile *bf;
+	int json = 0, r, err;
+
+	r = common_opts(argc, argv, usage, &json, &root, &session, NULL);
+	if (r <= 0)
+		return -r;
+	if (optind != argc - 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s", argv[optind]);
+	if (strspn(argv[optind], "0123456789") == strlen(argv[optind]) && access(path, F_OK)) {
+		struct sess *v;
+		size_t n, i;
+
+		err = list_sessions(root, &v, &n);
+		if (err) {
+			rk_err("cannot read %s: %s", root, strerror(-err));
+			return 1;
+		}
+		path[0] = '\0';
+		for (i = 0; i < n && !path[0]; i++) {
+			char p[PATH_MAX + 300];
+
+			if (session && strcmp(session, v[i].name))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s/%s/%s", root, v[i].name, RK_SCHED_DIR,
+				 argv[optind]);
+			if (!access(p, F_OK))
+				snprintf(path, sizeof(path), "%s", p);
+		}
+		free(v);
+		if (!path[0]) {
+			rk_err("no buffer for tid %s in %s%s%s", argv[optind], root,
+			       session ? " session " : "", session ? session : "");
+			return 1;
+		}
+	}
+	bf = rk_bufile__open(path, &msg);
+	if (!bf) {
+		rk_err("cannot read %s: %s", path, errno == EBADMSG && msg ? msg : strerror(errno));
+		return 1;
+	}
+	err = rk_show(stdout, bf, path, json, NULL);
+	rk_bufile__free(bf);
+	if (err) {
+		rk_err("%s: records do not parse past the point shown (%s)", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		usage_main(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage_main(stdout);
+		return 0;
+	}
+	/* Subcommand options start after the command name. */
+	argc--;
+	argv++;
+	optind = 1;
+	if (!strcmp(cmd, "record"))
+		return cmd_record(argc, argv);
+	if (!strcmp(cmd, "ls"))
+		return cmd_ls(argc, argv);
+	if (!strcmp(cmd, "stat"))
+		return cmd_stat(argc, argv);
+	if (!strcmp(cmd, "show"))
+		return cmd_show(argc, argv);
+	rk_err("unknown command '%s' (see ringkeeper --help)", cmd);
+	return 2;
+}

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "pinpool.h"
+
+struct uid_acct {
+	uid_t uid;
+	uint64_t locked;
+};
+
+struct rk_pin_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* queue non-empty or stopping */
+	pthread_cond_t idle; /* queue empty and nobody busy */
+	struct rk_pin_item *q_head, *q_tail;
+	struct rk_pin_item *lru_head, *lru_tail; /* lingering, oldest first */
+	unsigned int nbusy;
+	int stopping;
+	struct uid_acct *uids;
+	size_t nuids;
+	struct rk_pin_stats st;
+	struct rk_pin_opts opts;
+	struct rk_pin_ops ops;
+	unsigned int nworkers;
+	pthread_t *workers;
+};
+
+static int sys_lock(void *addr, size_t len, void *ctx)
+{
+	(void)ctx;
+	return mlock(addr, len) ? -errno : 0;
+}
+
+static int sys_unlock(void *addr, size_t len, void *ctx)
+{
+	(void)ctx;
+	return munlock(addr, len) ? -errno : 0;
+}
+
+/* Under pool->lock. NULL only on ENOMEM. */
+static struct uid_acct *acct_of(struct rk_pin_pool *p, uid_t uid)
+{
+	struct uid_acct *a;
+	size_t i;
+
+	for (i = 0; i < p->nuids; i++)
+		if (p->uids[i].uid == uid)
+			return &p->uids[i];
+	a = realloc(p->uids, (p->nuids + 1) * sizeof(*a));
+	if (!a)
+		return NULL;
+	p->uids = a;
+	a = &p->uids[p->nuids++];
+	a->uid = uid;
+	a->locked = 0;
+	return a;
+}
+
+static void lru_del(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	if (!it->in_lru)
+		return;
+	if (it->lru_prev)
+		it->lru_prev->lru_next = it->lru_next;
+	else
+		p->lru_head = it->lru_next;
+	if (it->lru_next)
+		it->lru_next->lru_prev = it->lru_prev;
+	else
+		p->lru_tail = it->lru_prev;
+	it->lru_prev = it->lru_next = NULL;
+	it->in_lru = 0;
+}
+
+static void lru_add(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	it->lru_next = NULL;
+	it->lru_prev = p->lru_tail;
+	if (p->lru_tail)
+		p->lru_tail->lru_next = it;
+	else
+		p->lru_head = it;
+	p->lru_tail = it;
+	it->in_lru = 1;
+}
+
+static void enqueue(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	if (it->queued)
+		return;
+	it->queued = 1;
+	it->q_next = NULL;
+	if (p->q_tail)
+		p->q_tail->q_next = it;
+	else
+		p->q_head = it;
+	p->q_tail = it;
+	pthread_cond_signal(&p->work);
+}
+
+/* Under the lock: does the item need a worker? */
+static int needs_work(const struct rk_pin_item *it)
+{
+	if (it->retired)
+		return 1;
+	return it->wanted && !it->pinned;
+}
+
+/* Under the lock, with @it busy: unlock it (dropping the lock around the syscall). */
+static void do_unlock(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	struct uid_acct *a;
+
+	pthread_mutex_unlock(&p->lock);
+	p->ops.unlock(it->addr, it->len, p->ops.ctx);
+	pthread_mutex_lock(&p->lock);
+	it->pinned = 0;
+	if (it->pinned_flag)
+		__atomic_store_n(it->pinned_flag, 0, __ATOMIC_RELAXED);
+	p->st.unpins++;
+	a = acct_of(p, it->uid); /* exists: it was charged when pinned */
+	if (a)
+		a->locked -= it->len;
+	p->st.locked -= it->len;
+}
+
+/* Under the lock: charge @it to its user, evicting lingering items if needed. */
+static int reserve(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	struct uid_acct *a = acct_of(p, it->uid);
+
+	if (!a)
+		return -ENOMEM;
+	while (a->locked + it->len > p->opts.budget) {
+		struct rk_pin_item *v;
+
+		for (v = p->lru_head; v && v->uid != it->uid; v = v->lru_next)
+			;
+		if (!v)
+			return -ENOSPC;
+		lru_del(p, v);
+		v->busy = 1;
+		p->nbusy++;
+		do_unlock(p, v);
+		p->st.evictions++;
+		v->busy = 0;
+		p->nbusy--;
+		if (needs_work(v))
+			enqueue(p, v);
+		a = acct_of(p, it->uid); /* the array may have moved */
+		if (!a)
+			return -ENOMEM;
+	}
+	a->locked += it->len;
+	p->st.locked += it->len;
+	if (a->locked > p->st.peak)
+		p->st.peak = a->locked;
+	return 0;
+}
+
+/* Return: 1 if a pin was attempted and did not succeed. */
+static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	if (it->retired) {
+		lru_del(p, it);
+		if (it->pinned)
+			do_unlock(p, it);
+		if (p->ops.release) {
+			void *owner = it->owner;
+
+			pthread_mutex_unlock(&p->lock);
+			p->ops.release(owner, p->ops.ctx);
+			pthread_mutex_lock(&p->lock);
+		}
+		return 0;
+	}
+	if (it->wanted && !it->pinned) {
+		int err = reserve(p, it);
+
+		if (err) {
+			p->st.refusals++;
+			return 1;
+		}
+		pthread_mutex_unlock(&p->lock);
+		err = p->ops.lock(it->addr, it->len, p->ops.ctx);
+		pthread_mutex_lock(&p->lock);
+		if (err) {
+			struct uid_acct *a = acct_of(p, it->uid);
+
+			/* mlock may have locked part of the range: undo it all. */
+			pthread_mutex_unlock(&p->lock);
+			p->ops.unlock(it->addr, it->len, p->ops.ctx);
+			pthread_mutex_lock(&p->lock);
+			if (a)
+				a->locked -= it->len;
+			p->st.locked -= it->len;
+			p->st.lock_errors++;
+			p->st.last_lock_errno = -err;
+			return 1;
+		}
+		it->pinned = 1;
+		if (it->pinned_flag)
+			__atomic_store_n(it->pinned_flag, 1, __ATOMIC_RELAXED);
+		p->st.pins++;
+		return 0;
+	}
+	if (!it->wanted && it->pinned && !it->in_lru)
+		do_unlock(p, it);
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct rk_pin_pool *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct rk_pin_item *it;
+		int tried_pin, retired;
+
+		while (!p->q_head && !p->stopping)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (!p->q_head)
+			break;
+		it = p->q_head;
+		p->q_head = it->q_next;
+		if (!p->q_head)
+			p->q_tail = NULL;
+		it->queued = 0;
+		if (it->busy) {
+			/* Another worker has it; it re-checks the state when done. */
+			continue;
+		}
+		it->busy = 1;
+		p->nbusy++;
+		/* Read before work_on(): release may free the item. */
+		retired = it->retired;
+		tried_pin = work_on(p, it);
+		if (retired) {
+			/* Released: the owner may be gone, do not touch it again. */
+			p->nbusy--;
+			if (!p->q_head && !p->nbusy)
+				pthread_cond_broadcast(&p->idle);
+			continue;
+		}
+		it->busy = 0;
+		p->nbusy--;
+		/* The state may have moved on while we were in a syscall. */
+		if (!it->wanted && it->pinned && !it->in_lru && !it->queued)
+			lru_add(p, it);
+		else if (it->wanted && it->pinned)
+			lru_del(p, it);
+		/*
+		 * A pin that was refused or failed is retried at the thread's
+		 * next switch-in, not in a loop here.
+		 */
+		if (needs_work(it) && (!tried_pin || it->retired))
+			enqueue(p, it);
+		if (!p->q_head && !p->nbusy)
+			pthread_cond_broadcast(&p->idle);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts)
+{
+	struct rk_pin_pool *p;
+	unsigned int i;
+	int err;
+
+	if (!opts->budget) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->opts = *opts;
+	if (opts->ops)
+		p->ops = *opts->ops;
+	if (!p->ops.lock)
+		p->ops.lock = sys_lock;
+	if (!p->ops.unlock)
+		p->ops.unlock = sys_unlock;
+	p->st.budget = opts->budget;
+	p->nworkers = opts->workers;
+	if (!p->nworkers) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		p->nworkers = n > 0 ? (unsigned int)n : 1;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->idle, NULL);
+	p->workers = calloc(p->nworkers, sizeof(*p->workers));
+	if (!p->workers) {
+		err = ENOMEM;
+		goto err_free;
+	}
+	for (i = 0; i < p->nworkers; i++) {
+		err = pthread_create(&p->workers[i], NULL, worker_main, p);
+		if (err) {
+			p->nworkers = i;
+			rk_pin_pool__free(p);
+			errno = err;
+			return NULL;
+		}
+	}
+	return p;
+
+err_free:
+	free(p->workers);
+	free(p);
+	errno = err;
+	return NULL;
+}
+
+void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	if (it->retired)
+		goto out;
+	it->wanted = !!on;
+	if (on) {
+		if (it->pinned && !it->busy) {
+			/* Still locked from its last run: no syscall. */
+			if (it->in_lru)
+				p->st.coalesced++;
+			lru_del(p, it);
+		} else if (!it->pinned) {
+			enqueue(p, it);
+		}
+	} else {
+		it->off_since = now_ns;
+		if (it->pinned && !it->busy && !it->in_lru)
+			lru_add(p, it);
+		else if (!it->pinned && it->queued)
+			p->st.coalesced++; /* its pin will be skipped */
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rk_pin_tick(struct rk_pin_pool *p, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->lru_head && now_ns - p->lru_head->off_since >= p->opts.linger_ns) {
+		struct rk_pin_item *it = p->lru_head;
+
+		lru_del(p, it);
+		enqueue(p, it);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rk_pin_retire(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!it->retired) {
+		it->retired = 1;
+		it->wanted = 0;
+		lru_del(p, it);
+		enqueue(p, it);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rk_pin_flush(struct rk_pin_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->q_head || p->nbusy)
+		pthread_cond_wait(&p->idle, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void rk_pin_pool__stats(struct rk_pin_pool *p, struct rk_pin_stats *st)
+{
+	pthread_mutex_lock(&p->lock);
+	*st = p->st;
+	pthread_mutex_unlock(&p->lock);
+}
+
+int rk_pin_is_pinned(struct rk_pin_pool *p, const struct rk_pin_item *it)
+{
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = it->pinned;
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+void rk_pin_pool__free(struct rk_pin_pool *p)
+{
+	unsigned int i;
+
+	if (!p)
+		return;
+	/* Unlock whatever lingers, then stop. */
+	pthread_mutex_lock(&p->lock);
+	while (p->lru_head) {
+		struct rk_pin_item *it = p->lru_head;
+
+		lru_del(p, it);
+		enqueue(p, it);
+	}
+	pthread_mutex_unlock(&p->lock);
+	rk_pin_flush(p);
+	pthread_mutex_lock(&p->lock);
+	p->stopping = 1;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (i = 0; i < p->nworkers; i++)
+		pthread_join(p->workers[i], NULL);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->idle);
+	free(p->workers);
+	free(p->uids);
+	free(p);
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * pinpool.h - worker threads that mlock a thread's buffer while the thread
+ * runs and munlock it after, under a per-user budget.
+ *
+ * The event path only records the latest wanted state of an item and queues
+ * it once (coalescing); workers do the syscalls. An item that goes off CPU
+ * stays locked for a linger time (hysteresis: a thread bouncing on and off
+ * CPU costs no syscall), unless its budget is needed by a thread that is on
+ * CPU, in which case the least recently used lingering item is unlocked
+ * first. Locked bytes are accounted before mlock and released after
+ * munlock, so the accounted figure is never below the real one and never
+ * above the budget.
+ */
+#ifndef RK_PINPOOL_H
+#define RK_PINPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+/**
+ * struct rk_pin_ops - how to lock and unlock; NULL members mean
+ * mlock/munlock. Tests replace them to count calls.
+ * @release: called by a worker once a retired item is unlocked (may be NULL).
+ */
+struct rk_pin_ops {
+	int (*lock)(void *addr, size_t len, void *ctx);
+	int (*unlock)(void *addr, size_t len, void *ctx);
+	void (*release)(void *item_owner, void *ctx);
+	void *ctx;
+};
+
+/**
+ * struct rk_pin_item - one buffer's pin state, embedded in its owner.
+ * @addr, @len, @uid: what to lock and whose budget it counts against.
+ * @owner: passed to ops->release.
+ * The rest is the pool's, under its lock.
+ */
+struct rk_pin_item {
+	void *addr;
+	size_t len;
+	uid_t uid;
+	void *owner;
+	__u64 *pinned_flag; /* if set, the pool stores 1/0 here (live view) */
+	/* private */
+	struct rk_pin_item *q_next;
+	struct rk_pin_item *lru_prev, *lru_next;
+	uint64_t off_since;
+	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
+};
+
+struct rk_pin_opts {
+	unsigned int workers; /* 0: online CPUs */
+	uint64_t budget; /* bytes per user */
+	uint64_t linger_ns; /* keep an off-CPU buffer locked this long */
+	const struct rk_pin_ops *ops; /* NULL: mlock/munlock */
+};
+
+/** struct rk_pin_stats - counters; locked/peak are of the user with most. */
+struct rk_pin_stats {
+	uint64_t pins; /* lock calls that succeeded */
+	uint64_t unpins; /* unlock calls */
+	uint64_t refusals; /* pins refused by the budget */
+	uint64_t evictions; /* lingering items unlocked early for another */
+	uint64_t lock_errors; /* lock calls that failed (ENOMEM, EPERM...) */
+	uint64_t coalesced; /* state changes that needed no syscall */
+	uint64_t locked; /* bytes accounted now, all users */
+	uint64_t peak; /* highest per-user accounted bytes */
+	uint64_t budget;
+	int last_lock_errno;
+};
+
+struct rk_pin_pool;
+
+/** rk_pin_pool__new() - start the workers. Return: pool, or NULL with errno set. */
+struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts);
+
+/**
+ * rk_pin_pool__free() - unlock everything, stop the workers, free; NULL is a
+ * no-op. Items not retired stay owned by the caller (their memory unlocked).
+ */
+void rk_pin_pool__free(struct rk_pin_pool *pool);
+
+/** rk_pin_want() - the item's thread went on (@on) or off CPU at @now_ns. */
+void rk_pin_want(struct rk_pin_pool *pool, struct rk_pin_item *it, int on, uint64_t now_ns);
+
+/** rk_pin_tick() - queue the unlock of items that lingered past linger_ns. */
+void rk_pin_tick(struct rk_pin_pool *pool, uint64_t now_ns);
+
+/**
+ * rk_pin_retire() - the item will not run again: unlock it and call
+ * ops->release(owner) from a worker. The pool does not touch it after that.
+ */
+void rk_pin_retire(struct rk_pin_pool *pool, struct rk_pin_item *it);
+
+/** rk_pin_flush() - wait until no item is queued or being worked on. */
+void rk_pin_flush(struct rk_pin_pool *pool);
+
+/** rk_pin_pool__stats() - a consistent copy of the counters. */
+void rk_pin_pool__stats(struct rk_pin_pool *pool, struct rk_pin_stats *st);
+
+/** rk_pin_is_pinned() - whether @it is locked now (racy by nature: a hint). */
+int rk_pin_is_pinned(struct rk_pin_pool *pool, const struct rk_pin_item *it);
+
+#endif /* RK_PINPOOL_H */

@@ -1,0 +1,986 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * record.c - the loader's event loop.
+ *
+ * One thread consumes the BPF ringbuf on a timer (the BPF side does not wake
+ * us per record) and turns each signal into perf records in the buffer file
+ * of its thread; switch-in/out become pin wishes that the pin pool's workers
+ * act on. Files live on tmpfs, so they outlive us.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "ringkeeper.skel.h"
+#include "bufile.h"
+#include "pinpool.h"
+#include "pmu.h"
+#include "record.h"
+#include "session.h"
+#include "util.h"
+
+#define BPF_FS_MAGIC_ 0xcafe4a11
+#define TRACEFS_MAGIC_ 0x74726163
+#define RK_LOCK_FILE "/run/ringkeeper.lock"
+#define NBUCKETS 16384
+/* After the target exits, wait this long at most for its threads' last switch-out. */
+#define RK_DRAIN_NS (500 * 1000000ull)
+
+struct rk_thread {
+	struct rk_thread *hnext;
+	struct rk_thread *all_next;
+	__u32 tid, tgid, uid;
+	int dead; /* final switch-out written, pin retired */
+	struct rk_bufile *bf;
+	struct rk_pin_item pin;
+};
+
+struct rk_rec {
+	const struct rk_record_opts *o;
+	struct ringkeeper_bpf *skel;
+	struct ring_buffer *rb;
+	struct rk_pin_pool *pool;
+	struct rk_thread *buckets[NBUCKETS];
+	struct rk_thread *all;
+	char dir[PATH_MAX]; /* <root>/<session> */
+	char session[128];
+	struct rk_session_stat *st;
+	struct rk_pmu_entry sched_entry;
+	uint64_t file_size;
+	pid_t target;
+	int target_exited;
+	uint64_t drain_deadline;
+	int lock_fd;
+	int maps_pinned;
+	unsigned int ncpus;
+	uint64_t last_pins;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !rk_verbose)
+		return 0;
+	if (level == LIBBPF_INFO && !rk_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static struct rk_thread *thread_find(struct rk_rec *r, __u32 tid)
+{
+	struct rk_thread *t;
+
+	for (t = r->buckets[tid % NBUCKETS]; t; t = t->hnext)
+		if (t->tid == tid)
+			return t;
+	return NULL;
+}
+
+static void release_buf(void *owner, void *ctx)
+{
+	(void)ctx;
+	rk_bufile__free(owner);
+}
+
+/* Read Uid and NSpid of a thread from /proc; keeps the defaults if it is gone. */
+static void proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm)
+{
+	char path[96], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int v;
+		char *p;
+
+		if (comm && !strncmp(line, "Name:\t", 6)) {
+			line[strcspn(line, "\n")] = '\0';
+			strncpy(comm, line + 6, RK_COMM_LEN - 1);
+			comm[RK_COMM_LEN - 1] = '\0';
+		} else if (sscanf(line, "Uid: %u", &v) == 1) {
+			*uid = v;
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			/* The last field is the innermost namespace's tid. */
+			p = strrchr(line, '\t');
+			if (p && sscanf(p, "%u", &v) == 1)
+				*ns_tid = v;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * A file for @tid. A dead thread's file with the same tid (tid reuse) is
+ * renamed to <tid>.<n> first, so no history is overwritten.
+ */
+static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
+				    const char *comm, uint64_t start_ns)
+{
+	struct rk_thread_ident id = { 0 };
+	char path[PATH_MAX + 32], old[PATH_MAX + 48];
+	struct rk_thread *t, *prev = thread_find(r, tid);
+	char pcomm[RK_COMM_LEN] = "";
+
+	if (prev && !prev->dead)
+		return prev;
+	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SCHED_DIR, tid);
+	if (prev) {
+		unsigned int n;
+
+		for (n = 1; n < 1000; n++) {
+			snprintf(old, sizeof(old), "%s.%u", path, n);
+			if (access(old, F_OK))
+				break;
+		}
+		if (rename(path, old))
+			rk_warn("cannot move the file of exited tid %u aside: %s", tid,
+				strerror(errno));
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		r->st->file_errors++;
+		return NULL;
+	}
+	id.tid = tid;
+	id.tgid = tgid;
+	id.ns_tid = tid;
+	id.uid = uid;
+	id.start_ns = start_ns;
+	id.state = RK_THREAD_LIVE;
+	proc_ids(tgid, tid, &id.uid, &id.ns_tid, comm && *comm ? NULL : pcomm);
+	snprintf(id.comm, sizeof(id.comm), "%s", comm && *comm ? comm : pcomm);
+	t->bf = rk_bufile__create(path, r->o->data_size, 0, &r->sched_entry, &id);
+	if (!t->bf) {
+		int err = errno;
+
+		if (!r->st->file_errors)
+			rk_err("cannot create buffer file %s: %s%s", path, strerror(err),
+			       err == ENOSPC ? " (tmpfs full: free space in /dev/shm or use smaller -m)"
+					     : "");
+		r->st->file_errors++;
+		free(t);
+		return NULL;
+	}
+	/* The owner of the thread may read its own trace (issue 5 documents it). */
+	if (chown(path, id.uid, (gid_t)-1))
+		rk_info("chown %s: %s", path, strerror(errno));
+	t->tid = tid;
+	t->tgid = tgid;
+	t->uid = id.uid;
+	t->pin.addr = t->bf->base;
+	t->pin.len = t->bf->map_size;
+	t->pin.uid = t->uid;
+	t->pin.owner = t->bf;
+	t->pin.pinned_flag = &t->bf->ident->pinned;
+	if (prev) {
+		/* Unhook the old one; it stays on the all-list for cleanup. */
+		struct rk_thread **pp = &r->buckets[tid % NBUCKETS];
+
+		while (*pp != prev)
+			pp = &(*pp)->hnext;
+		*pp = prev->hnext;
+	}
+	t->hnext = r->buckets[tid % NBUCKETS];
+	r->buckets[tid % NBUCKETS] = t;
+	t->all_next = r->all;
+	r->all = t;
+	r->st->threads++;
+	r->st->threads_live++;
+	return t;
+}
+
+static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size)
+{
+	int err = rk_bufile__write(t->bf, rec, size);
+
+	if (err) {
+		r->st->lost++;
+		return;
+	}
+	r->st->records++;
+}
+
+struct sample_id {
+	__u32 pid, tid;
+	__u64 time;
+	__u32 cpu, res;
+};
+
+static void fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s)
+{
+	id->pid = t->tgid;
+	id->tid = t->tid;
+	id->time = s->time_ns;
+	id->cpu = s->cpu;
+	id->res = 0;
+}
+
+static void thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
+{
+	if (t->dead)
+		return;
+	t->bf->ident->state = state;
+	t->dead = 1;
+	r->st->threads_live--;
+	/* The worker unlocks and unmaps it; we never touch t->bf again. */
+	rk_pin_retire(r->pool, &t->pin);
+}
+
+static int on_signal(void *ctx, void *data, size_t size)
+{
+	struct rk_rec *r = ctx;
+	const struct rk_signal *s = data;
+	struct rk_thread *t;
+
+	if (size < sizeof(*s))
+		return 0;
+	r->st->signals++;
+	t = thread_find(r, s->tid);
+	if (s->kind == RK_SIG_FORK) {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, ppid, tid, ptid;
+			__u64 time;
+			struct sample_id id;
+		} fr = { 0 };
+		struct rk_thread *parent = thread_find(r, s->ptid);
+
+		t = thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
+		if (!t)
+			return 0;
+		fr.h.type = PERF_RECORD_FORK;
+		fr.h.size = sizeof(fr);
+		fr.pid = s->tgid;
+		fr.ppid = parent ? parent->tgid : 0;
+		fr.tid = s->tid;
+		fr.ptid = s->ptid;
+		fr.time = s->time_ns;
+		fill_id(&fr.id, t, s);
+		put_rec(r, t, &fr, sizeof(fr));
+		return 0;
+	}
+	if (!t || t->dead) {
+		/* Tracked before we made its file (attach race): make it now. */
+		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
+			return 0;
+		t = thread_new(r, s->tid, s->tgid, s->uid, s->kind == RK_SIG_EXEC ? s->comm : "",
+			       s->time_ns);
+		if (!t)
+			return 0;
+	}
+	switch (s->kind) {
+	case RK_SIG_SWITCH_IN:
+	case RK_SIG_SWITCH_OUT: {
+		struct {
+			struct perf_event_header h;
+			struct sample_id id;
+		} sw = { 0 };
+
+		sw.h.type = PERF_RECORD_SWITCH;
+		sw.h.size = sizeof(sw);
+		if (s->kind == RK_SIG_SWITCH_OUT) {
+			sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
+			if (s->flags & RK_SIGF_PREEMPT)
+				sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		}
+		fill_id(&sw.id, t, s);
+		put_rec(r, t, &sw, sizeof(sw));
+		/* Only after the record is in the file may its buffer be unlocked. */
+		rk_pin_want(r->pool, &t->pin, s->kind == RK_SIG_SWITCH_IN, s->time_ns);
+		if (s->flags & RK_SIGF_DEAD) {
+			if (!t->bf->ident->exit_ns)
+				t->bf->ident->exit_ns = s->time_ns;
+			thread_finish(r, t, RK_THREAD_EXITED);
+		}
+		break;
+	}
+	case RK_SIG_EXEC: {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, tid;
+			char comm[RK_COMM_LEN];
+			struct sample_id id;
+		} cr = { 0 };
+
+		cr.h.type = PERF_RECORD_COMM;
+		cr.h.misc = PERF_RECORD_MISC_COMM_EXEC;
+		cr.h.size = sizeof(cr);
+		cr.pid = t->tgid;
+		cr.tid = t->tid;
+		memcpy(cr.comm, s->comm, sizeof(cr.comm));
+		cr.comm[RK_COMM_LEN - 1] = '\0';
+		fill_id(&cr.id, t, s);
+		put_rec(r, t, &cr, sizeof(cr));
+		memcpy(t->bf->ident->comm, cr.comm, sizeof(cr.comm));
+		if (s->ptid != s->tid) {
+			/* A non-leader exec'd and took over this tid. */
+			struct rk_thread *old = thread_find(r, s->ptid);
+
+			if (old && !old->dead)
+				thread_finish(r, old, RK_THREAD_EXITED);
+		}
+		break;
+	}
+	case RK_SIG_EXIT: {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, ppid, tid, ptid;
+			__u64 time;
+			struct sample_id id;
+		} er = { 0 };
+
+		er.h.type = PERF_RECORD_EXIT;
+		er.h.size = sizeof(er);
+		er.pid = t->tgid;
+		er.tid = t->tid;
+		er.ppid = er.pid;
+		er.ptid = er.tid;
+		er.time = s->time_ns;
+		fill_id(&er.id, t, s);
+		put_rec(r, t, &er, sizeof(er));
+		t->bf->ident->exit_code = s->exit_code;
+		t->bf->ident->exit_ns = s->time_ns;
+		t->bf->ident->state = RK_THREAD_EXITING;
+		break;
+	}
+	}
+	return 0;
+}
+
+static int ensure_fs(const char *path, long magic, const char *type)
+{
+	struct statfs sfs;
+
+	if (!statfs(path, &sfs) && sfs.f_type == magic)
+		return 0;
+	if (mount(type, path, type, 0, NULL)) {
+		int err = -errno;
+
+		rk_err("%s is not mounted at %s and mounting it failed: %s "
+		       "(run: mount -t %s %s %s)",
+		       type, path, strerror(errno), type, type, path);
+		return err;
+	}
+	rk_info("mounted %s at %s", type, path);
+	return 0;
+}
+
+static int take_lock(struct rk_rec *r)
+{
+	char buf[32];
+	int fd = open(RK_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		rk_err("cannot open %s: %s", RK_LOCK_FILE, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+		buf[n > 0 ? n : 0] = '\0';
+		rk_err("another ringkeeper record is running (pid %s); one recorder owns %s at a time",
+		       n > 0 ? strtok(buf, "\n") : "?", RK_BPFFS_DIR);
+		close(fd);
+		return -EBUSY;
+	}
+	if (ftruncate(fd, 0) == 0) {
+		int n = snprintf(buf, sizeof(buf), "%d\n", getpid());
+
+		if (pwrite(fd, buf, (size_t)n, 0) != n)
+			rk_info("cannot write %s", RK_LOCK_FILE);
+	}
+	r->lock_fd = fd;
+	return 0;
+}
+
+static void unpin_maps(void)
+{
+	unlink(RK_BPFFS_DIR "/pmu_info");
+	unlink(RK_BPFFS_DIR "/counters");
+	rmdir(RK_BPFFS_DIR);
+}
+
+static int pin_maps(struct rk_rec *r)
+{
+	int err;
+
+	if (mkdir(RK_BPFFS_DIR, 0700) && errno != EEXIST) {
+		err = -errno;
+		rk_err("cannot create %s: %s", RK_BPFFS_DIR, strerror(errno));
+		return err;
+	}
+	/* We hold the lock: anything pinned here is a dead recorder's. */
+	unlink(RK_BPFFS_DIR "/pmu_info");
+	unlink(RK_BPFFS_DIR "/counters");
+	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
+	if (err) {
+		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
+		unpin_maps();
+		return err;
+	}
+	r->maps_pinned = 1;
+	return 0;
+}
+
+static int track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
+{
+	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
+	struct rk_thread *t;
+	int err;
+
+	t = thread_new(r, tid, tgid, 0, comm, rk_now_mono_ns());
+	if (!t)
+		return -errno ? -errno : -ENOMEM;
+	err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.pmu_info), &key, &r->sched_entry,
+				  BPF_NOEXIST);
+	if (err && errno != EEXIST) {
+		err = -errno;
+		rk_err("cannot add tid %u to the pmu_info map: %s", tid, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/* Add every thread of @pid; repeat until a pass finds none new (threads born meanwhile). */
+static int attach_pid(struct rk_rec *r, pid_t pid)
+{
+	char path[64];
+	int pass, added, err;
+
+	for (pass = 0; pass < 16; pass++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		d = opendir(path);
+		if (!d) {
+			err = -errno;
+			rk_err("cannot read the threads of pid %d: %s", pid,
+			       errno == ENOENT ? "no such process" : strerror(errno));
+			return err;
+		}
+		added = 0;
+		while ((de = readdir(d))) {
+			__u32 tid = (__u32)strtoul(de->d_name, NULL, 10);
+
+			if (!tid || (thread_find(r, tid) && !thread_find(r, tid)->dead))
+				continue;
+			err = track(r, (__u32)pid, tid, NULL);
+			if (err) {
+				closedir(d);
+				return err;
+			}
+			added++;
+		}
+		closedir(d);
+		if (!added && pass)
+			return 0;
+		if (!added && !pass) {
+			rk_err("pid %d has no threads left to trace", pid);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+static pid_t launch(char **argv, const sigset_t *oldmask, int *go_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		rk_err("pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		rk_err("fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return err;
+	}
+	if (!pid) {
+		char c;
+
+		close(p[1]);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/* Wait until our tid is in the tracked set, then become CMD. */
+		if (read(p[0], &c, 1) != 1)
+			_exit(126);
+		execvp(argv[0], argv);
+		fprintf(stderr, "ringkeeper: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return pid;
+}
+
+static void publish(struct rk_rec *r)
+{
+	__u64 vals[256];
+	struct rk_pin_stats ps;
+	int64_t kb;
+	__u32 k;
+
+	for (k = 0; k < RK_CNT_MAX && r->ncpus <= 256; k++) {
+		__u64 sum = 0;
+		unsigned int c;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &k, vals))
+			continue;
+		for (c = 0; c < (unsigned int)libbpf_num_possible_cpus() && c < 256; c++)
+			sum += vals[c];
+		switch (k) {
+		case RK_CNT_SIGNALS:
+			r->st->bpf_signals = sum;
+			break;
+		case RK_CNT_DROPS:
+			r->st->bpf_drops = sum;
+			break;
+		case RK_CNT_FORKS:
+			r->st->bpf_forks = sum;
+			break;
+		case RK_CNT_FORK_FAIL:
+			r->st->bpf_fork_fail = sum;
+			break;
+		case RK_CNT_EXITS:
+			r->st->bpf_exits = sum;
+			break;
+		}
+	}
+	rk_pin_pool__stats(r->pool, &ps);
+	r->st->pins = ps.pins;
+	r->st->unpins = ps.unpins;
+	r->st->refusals = ps.refusals;
+	r->st->evictions = ps.evictions;
+	r->st->lock_errors = ps.lock_errors;
+	r->st->coalesced = ps.coalesced;
+	r->st->locked = ps.locked;
+	r->st->locked_peak = ps.peak;
+	kb = rk_proc_vmlck_kb(getpid());
+	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
+		r->st->vmlck_peak = (__u64)kb * 1024;
+	r->st->update_ns = rk_now_real_ns();
+}
+
+/* Sample VmLck whenever pins happened: the kernel's view, next to our accounting. */
+static void sample_vmlck(struct rk_rec *r)
+{
+	struct rk_pin_stats ps;
+	int64_t kb;
+
+	rk_pin_pool__stats(r->pool, &ps);
+	if (ps.pins == r->last_pins)
+		return;
+	r->last_pins = ps.pins;
+	kb = rk_proc_vmlck_kb(getpid());
+	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
+		r->st->vmlck_peak = (__u64)kb * 1024;
+}
+
+static int stat_create(struct rk_rec *r)
+{
+	char path[PATH_MAX + 16];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_STAT_FILE);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, sizeof(*r->st))) {
+		err = -errno;
+		rk_err("cannot create %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	r->st = mmap(NULL, sizeof(*r->st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r->st == MAP_FAILED) {
+		r->st = NULL;
+		err = -errno;
+		rk_err("cannot map %s: %s", path, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static int live_threads_of(struct rk_rec *r, __u32 tgid)
+{
+	struct rk_thread *t;
+	int n = 0;
+
+	for (t = r->all; t; t = t->all_next)
+		n += !t->dead && t->tgid == tgid;
+	return n;
+}
+
+static int open_target_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return -errno;
+	return fd;
+}
+
+static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
+{
+	struct epoll_event ev, evs[4];
+	uint64_t deadline = r->o->duration_ns ? rk_now_mono_ns() + r->o->duration_ns : 0;
+	unsigned int ticks = 0;
+	int ep, err = 0;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return -errno;
+	ev.events = EPOLLIN;
+	ev.data.u32 = 0;
+	epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
+	ev.data.u32 = 1;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.u32 = 2;
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	if (pidfd >= 0) {
+		ev.data.u32 = 3;
+		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	}
+	for (;;) {
+		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
+		uint64_t now;
+
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			rk_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t exp;
+			struct signalfd_siginfo si;
+
+			switch (evs[i].data.u32) {
+			case 1:
+				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+				    si.ssi_signo != SIGCHLD)
+					stop = 1;
+				break;
+			case 2:
+				if (read(tfd, &exp, sizeof(exp)) != sizeof(exp))
+					exp = 0;
+				break;
+			case 3:
+				if (!r->target_exited) {
+					r->target_exited = 1;
+					r->drain_deadline = rk_now_mono_ns() + RK_DRAIN_NS;
+					epoll_ctl(ep, EPOLL_CTL_DEL, pidfd, NULL);
+				}
+				break;
+			}
+		}
+		/* Consume everything, including rings epoll did not report (NO_WAKEUP). */
+		if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
+			rk_warn("ring_buffer__consume: %s", strerror(errno));
+		now = rk_now_mono_ns();
+		rk_pin_tick(r->pool, now);
+		sample_vmlck(r);
+		if (++ticks % 20 == 0)
+			publish(r);
+		if (stop)
+			break;
+		if (deadline && now >= deadline)
+			break;
+		if (r->target_exited &&
+		    (now >= r->drain_deadline || !live_threads_of(r, (__u32)r->target)))
+			break;
+	}
+	close(ep);
+	return err;
+}
+
+static void make_session_name(struct rk_rec *r)
+{
+	struct tm tm;
+	time_t now = time(NULL);
+	char ts[32];
+
+	if (r->o->session) {
+		snprintf(r->session, sizeof(r->session), "%s", r->o->session);
+		return;
+	}
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+	snprintf(r->session, sizeof(r->session), "%s-%d", ts, getpid());
+}
+
+int rk_record(const struct rk_record_opts *o)
+{
+	struct rk_rec *r;
+	struct itimerspec its = { 0 };
+	sigset_t mask, oldmask;
+	int err, sfd = -1, tfd = -1, pidfd = -1, go_fd = -1, status = 0;
+	pid_t child = 0;
+	char path[PATH_MAX + 32];
+	struct rk_pin_opts popts = { 0 };
+	struct rk_pin_ops pops = { .release = release_buf };
+	struct rk_thread *t;
+
+	if (geteuid() != 0) {
+		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
+		return -EPERM;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->o = o;
+	r->lock_fd = -1;
+	r->ncpus = rk_online_cpus();
+	rk_pmu_sched_entry(&r->sched_entry);
+	r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
+	r->file_size = rk_bufile_layout_size(o->data_size, 0);
+
+	if (o->pid) {
+		if (o->pid == getpid()) {
+			rk_err("will not trace myself (pid %d)", o->pid);
+			err = -EINVAL;
+			goto out_free;
+		}
+		if (kill(o->pid, 0) && errno == ESRCH) {
+			rk_err("no such process: %d", o->pid);
+			err = -ESRCH;
+			goto out_free;
+		}
+	}
+	err = ensure_fs("/sys/fs/bpf", BPF_FS_MAGIC_, "bpf");
+	if (err)
+		goto out_free;
+	/* tp_btf needs no tracefs; mount it anyway for users' other tools, without failing. */
+	if (access("/sys/kernel/tracing/trace_pipe", F_OK))
+		(void)ensure_fs("/sys/kernel/tracing", TRACEFS_MAGIC_, "tracefs");
+	err = take_lock(r);
+	if (err)
+		goto out_free;
+
+	make_session_name(r);
+	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
+	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_SCHED_DIR);
+	if (!access(r->dir, F_OK)) {
+		rk_err("session %s already exists in %s: pick another --session name", r->session,
+		       o->root);
+		err = -EEXIST;
+		goto out_unlock;
+	}
+	err = rk_mkdir_p(path, 0755);
+	if (err) {
+		rk_err("cannot create %s: %s", path, strerror(-err));
+		goto out_unlock;
+	}
+	err = stat_create(r);
+	if (err)
+		goto out_unlock;
+	r->st->magic = RK_STAT_MAGIC;
+	r->st->version = RK_STAT_VERSION;
+	r->st->size = sizeof(*r->st);
+	r->st->loader_pid = (__u32)getpid();
+	r->st->state = RK_SESSION_RUNNING;
+	r->st->nr_cpus = r->ncpus;
+	r->st->start_ns = rk_now_real_ns();
+	r->st->data_size = o->data_size;
+	r->st->file_size = r->file_size;
+	r->st->budget = o->budget;
+	r->st->inherit = !!o->inherit;
+	if (o->pid) {
+		snprintf(r->st->command, sizeof(r->st->command), "-p %d", o->pid);
+	} else {
+		size_t off = 0;
+		int i;
+
+		for (i = 0; o->argv[i] && off < sizeof(r->st->command) - 1; i++)
+			off += (size_t)snprintf(r->st->command + off, sizeof(r->st->command) - off,
+						"%s%s", i ? " " : "", o->argv[i]);
+	}
+
+	libbpf_set_print(libbpf_print);
+	r->skel = ringkeeper_bpf__open();
+	if (!r->skel) {
+		err = -errno;
+		rk_err("cannot open the BPF object: %s", strerror(errno));
+		goto out_stat;
+	}
+	r->skel->rodata->cfg_inherit = o->inherit ? 1 : 0;
+	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
+	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
+	err = ringkeeper_bpf__load(r->skel);
+	if (err) {
+		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
+		       "kernel needs BTF and tp_btf support, 5.8+)",
+		       strerror(-err));
+		goto out_skel;
+	}
+	err = pin_maps(r);
+	if (err)
+		goto out_skel;
+
+	popts.workers = o->workers;
+	popts.budget = o->budget;
+	popts.linger_ns = o->linger_ns;
+	popts.ops = &pops;
+	r->pool = rk_pin_pool__new(&popts);
+	if (!r->pool) {
+		err = -errno;
+		rk_err("cannot start the pin workers: %s", strerror(errno));
+		goto out_maps;
+	}
+	r->st->workers = o->workers ? o->workers : r->ncpus;
+
+	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.signals), on_signal, r, NULL);
+	if (!r->rb) {
+		err = -errno;
+		rk_err("cannot set up the BPF ringbuf consumer: %s", strerror(errno));
+		goto out_pool;
+	}
+
+	/* Block the signals before forking: the child unblocks nothing but exec resets. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (sfd < 0 || tfd < 0) {
+		err = -errno;
+		rk_err("signalfd/timerfd: %s", strerror(errno));
+		goto out_fds;
+	}
+	its.it_interval.tv_sec = (time_t)(o->tick_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(o->tick_ns % 1000000000ull);
+	its.it_value = its.it_interval;
+	timerfd_settime(tfd, 0, &its, NULL);
+
+	err = ringkeeper_bpf__attach(r->skel);
+	if (err) {
+		rk_err("cannot attach the BPF programs: %s", strerror(-err));
+		goto out_fds;
+	}
+	if (o->pid) {
+		r->target = o->pid;
+		pidfd = open_target_pidfd(o->pid);
+		err = attach_pid(r, o->pid);
+		if (err)
+			goto out_fds;
+	} else {
+		child = launch(o->argv, &oldmask, &go_fd);
+		if (child < 0) {
+			err = child;
+			child = 0;
+			goto out_fds;
+		}
+		r->target = child;
+		pidfd = open_target_pidfd(child);
+		err = track(r, (__u32)child, (__u32)child, NULL);
+		if (err) {
+			kill(child, SIGKILL);
+			goto out_fds;
+		}
+	}
+	r->st->target_pid = (__u32)r->target;
+	if (pidfd < 0)
+		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
+			r->target);
+	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
+		rk_info("cannot write to the ready fd");
+	fprintf(stderr, "ringkeeper: recording session %s into %s (%s per thread, budget %llu KiB)\n",
+		r->session, r->dir, "sched", (unsigned long long)(o->budget >> 10));
+	if (go_fd >= 0) {
+		/* Let the child exec: it is tracked now, from its first instruction. */
+		if (write(go_fd, "g", 1) != 1)
+			rk_warn("cannot start the command");
+		close(go_fd);
+		go_fd = -1;
+	}
+
+	err = event_loop(r, sfd, tfd, pidfd);
+
+	/* Stop: no new signals, then the last ones. */
+	ringkeeper_bpf__detach(r->skel);
+	ring_buffer__consume(r->rb);
+
+out_fds:
+	if (go_fd >= 0) {
+		/* Not started: make the child exit without running CMD. */
+		close(go_fd);
+	}
+	if (child > 0) {
+		if (waitpid(child, &status, 0) == child) {
+			if (WIFEXITED(status) && WEXITSTATUS(status))
+				rk_warn("command exited with status %d", WEXITSTATUS(status));
+			else if (WIFSIGNALED(status))
+				rk_warn("command killed by signal %d", WTERMSIG(status));
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	ring_buffer__free(r->rb);
+out_pool:
+	for (t = r->all; t; t = t->all_next)
+		if (!t->dead)
+			thread_finish(r, t, RK_THREAD_STOPPED);
+	if (r->pool) {
+		rk_pin_flush(r->pool);
+		publish(r);
+	}
+	rk_pin_pool__free(r->pool);
+	while (r->all) {
+		t = r->all;
+		r->all = t->all_next;
+		free(t);
+	}
+out_maps:
+	if (r->maps_pinned && !o->keep)
+		unpin_maps();
+	else if (r->maps_pinned)
+		fprintf(stderr, "ringkeeper: maps kept pinned in %s (--keep)\n", RK_BPFFS_DIR);
+out_skel:
+	ringkeeper_bpf__destroy(r->skel);
+out_stat:
+	r->st->state = RK_SESSION_ENDED;
+	r->st->update_ns = rk_now_real_ns();
+	if (!err)
+		rk_session_print(stderr, r->session, r->st, 0);
+	munmap(r->st, sizeof(*r->st));
+out_unlock:
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
+out_free:
+	free(r);
+	return err;
+}

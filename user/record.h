@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* record.h - the loader: BPF hooks in, per-thread buffer files out. */
+#ifndef RK_RECORD_H
+#define RK_RECORD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/**
+ * struct rk_record_opts - what `ringkeeper record` was asked.
+ * @pid: trace this process's threads (0: launch @argv).
+ * @argv: command to launch and trace from its first instruction.
+ * @root: directory of sessions (tmpfs).
+ * @session: session name (NULL: generated).
+ * @data_size: data ring bytes per thread (a power of two).
+ * @budget: locked bytes per user.
+ * @workers: pin workers (0: online CPUs).
+ * @linger_ns: keep an off-CPU buffer locked this long.
+ * @tick_ns: drain period.
+ * @ringbuf_size: BPF ringbuf bytes.
+ * @inherit: trace children and new threads.
+ * @keep: leave the bpffs maps pinned at exit.
+ * @duration_ns: stop after this long (0: when the target exits or on signal).
+ * @ready_fd: if >= 0, "ready\n" is written here once tracing is on.
+ */
+struct rk_record_opts {
+	pid_t pid;
+	char **argv;
+	const char *root;
+	const char *session;
+	uint64_t data_size;
+	uint64_t budget;
+	unsigned int workers;
+	uint64_t linger_ns;
+	uint64_t tick_ns;
+	uint64_t ringbuf_size;
+	int inherit;
+	int keep;
+	uint64_t duration_ns;
+	int ready_fd;
+};
+
+/** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */
+int rk_record(const struct rk_record_opts *opts);
+
+#endif /* RK_RECORD_H */

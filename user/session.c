@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "session.h"
+#include "util.h"
+
+int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
+{
+	char path[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, RK_STAT_FILE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, st, sizeof(*st), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(*st) || st->magic != RK_STAT_MAGIC ||
+	    st->version != RK_STAT_VERSION || st->size != sizeof(*st))
+		return -EBADMSG;
+	st->command[sizeof(st->command) - 1] = '\0';
+	return 0;
+}
+
+int rk_session_alive(const struct rk_session_stat *st)
+{
+	char path[64], comm[32] = "";
+	FILE *f;
+
+	if (st->state != RK_SESSION_RUNNING)
+		return 0;
+	if (kill((pid_t)st->loader_pid, 0) && errno == ESRCH)
+		return 0;
+	/* pid reuse: the process must still be a ringkeeper. */
+	snprintf(path, sizeof(path), "/proc/%u/comm", st->loader_pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	return !strncmp(comm, "ringkeeper", 10);
+}
+
+static const char *state_name(const struct rk_session_stat *st)
+{
+	if (rk_session_alive(st))
+		return "running";
+	return st->state == RK_SESSION_ENDED ? "ended" : "dead-loader";
+}
+
+#define FIELDS(X)                         \
+	X(bpf_signals, "signals (BPF)")    \
+	X(bpf_drops, "signals dropped (BPF ringbuf full)") \
+	X(bpf_forks, "children added (BPF)") \
+	X(bpf_fork_fail, "children not added (map full)") \
+	X(bpf_exits, "exits (BPF)")        \
+	X(signals, "signals handled")      \
+	X(records, "records written")      \
+	X(overwritten, "records overwritten (ring wrap)") \
+	X(lost, "records lost (too big / no file)") \
+	X(threads, "threads traced")       \
+	X(threads_live, "threads live")    \
+	X(file_errors, "buffer files not created") \
+	X(pins, "pins (mlock)")            \
+	X(unpins, "unpins (munlock)")      \
+	X(refusals, "pins refused by budget") \
+	X(evictions, "early unpins for budget") \
+	X(lock_errors, "mlock failures")   \
+	X(coalesced, "switches with no syscall")
+
+void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (json) {
+		fprintf(f, "{\"session\":");
+		rk_json_str(f, name);
+		fprintf(f, ",\"state\":\"%s\",\"loader_pid\":%u,\"target_pid\":%u,\"command\":",
+			state_name(st), st->loader_pid, st->target_pid);
+		rk_json_str(f, st->command);
+		fprintf(f, ",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
+			   "\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
+			   "\"vmlck_peak\":%llu",
+			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
+			(unsigned long long)st->data_size, (unsigned long long)st->file_size,
+			(unsigned long long)st->budget, (unsigned long long)st->locked,
+			(unsigned long long)st->locked_peak, (unsigned long long)st->vmlck_peak);
+#define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
+		FIELDS(J)
+#undef J
+		fprintf(f, "}\n");
+		return;
+	}
+	fprintf(f, "session %s: %s, loader pid %u, target pid %u\n", name, state_name(st),
+		st->loader_pid, st->target_pid);
+	fprintf(f, "  command: %s\n", st->command);
+	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
+		rk_fmt_size(st->data_size, b1, sizeof(b1)), rk_fmt_size(st->file_size, b2, sizeof(b2)),
+		st->workers, st->inherit ? "on" : "off");
+	fprintf(f, "  locked now %s, peak %s, budget %s per user (VmLck peak %s)\n",
+		rk_fmt_size(st->locked, b1, sizeof(b1)), rk_fmt_size(st->locked_peak, b2, sizeof(b2)),
+		rk_fmt_size(st->budget, b3, sizeof(b3)),
+		rk_fmt_size(st->vmlck_peak, b4, sizeof(b4)));
+#define H(field, desc) fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)st->field);
+	FIELDS(H)
+#undef H
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * session.h - a recording session's directory and its live status file.
+ *
+ * <root>/<session>/stat is a small binary file the loader keeps mapped and
+ * rewrites on every tick; `ringkeeper stat` and `ls` read it, and it stays
+ * behind (state "ended" or, if the loader died, a dead loader_pid).
+ */
+#ifndef RK_SESSION_H
+#define RK_SESSION_H
+
+#include <linux/types.h>
+#include <stdio.h>
+
+#define RK_STAT_MAGIC 0x5441545350454b52ULL /* "RKPESTAT" */
+#define RK_STAT_VERSION 1
+#define RK_STAT_FILE "stat"
+#define RK_SCHED_DIR "sched"
+
+#define RK_SESSION_RUNNING 1
+#define RK_SESSION_ENDED 2
+
+/**
+ * struct rk_session_stat - counters of one session, as last published.
+ * Byte counts are bytes; times CLOCK_REALTIME ns.
+ */
+struct rk_session_stat {
+	__u64 magic;
+	__u32 version;
+	__u32 size;
+	__u32 loader_pid;
+	__u32 target_pid;
+	__u32 state;
+	__u32 nr_cpus;
+	__u64 start_ns;
+	__u64 update_ns;
+	__u64 data_size;
+	__u64 file_size;
+	__u64 budget;
+	__u32 workers;
+	__u32 inherit;
+	/* BPF side */
+	__u64 bpf_signals;
+	__u64 bpf_drops;
+	__u64 bpf_forks;
+	__u64 bpf_fork_fail;
+	__u64 bpf_exits;
+	/* loader side */
+	__u64 signals;
+	__u64 records;
+	__u64 overwritten;
+	__u64 lost;
+	__u64 threads;
+	__u64 threads_live;
+	__u64 file_errors;
+	/* pin pool */
+	__u64 pins;
+	__u64 unpins;
+	__u64 refusals;
+	__u64 evictions;
+	__u64 lock_errors;
+	__u64 coalesced;
+	__u64 locked;
+	__u64 locked_peak;
+	__u64 vmlck_peak;
+	char command[256];
+};
+
+/**
+ * rk_session_stat_read() - read and check <dir>/stat.
+ * Return: 0, -errno, or -EBADMSG if it is not a ringkeeper stat file.
+ */
+int rk_session_stat_read(const char *dir, struct rk_session_stat *st);
+
+/** rk_session_alive() - the loader of @st is still running. */
+int rk_session_alive(const struct rk_session_stat *st);
+
+/**
+ * rk_session_print() - human or JSON rendering of one session's counters.
+ * @name: session name.
+ */
+void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json);
+
+#endif /* RK_SESSION_H */

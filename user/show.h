@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* show.h - print a buffer file's records, using only the file itself. */
+#ifndef RK_SHOW_H
+#define RK_SHOW_H
+
+#include <stdio.h>
+#include "bufile.h"
+
+/** struct rk_show_counts - what a walk over a buffer found. */
+struct rk_show_counts {
+	unsigned long long records;
+	unsigned long long switch_in;
+	unsigned long long switch_out;
+	unsigned long long other;
+	unsigned long long foreign; /* sample_id tid not the file's tid */
+};
+
+/**
+ * rk_show() - print the identity, pmu_info and records of @bf.
+ * @json: one JSON object per line (file header first) instead of text.
+ * @counts: if not NULL, filled in.
+ * Return: 0, or -EBADMSG if the records do not parse (what parsed is printed).
+ */
+int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
+	    struct rk_show_counts *counts);
+
+/** rk_thread_state_name() - "live", "exited", ... */
+const char *rk_thread_state_name(__u32 state);
+
+#endif /* RK_SHOW_H */

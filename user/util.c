@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "util.h"
+
+int rk_verbose;
+
+static void vmsg(const char *pfx, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "ringkeeper: %s", pfx);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void rk_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void rk_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void rk_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!rk_verbose)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+int rk_parse_size(const char *s, int pages_if_bare, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mult = 1;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		mult = pages_if_bare ? 4096 : 1;
+		break;
+	case 'B':
+		mult = 1;
+		end++;
+		break;
+	case 'K':
+		mult = 1ull << 10;
+		end++;
+		break;
+	case 'M':
+		mult = 1ull << 20;
+		end++;
+		break;
+	case 'G':
+		mult = 1ull << 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (mult > 1 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (mult > 1 && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}
+
+const char *rk_fmt_size(uint64_t b, char *buf, size_t len)
+{
+	if (b && !(b % (1ull << 30)))
+		snprintf(buf, len, "%llu GiB", (unsigned long long)(b >> 30));
+	else if (b && !(b % (1ull << 20)))
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
+	else if (b && !(b % 1024))
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
+	else
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+	return buf;
+}
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rk_now_mono_ns(void)
+{
+	return now_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t rk_now_real_ns(void)
+{
+	return now_ns(CLOCK_REALTIME);
+}
+
+void rk_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int rk_mkdir_p(const char *path, unsigned int mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	char *p;
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int rk_read_u64_file(const char *path, uint64_t *out)
+{
+	unsigned long long v;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu", &v);
+	fclose(f);
+	if (n != 1)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+unsigned int rk_online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (unsigned int)n : 1;
+}
+
+int64_t rk_proc_vmlck_kb(int pid)
+{
+	char path[64], line[256];
+	long long kb = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}

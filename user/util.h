@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* util.h - messages for people, sizes, clocks, JSON strings. */
+#ifndef RK_UTIL_H
+#define RK_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define RK_DEFAULT_ROOT "/dev/shm/ringkeeper"
+#define RK_BPFFS_DIR "/sys/fs/bpf/ringkeeper"
+
+extern int rk_verbose;
+
+/* "ringkeeper: ..." on stderr. */
+void rk_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rk_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/**
+ * rk_parse_size() - "4096", "64K", "1M", "2G" (binary units) to bytes.
+ * @pages_if_bare: a bare number counts pages (perf's -m), else bytes.
+ * Return: 0, or -EINVAL.
+ */
+int rk_parse_size(const char *s, int pages_if_bare, uint64_t *out);
+
+/** rk_fmt_size() - "516 KiB" style, into @buf. */
+const char *rk_fmt_size(uint64_t bytes, char *buf, size_t len);
+
+uint64_t rk_now_mono_ns(void);
+uint64_t rk_now_real_ns(void);
+
+/** rk_json_str() - print @s as a JSON string literal. */
+void rk_json_str(FILE *f, const char *s);
+
+/** rk_mkdir_p() - mkdir -p with @mode for created parts. Return 0 or -errno. */
+int rk_mkdir_p(const char *path, unsigned int mode);
+
+/** rk_read_u64_file() - first number in a file (sysfs/procfs). */
+int rk_read_u64_file(const char *path, uint64_t *out);
+
+/** rk_online_cpus() - CPUs online now (>= 1). */
+unsigned int rk_online_cpus(void);
+
+/** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */
+int64_t rk_proc_vmlck_kb(int pid);
+
+#endif /* RK_UTIL_H */
