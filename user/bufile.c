@@ -101,6 +101,10 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	bf->ident->magic = RK_IDENT_MAGIC;
 	bf->ident->version = RK_IDENT_VERSION;
 	bf->ident->size = sizeof(*ident);
+	/* The writer's own counters start from nothing, whatever the caller passed. */
+	bf->ident->pinned = 0;
+	bf->ident->overwritten = 0;
+	bf->ident->lost = 0;
 	/*
 	 * pmu_offset last: a reader that sees it sees a complete page 0.
 	 * Pairs with the acquire load in rk_bufile__from_mem().

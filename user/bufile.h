@@ -104,7 +104,8 @@ size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size);
  * @path: file to create, mode 0600.
  * @data_size, @aux_size: as for rk_bufile_layout_size().
  * @pmu: the entry to place at pmu_offset.
- * @ident: identity record; magic/version/size are filled in.
+ * @ident: identity record; magic/version/size are filled in, pinned and the
+ *         counters zeroed.
  *
  * Return: the mapped file, or NULL with errno set (EINVAL for bad sizes or
  * a pmu entry that does not fit in page 0, else the failing call's errno).

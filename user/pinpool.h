@@ -78,8 +78,10 @@ struct rk_pin_pool;
 struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts);
 
 /**
- * rk_pin_pool__free() - unlock everything, stop the workers, free; NULL is a
- * no-op. Items not retired stay owned by the caller (their memory unlocked).
+ * rk_pin_pool__free() - unlock lingering items, wait for pending work, stop
+ * the workers, free; NULL is a no-op. Retire every item first: an item that
+ * is still wanted (on CPU) when the pool goes stays locked until its memory
+ * is unmapped.
  */
 void rk_pin_pool__free(struct rk_pin_pool *pool);
 

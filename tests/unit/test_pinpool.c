@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Pin pool: budget, coalescing, linger, eviction, retire; with counting fake ops. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "pinpool.h"
+
+#define L 4096u
+#define MS 1000000ull
+
+static char mem[64][L];
+
+struct fake {
+	pthread_mutex_t m;
+	long locks, unlocks, releases;
+	uint64_t locked, max_locked; /* what the "kernel" has locked */
+	int fail_next;
+	pthread_cond_t c;
+	int gate_closed; /* locking mem[1] waits until the test opens it */
+};
+
+static int f_lock(void *addr, size_t len, void *ctx)
+{
+	struct fake *f = ctx;
+	int err = 0;
+
+	(void)addr;
+	pthread_mutex_lock(&f->m);
+	f->locks++;
+	if (f->fail_next) {
+		f->fail_next = 0;
+		err = -ENOMEM;
+	} else {
+		f->locked += len;
+		if (f->locked > f->max_locked)
+			f->max_locked = f->locked;
+	}
+	pthread_mutex_unlock(&f->m);
+	return err;
+}
+
+/* munlock of a range that is not locked is harmless; model that. */
+static int f_unlock(void *addr, size_t len, void *ctx)
+{
+	struct fake *f = ctx;
+	char *a = addr;
+
+	pthread_mutex_lock(&f->m);
+	f->unlocks++;
+	if (a[0] == 1) { /* our items mark "locked" in their first byte */
+		f->locked -= len;
+		a[0] = 0;
+	}
+	pthread_mutex_unlock(&f->m);
+	return 0;
+}
+
+static int f_lock_mark(void *addr, size_t len, void *ctx)
+{
+	struct fake *f = ctx;
+	int err;
+
+	pthread_mutex_lock(&f->m);
+	while (addr == mem[1] && f->gate_closed)
+		pthread_cond_wait(&f->c, &f->m);
+	pthread_mutex_unlock(&f->m);
+	err = f_lock(addr, len, ctx);
+
+	if (!err)
+		((char *)addr)[0] = 1;
+	return err;
+}
+
+static void f_release(void *owner, void *ctx)
+{
+	struct fake *f = ctx;
+
+	(void)owner;
+	pthread_mutex_lock(&f->m);
+	f->releases++;
+	pthread_mutex_unlock(&f->m);
+}
+
+static struct fake fk;
+static struct rk_pin_ops ops = { f_lock_mark, f_unlock, f_release, &fk };
+
+static void reset(void)
+{
+	memset(&fk, 0, sizeof(fk));
+	pthread_mutex_init(&fk.m, NULL);
+	pthread_cond_init(&fk.c, NULL);
+	memset(mem, 0, sizeof(mem));
+}
+
+TestSuite(pinpool, .init = reset);
+
+static struct rk_pin_pool *pool(uint64_t budget, uint64_t linger, unsigned int workers)
+{
+	struct rk_pin_opts o = { .workers = workers, .budget = budget, .linger_ns = linger,
+				 .ops = &ops };
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+
+	cr_assert_not_null(p);
+	return p;
+}
+
+static void item(struct rk_pin_item *it, int i, uid_t uid)
+{
+	memset(it, 0x5a, sizeof(*it)); /* poison, then set the public part */
+	memset(it, 0, sizeof(*it));
+	it->addr = mem[i];
+	it->len = L;
+	it->uid = uid;
+	it->owner = it;
+}
+
+Test(pinpool, zero_budget_is_refused)
+{
+	struct rk_pin_opts o = { .budget = 0 };
+
+	errno = 0;
+	cr_assert_null(rk_pin_pool__new(&o));
+	cr_assert_eq(errno, EINVAL);
+	rk_pin_pool__free(NULL);
+}
+
+Test(pinpool, budget_refuses_third_pin_and_data_path_goes_on)
+{
+	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 2);
+	struct rk_pin_item it[3];
+	struct rk_pin_stats st;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		item(&it[i], i, 1000);
+		rk_pin_want(p, &it[i], 1, 0);
+	}
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.pins, 2);
+	cr_assert_eq(st.refusals, 1);
+	cr_assert_eq(st.locked, 2 * L);
+	cr_assert_leq(st.peak, 2 * L);
+	cr_assert_eq(fk.locked, 2 * L);
+	for (i = 0; i < 3; i++)
+		rk_pin_retire(p, &it[i]);
+	rk_pin_pool__free(p);
+	cr_assert_eq(fk.locked, 0, "retire + free unlocks everything");
+	cr_assert_eq(fk.releases, 3);
+}
+
+Test(pinpool, budget_is_per_user)
+{
+	struct rk_pin_pool *p = pool(L, 1000 * MS, 1);
+	struct rk_pin_item a, b;
+	struct rk_pin_stats st;
+
+	item(&a, 0, 1000);
+	item(&b, 1, 1001);
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_want(p, &b, 1, 0);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.pins, 2, "two users, one buffer each");
+	cr_assert_eq(st.refusals, 0);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, bouncing_thread_costs_one_lock)
+{
+	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 2);
+	struct rk_pin_item a;
+	struct rk_pin_stats st;
+	int i;
+
+	item(&a, 0, 0);
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_flush(p);
+	for (i = 0; i < 1000; i++) {
+		rk_pin_want(p, &a, 0, (uint64_t)i * 1000);
+		rk_pin_tick(p, (uint64_t)i * 1000 + 500); /* well within the linger time */
+		rk_pin_want(p, &a, 1, (uint64_t)i * 1000 + 600);
+	}
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(fk.locks, 1, "one mlock for 1000 on/off cycles, got %ld", fk.locks);
+	cr_assert_eq(fk.unlocks, 0);
+	cr_assert_eq(st.coalesced, 1000);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, on_off_before_worker_runs_is_coalesced_away)
+{
+	struct rk_pin_pool *p = pool(2 * L, 0, 1);
+	struct rk_pin_item a, blocker;
+	struct rk_pin_stats st;
+
+	item(&a, 0, 0);
+	item(&blocker, 1, 0);
+	/* Keep the only worker busy on the blocker... */
+	fk.gate_closed = 1;
+	rk_pin_want(p, &blocker, 1, 0);
+	/* ...while a goes on and off: the latest state wins, no syscall for a. */
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_want(p, &a, 0, 1);
+	pthread_mutex_lock(&fk.m);
+	fk.gate_closed = 0;
+	pthread_cond_broadcast(&fk.c);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(fk.locks, 1, "only the blocker was locked");
+	cr_assert_eq(st.pins, 1);
+	cr_assert_eq(st.coalesced, 1);
+	cr_assert_not(rk_pin_is_pinned(p, &a));
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, linger_then_unlock)
+{
+	struct rk_pin_pool *p = pool(2 * L, 10 * MS, 1);
+	struct rk_pin_item a;
+
+	item(&a, 0, 0);
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_flush(p);
+	cr_assert(rk_pin_is_pinned(p, &a));
+	rk_pin_want(p, &a, 0, 100 * MS);
+	rk_pin_tick(p, 105 * MS);
+	rk_pin_flush(p);
+	cr_assert(rk_pin_is_pinned(p, &a), "still lingering");
+	rk_pin_tick(p, 111 * MS);
+	rk_pin_flush(p);
+	cr_assert_not(rk_pin_is_pinned(p, &a));
+	cr_assert_eq(fk.unlocks, 1);
+	cr_assert_eq(fk.locked, 0);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, lingering_buffer_is_evicted_for_a_running_thread)
+{
+	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 1);
+	struct rk_pin_item it[3];
+	struct rk_pin_stats st;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		item(&it[i], i, 7);
+	rk_pin_want(p, &it[0], 1, 0);
+	rk_pin_want(p, &it[1], 1, 0);
+	rk_pin_flush(p);
+	rk_pin_want(p, &it[0], 0, 1); /* lingers */
+	rk_pin_want(p, &it[2], 1, 2);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.evictions, 1);
+	cr_assert_eq(st.refusals, 0);
+	cr_assert_not(rk_pin_is_pinned(p, &it[0]));
+	cr_assert(rk_pin_is_pinned(p, &it[1]));
+	cr_assert(rk_pin_is_pinned(p, &it[2]));
+	cr_assert_eq(fk.max_locked, 2 * L);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, lock_failure_is_counted_and_unaccounted)
+{
+	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 1);
+	struct rk_pin_item a;
+	struct rk_pin_stats st;
+	__u64 flag = 7;
+
+	item(&a, 0, 0);
+	a.pinned_flag = &flag;
+	fk.fail_next = 1;
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.lock_errors, 1);
+	cr_assert_eq(st.last_lock_errno, ENOMEM);
+	cr_assert_eq(st.locked, 0);
+	cr_assert_eq(st.pins, 0);
+	cr_assert_eq(flag, 7, "flag untouched on failure");
+	/* Next switch-in retries. */
+	rk_pin_want(p, &a, 0, 1);
+	rk_pin_want(p, &a, 1, 2);
+	rk_pin_flush(p);
+	cr_assert(rk_pin_is_pinned(p, &a));
+	cr_assert_eq(flag, 1);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, retire_unlocks_and_releases_once)
+{
+	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 2);
+	struct rk_pin_item a, b;
+
+	item(&a, 0, 0);
+	item(&b, 1, 0);
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_flush(p);
+	rk_pin_retire(p, &a);
+	rk_pin_retire(p, &a);
+	rk_pin_retire(p, &b); /* never pinned */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.releases, 2);
+	cr_assert_eq(fk.locked, 0);
+	rk_pin_want(p, &a, 1, 5); /* ignored after retire */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 1);
+	rk_pin_pool__free(p);
+}
+
+struct stress {
+	struct rk_pin_pool *p;
+	struct rk_pin_item *it;
+	int n;
+	unsigned int seed;
+};
+
+static void *stress_fn(void *arg)
+{
+	struct stress *s = arg;
+	int k;
+
+	for (k = 0; k < 20000; k++) {
+		int i = rand_r(&s->seed) % s->n;
+
+		rk_pin_want(s->p, &s->it[i], rand_r(&s->seed) & 1, (uint64_t)k * 1000);
+		if (k % 50 == 0)
+			rk_pin_tick(s->p, (uint64_t)k * 1000);
+	}
+	return NULL;
+}
+
+/* Invariant 1 with real concurrency: what is locked never exceeds the budget. */
+Test(pinpool, locked_never_exceeds_budget_under_concurrency)
+{
+	struct rk_pin_pool *p = pool(3 * L, 20000, 3);
+	struct rk_pin_item it[64];
+	struct stress s[2];
+	pthread_t th[2];
+	struct rk_pin_stats st;
+	int i;
+
+	for (i = 0; i < 64; i++)
+		item(&it[i], i, 0);
+	for (i = 0; i < 2; i++) {
+		s[i] = (struct stress){ p, it, 64, (unsigned int)i + 1 };
+		pthread_create(&th[i], NULL, stress_fn, &s[i]);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_leq(fk.max_locked, 3 * L, "kernel-side locked %lu > budget",
+		      (unsigned long)fk.max_locked);
+	cr_assert_leq(st.peak, 3 * L);
+	cr_assert_gt(st.pins, 0);
+	cr_assert_eq(st.locked, fk.locked, "accounting agrees with what is locked");
+	for (i = 0; i < 64; i++)
+		rk_pin_retire(p, &it[i]);
+	rk_pin_flush(p);
+	cr_assert_eq(fk.releases, 64);
+	cr_assert_eq(fk.locked, 0);
+	rk_pin_pool__free(p);
+}
+
+/* The real syscalls on a real shmem mapping. */
+Test(pinpool, real_mlock_on_memfd)
+{
+	struct rk_pin_opts o = { .workers = 1, .budget = 1 << 20, .linger_ns = 0 };
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item a;
+	struct rk_pin_stats st;
+	int fd = memfd_create("rk-test", 0);
+	void *m;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 65536), 0);
+	m = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	memset(&a, 0, sizeof(a));
+	a.addr = m;
+	a.len = 65536;
+	rk_pin_want(p, &a, 1, 0);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	if (st.lock_errors)
+		cr_skip_test("mlock refused here (errno %d): no CAP_IPC_LOCK and a low "
+			     "RLIMIT_MEMLOCK",
+			     st.last_lock_errno);
+	cr_assert_eq(st.pins, 1);
+	cr_assert(rk_pin_is_pinned(p, &a));
+	rk_pin_want(p, &a, 0, 1);
+	rk_pin_tick(p, 10);
+	rk_pin_flush(p);
+	cr_assert_not(rk_pin_is_pinned(p, &a));
+	rk_pin_pool__free(p);
+	munmap(m, 65536);
+	close(fd);
+}
