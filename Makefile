@@ -118,7 +118,7 @@ integration: $(BIN) $(WORKLOAD) $(INTEG_BIN)
 
 valgrind: $(UNIT_BIN)
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-		--child-silent-after-fork=yes -q $(UNIT_BIN) --no-early-exit --jobs 1
+		--trace-children=yes -q $(UNIT_BIN) --jobs 1
 
 sanitize:
 	$(MAKE) SANITIZE=1 unit integration

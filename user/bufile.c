@@ -159,7 +159,7 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 		BAD("thread identity record does not fit in page 0");
 	id = (const struct rk_thread_ident *)((const __u8 *)base + RK_ALIGN8(off + psz));
 	if (id->magic != RK_IDENT_MAGIC)
-		BAD("no ringkeeper identity record (not a ringkeeper buffer?)");
+		BAD("no ringkeeper identity record");
 	if (id->version != RK_IDENT_VERSION || id->size < sizeof(*id))
 		BAD("identity record of an unknown version");
 	if (pg->data_offset != RK_PAGE_SIZE || !is_pow2(pg->data_size) ||

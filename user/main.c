@@ -597,7 +597,10 @@ static int cmd_show(int argc, char **argv)
 	}
 	bf = rk_bufile__open(path, &msg);
 	if (!bf) {
-		rk_err("cannot read %s: %s", path, errno == EBADMSG && msg ? msg : strerror(errno));
+		if (errno == EBADMSG && msg)
+			rk_err("%s is not a valid ringkeeper buffer: %s", path, msg);
+		else
+			rk_err("cannot read %s: %s", path, strerror(errno));
 		return 1;
 	}
 	err = rk_show(stdout, bf, path, json, NULL);

@@ -49,6 +49,7 @@ struct rk_thread {
 	struct rk_thread *all_next;
 	__u32 tid, tgid, uid;
 	int dead; /* final switch-out written, pin retired */
+	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 none */
 	struct rk_bufile *bf;
 	struct rk_pin_item pin;
 };
@@ -305,6 +306,15 @@ static int on_signal(void *ctx, void *data, size_t size)
 		}
 		fill_id(&sw.id, t, s);
 		put_rec(r, t, &sw, sizeof(sw));
+		/*
+		 * Two outs (or ins) in a row: a signal was dropped, or the
+		 * kernel ran the task without a sched_switch naming it next
+		 * (seen on 6.18 in perf's own sched_switch stream too).
+		 * Recorded as it happened, counted so it is not silent.
+		 */
+		if (t->last_switch == s->kind)
+			r->st->unpaired++;
+		t->last_switch = s->kind;
 		/* Only after the record is in the file may its buffer be unlocked. */
 		rk_pin_want(r->pool, &t->pin, s->kind == RK_SIG_SWITCH_IN, s->time_ns);
 		if (s->flags & RK_SIGF_DEAD) {
@@ -751,9 +761,29 @@ int rk_record(const struct rk_record_opts *o)
 		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
 		return -EPERM;
 	}
+	/*
+	 * Block the stop signals before any thread exists (the pin workers
+	 * inherit the mask): a process-directed SIGINT must reach our
+	 * signalfd, not kill us through a worker that does not block it.
+	 */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGHUP);
+	/*
+	 * A background job of a non-interactive shell starts with SIGINT
+	 * ignored, and an ignored signal never reaches a signalfd.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	r = calloc(1, sizeof(*r));
-	if (!r)
+	if (!r) {
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		return -ENOMEM;
+	}
 	r->o = o;
 	r->lock_fd = -1;
 	r->ncpus = rk_online_cpus();
@@ -862,13 +892,6 @@ int rk_record(const struct rk_record_opts *o)
 		goto out_pool;
 	}
 
-	/* Block the signals before forking: the child unblocks nothing but exec resets. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (sfd < 0 || tfd < 0) {
@@ -948,7 +971,6 @@ out_fds:
 		close(sfd);
 	if (tfd >= 0)
 		close(tfd);
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	ring_buffer__free(r->rb);
 out_pool:
 	for (t = r->all; t; t = t->all_next)
@@ -982,5 +1004,6 @@ out_unlock:
 		close(r->lock_fd);
 out_free:
 	free(r);
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return err;
 }

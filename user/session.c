@@ -62,6 +62,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(bpf_exits, "exits (BPF)")        \
 	X(signals, "signals handled")      \
 	X(records, "records written")      \
+	X(unpaired, "switches with no opposite (kernel)") \
 	X(overwritten, "records overwritten (ring wrap)") \
 	X(lost, "records lost (too big / no file)") \
 	X(threads, "threads traced")       \

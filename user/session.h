@@ -63,6 +63,8 @@ struct rk_session_stat {
 	__u64 locked;
 	__u64 locked_peak;
 	__u64 vmlck_peak;
+	/* a switch-in or -out with no opposite one since the last (see README) */
+	__u64 unpaired;
 	char command[256];
 };
 

@@ -351,18 +351,28 @@ Test(bufile, parses_after_writer_killed_mid_write)
 		struct rk_bufile *bf = make(4096), *ro;
 		struct collect c = { 0 };
 		const char *msg = NULL;
+		int p[2];
 		pid_t pid;
+		char b;
 		__u64 i;
 
+		cr_assert_eq(pipe(p), 0);
 		pid = fork();
 		cr_assert_geq(pid, 0);
 		if (!pid) {
 			struct trec r;
 
-			for (i = 0;; i++)
+			for (i = 0;; i++) {
 				rk_bufile__write(bf, &r, make_rec(&r, i, 16 + 8 * (i % 20)));
+				if (i == 1000 && write(p[1], "w", 1) != 1)
+					_exit(1);
+			}
 		}
-		usleep(1000 + 500 * round);
+		/* Once the ring has wrapped, kill it at a different moment each round. */
+		cr_assert_eq(read(p[0], &b, 1), 1);
+		close(p[0]);
+		close(p[1]);
+		usleep(100 + 300 * (unsigned int)round);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		ro = rk_bufile__open(path, &msg);

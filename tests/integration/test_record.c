@@ -1,0 +1,763 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Integration tests: the real loader, real BPF, real threads. Root only;
+ * run serially (--jobs 1): one recorder owns /sys/fs/bpf/ringkeeper at a time.
+ * Every wait is on a condition with a bounded timeout.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "bufile.h"
+#include "session.h"
+
+static const char *rk_bin, *workload;
+static char root[64];
+
+static void setup(void)
+{
+	rk_bin = getenv("RK_BIN");
+	workload = getenv("RK_WORKLOAD");
+	if (!rk_bin || !workload)
+		cr_skip_test("RK_BIN / RK_WORKLOAD not set: run through 'make integration'");
+	if (geteuid() != 0)
+		cr_skip_test("needs root (BPF, mlock): skipped, not passed");
+	snprintf(root, sizeof(root), "/dev/shm/rk-itest-XXXXXX");
+	cr_assert_not_null(mkdtemp(root));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	if (!root[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", root);
+}
+
+TestSuite(record, .init = setup, .fini = teardown, .timeout = 120);
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Start argv with stdout/stderr to files; @keep_fd stays open in the child. */
+static pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0)
+			_exit(125);
+		dup2(o, 1);
+		dup2(e, 2);
+		if (keep_fd >= 0)
+			fcntl(keep_fd, F_SETFD, 0);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	return pid;
+}
+
+/* Wait for @pid at most @ms; returns its wait status, or fails the test. */
+static int wait_for(pid_t pid, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return st;
+		cr_assert_eq(r, 0, "waitpid: %s", strerror(errno));
+		if (now_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			cr_assert_fail("pid %d did not finish within %u ms", pid, ms);
+		}
+		usleep(2000);
+	}
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[1 << 20];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return buf;
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return buf;
+}
+
+static int run_rk(char *const argv[], char **out, char **err)
+{
+	char o[128], e[128];
+	int st;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	st = wait_for(spawn(argv, o, e, -1), 60000);
+	if (out)
+		*out = strdup(slurp(o));
+	if (err)
+		*err = strdup(slurp(e));
+	return st;
+}
+
+/* Parse "main P", "child P" and "tid T ..." lines of the workload. */
+static size_t expected_tids(const char *out, unsigned int *tids, size_t max)
+{
+	const char *p = out;
+	size_t n = 0;
+
+	while (p && *p && n < max) {
+		unsigned int v;
+
+		if (sscanf(p, "main %u", &v) == 1 || sscanf(p, "child %u", &v) == 1 ||
+		    sscanf(p, "tid %u", &v) == 1)
+			tids[n++] = v;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return n;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static size_t files_in(const char *dir, unsigned int *tids, size_t max)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max)
+		if (de->d_name[0] != '.')
+			tids[n++] = (unsigned int)strtoul(de->d_name, NULL, 10);
+	closedir(d);
+	qsort(tids, n, sizeof(*tids), cmp_u32);
+	return n;
+}
+
+struct check {
+	__u32 tid, tgid;
+	long in, out, fork, exec, exit_rec, other, foreign;
+	int last_switch; /* 0 none, 1 in, 2 out */
+	int first_switch;
+	int alternation_broken;
+	__u64 last_time;
+	int time_backwards;
+};
+
+static int check_fn(const struct perf_event_header *h, void *ctx)
+{
+	struct check *c = ctx;
+	const __u8 *p = (const __u8 *)h + h->size - 24; /* sample_id: pid,tid,time,cpu */
+	__u32 pid, tid;
+	__u64 time;
+
+	memcpy(&pid, p, 4);
+	memcpy(&tid, p + 4, 4);
+	memcpy(&time, p + 8, 8);
+	if (tid != c->tid || pid != c->tgid)
+		c->foreign++;
+	if (time < c->last_time)
+		c->time_backwards++;
+	c->last_time = time;
+	switch (h->type) {
+	case PERF_RECORD_SWITCH: {
+		int k = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? 2 : 1;
+
+		if (!c->first_switch)
+			c->first_switch = k;
+		if (c->last_switch == k)
+			c->alternation_broken++;
+		c->last_switch = k;
+		if (k == 1)
+			c->in++;
+		else
+			c->out++;
+		break;
+	}
+	case PERF_RECORD_FORK:
+		c->fork++;
+		break;
+	case PERF_RECORD_COMM:
+		c->exec += !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
+		break;
+	case PERF_RECORD_EXIT:
+		c->exit_rec++;
+		break;
+	default:
+		c->other++;
+	}
+	return 0;
+}
+
+/*
+ * Switches that do not alternate: the loader counts each one (stat
+ * "unpaired"); tests assert the files hold exactly that many.
+ */
+static long unpaired_seen;
+
+static void check_file(const char *path, struct check *c, struct rk_bufile **keep)
+{
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+
+	cr_assert_not_null(bf, "%s: %s", path, msg ? msg : strerror(errno));
+	memset(c, 0, sizeof(*c));
+	c->tid = bf->ident->tid;
+	c->tgid = bf->ident->tgid;
+	cr_assert_eq(rk_bufile__for_each(bf, check_fn, c), 0, "%s does not parse", path);
+	cr_assert_eq(c->foreign, 0, "%s: %ld records of another thread", path, c->foreign);
+	cr_assert_eq(c->time_backwards, 0, "%s: time goes backwards", path);
+	unpaired_seen += c->alternation_broken;
+	if (keep)
+		*keep = bf;
+	else
+		rk_bufile__free(bf);
+}
+
+static void read_stat(const char *session, struct rk_session_stat *st)
+{
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, session);
+	cr_assert_eq(rk_session_stat_read(dir, st), 0, "no stat file in %s", dir);
+}
+
+Test(record, launch_traces_every_thread_from_birth)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "s", "-m", "16K",
+			 "--",		 (char *)workload, "-t", "8", "-i", "20", NULL };
+	unsigned int want[64], got[64];
+	size_t nw, ng, i;
+	char *out, *err, dir[256], path[300];
+	struct rk_session_stat st;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record failed: %s", err);
+	nw = expected_tids(out, want, 64);
+	cr_assert_eq(nw, 9, "workload output: %s", out);
+	qsort(want, nw, sizeof(*want), cmp_u32);
+	snprintf(dir, sizeof(dir), "%s/s/sched", root);
+	ng = files_in(dir, got, 64);
+	cr_assert_eq(ng, nw, "one file per thread: %zu files for %zu threads", ng, nw);
+	for (i = 0; i < nw; i++)
+		cr_assert_eq(got[i], want[i], "file for tid %u missing", want[i]);
+	for (i = 0; i < ng; i++) {
+		struct rk_bufile *bf;
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, got[i]);
+		check_file(path, &c, &bf);
+		cr_assert_eq(bf->ident->state, RK_THREAD_EXITED, "%s not marked exited", path);
+		if (!c.alternation_broken && c.first_switch == 1)
+			cr_assert_eq(c.in, c.out, "%s: %ld in vs %ld out", path, c.in, c.out);
+		cr_assert_eq(c.last_switch, 2, "%s: last switch must be the final out", path);
+		cr_assert_eq(c.exit_rec, 1, "%s: one exit record", path);
+		if (c.tid != c.tgid) {
+			cr_assert_geq(c.in, 20, "%s: each thread sleeps 20 times", path);
+			/* Born after attach: fork first, then its very first switch-in. */
+			cr_assert_eq(c.fork, 1, "%s", path);
+			cr_assert_eq(c.first_switch, 1, "%s: first switch of a new thread is in", path);
+		} else {
+			cr_assert_eq(c.exec, 1, "%s: the launched command's exec", path);
+		}
+		rk_bufile__free(bf);
+	}
+	read_stat("s", &st);
+	cr_assert_eq((unsigned long long)unpaired_seen, st.unpaired,
+		     "files hold %ld unpaired switches, the loader counted %llu", unpaired_seen,
+		     (unsigned long long)st.unpaired);
+	cr_assert_eq(st.threads, nw);
+	cr_assert_eq(st.bpf_drops, 0);
+	cr_assert_eq(st.lost, 0);
+	cr_assert_eq(st.file_errors, 0);
+	cr_assert_eq(st.bpf_signals, st.signals, "every BPF signal handled");
+	cr_assert_eq(st.state, RK_SESSION_ENDED);
+	cr_assert_eq(access("/sys/fs/bpf/ringkeeper/pmu_info", F_OK), -1, "maps unpinned at exit");
+	free(out);
+	free(err);
+}
+
+/* Read a line from @fd within @ms. */
+static int read_line_within(int fd, char *buf, size_t len, unsigned int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, (int)ms) != 1)
+		return -ETIMEDOUT;
+	n = read(fd, buf, len - 1);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+static pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
+			       const char *extra)
+{
+	char pidbuf[16], fdbuf[16], o[128], e[128];
+	int rp[2];
+	pid_t rk;
+
+	cr_assert_eq(pipe(rp), 0);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", target);
+	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	{
+		char *argv[] = { (char *)rk_bin, "record",    "--root",   root,
+				 "--session",	 (char *)session, "-m",	      "16K",
+				 "--ready-fd",	 fdbuf,	    "-p",	      pidbuf,
+				 (char *)extra,	 NULL };
+
+		rk = spawn(argv, o, e, rp[1]);
+	}
+	close(rp[1]);
+	*ready_rd = rp[0];
+	return rk;
+}
+
+Test(record, attach_pid_traces_threads_and_processes_born_after)
+{
+	char wo[128], we[128], go_fd[16], line[64], path[300], dir[256];
+	unsigned int want[64], got[64];
+	int gp[2], ready, st;
+	size_t nw, ng, i;
+	pid_t wl, rk;
+
+	cr_assert_eq(pipe(gp), 0);
+	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "4", "-i", "10", "-f", "-w", go_fd, NULL };
+
+		wl = spawn(argv, wo, we, gp[0]);
+	}
+	close(gp[0]);
+	rk = start_recorder_on(wl, "p", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready");
+	cr_assert_str_eq(line, "ready\n");
+	/* Now let the workload create its threads and its child process. */
+	cr_assert_eq(write(gp[1], "g", 1), 1);
+	close(gp[1]);
+	st = wait_for(wl, 60000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = wait_for(rk, 30000);
+	{
+		char e[128];
+
+		snprintf(e, sizeof(e), "%s/.rk.err", root);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "recorder: %s", slurp(e));
+	}
+	nw = expected_tids(slurp(wo), want, 64);
+	cr_assert_eq(nw, 10, "main + 4 threads + child + 4 threads: %s", slurp(wo));
+	qsort(want, nw, sizeof(*want), cmp_u32);
+	snprintf(dir, sizeof(dir), "%s/p/sched", root);
+	ng = files_in(dir, got, 64);
+	cr_assert_eq(ng, nw, "%zu files for %zu threads", ng, nw);
+	for (i = 0; i < nw; i++) {
+		struct check c;
+
+		cr_assert_eq(got[i], want[i]);
+		snprintf(path, sizeof(path), "%s/%u", dir, got[i]);
+		check_file(path, &c, NULL);
+		cr_assert_eq(c.last_switch, 2, "%s: ends with the final switch-out", path);
+		if (!c.alternation_broken && c.first_switch == 1)
+			cr_assert_eq(c.in, c.out, "%s: %ld in, %ld out", path, c.in, c.out);
+		if (got[i] != (unsigned int)wl) {
+			cr_assert_eq(c.fork, 1, "%s: born after attach, traced from fork", path);
+			cr_assert_eq(c.first_switch, 1, "%s", path);
+			if (c.tid != c.tgid)
+				cr_assert_geq(c.in, 10, "%s", path);
+		}
+	}
+	close(ready);
+}
+
+static size_t map_tids(unsigned int *tids, size_t max, int *fd_out)
+{
+	struct rk_pmu_key k, next, *prev = NULL;
+	int fd = bpf_obj_get("/sys/fs/bpf/ringkeeper/pmu_info");
+	size_t n = 0;
+
+	cr_assert_geq(fd, 0, "pmu_info not pinned: %s", strerror(errno));
+	while (!bpf_map_get_next_key(fd, prev, &next) && n < max) {
+		if (next.src == RK_SRC_SCHED)
+			tids[n++] = next.tid;
+		k = next;
+		prev = &k;
+	}
+	qsort(tids, n, sizeof(*tids), cmp_u32);
+	*fd_out = fd;
+	return n;
+}
+
+Test(record, pmu_info_map_matches_the_files)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "m", "-m", "16K",
+			 "--",		 (char *)workload, "-t", "6", "-i", "4", "-s", "250000",
+			 NULL };
+	char o[128], e[128], dir[256], path[300];
+	unsigned int files[64], keys[64];
+	size_t nf = 0, nk, i;
+	uint64_t end = now_ms() + 20000;
+	int fd, st;
+	pid_t rk;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	snprintf(dir, sizeof(dir), "%s/m/sched", root);
+	rk = spawn(argv, o, e, -1);
+	/* Threads sleep 4 x 250 ms: wait for their 7 files, then compare. */
+	while ((nf = files_in(dir, files, 64)) < 7 && now_ms() < end)
+		usleep(5000);
+	cr_assert_eq(nf, 7, "files: %zu (stderr: %s)", nf, slurp(e));
+	nk = map_tids(keys, 64, &fd);
+	cr_assert_eq(nk, nf, "%zu map entries for %zu files", nk, nf);
+	for (i = 0; i < nf; i++) {
+		struct rk_pmu_key k = { .tid = files[i], .src = RK_SRC_SCHED };
+		struct rk_pmu_entry v;
+		struct rk_bufile *bf;
+		const char *msg = NULL;
+
+		cr_assert_eq(keys[i], files[i]);
+		cr_assert_eq(bpf_map_lookup_elem(fd, &k, &v), 0);
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		bf = rk_bufile__open(path, &msg);
+		cr_assert_not_null(bf, "%s", msg);
+		/* The map value is exactly what the file holds at pmu_offset. */
+		cr_assert_eq(memcmp(&v, (__u8 *)bf->base + bf->ext->pmu_offset, bf->ext->pmu_size), 0,
+			     "tid %u: map value differs from the file's pmu_info", files[i]);
+		cr_assert_eq(v.attr.context_switch, 1);
+		rk_bufile__free(bf);
+	}
+	close(fd);
+	st = wait_for(rk, 60000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", slurp(e));
+	cr_assert_eq(access("/sys/fs/bpf/ringkeeper", F_OK), -1, "bpffs dir removed at exit");
+}
+
+static int64_t vmlck_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+Test(record, locked_memory_stays_within_budget_with_200_threads)
+{
+	/* -m 16K: 20 KiB per file; the budget fits exactly two buffers. */
+	char *argv[] = { (char *)rk_bin, "record", "--root",   root, "--session", "b",
+			 "-m",		 "16K",	   "--mlock-kb", "40", "--",	    (char *)workload,
+			 "-t",		 "200",	   "-i",	 "10", "-s",	    "1000",
+			 NULL };
+	char o[128], e[128], dir[256], path[300];
+	struct rk_session_stat st;
+	int64_t max_kb = 0, samples = 0;
+	unsigned int files[512];
+	size_t nf, i;
+	int status;
+	pid_t rk;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	rk = spawn(argv, o, e, -1);
+	/* Sample the kernel's view of the loader's locked memory while it runs. */
+	for (;;) {
+		pid_t r = waitpid(rk, &status, WNOHANG);
+		int64_t kb;
+
+		if (r == rk)
+			break;
+		kb = vmlck_kb(rk);
+		if (kb > max_kb)
+			max_kb = kb;
+		samples++;
+		cr_assert_lt(samples, 50000000, "recorder did not finish");
+	}
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", slurp(e));
+	read_stat("b", &st);
+	printf("budget 40 KiB: peak accounted %llu B, VmLck peak %llu B (loader) / %lld KiB "
+	       "(sampled %lld times); pins %llu, refusals %llu, evictions %llu, coalesced %llu\n",
+	       (unsigned long long)st.locked_peak, (unsigned long long)st.vmlck_peak,
+	       (long long)max_kb, (long long)samples, (unsigned long long)st.pins,
+	       (unsigned long long)st.refusals, (unsigned long long)st.evictions,
+	       (unsigned long long)st.coalesced);
+	cr_assert_eq(st.budget, 40 * 1024);
+	cr_assert_leq(st.locked_peak, 40 * 1024);
+	cr_assert_leq(st.vmlck_peak, 40 * 1024);
+	cr_assert_leq(max_kb, 40, "VmLck of the loader reached %lld KiB", (long long)max_kb);
+	cr_assert_gt(st.pins, 0, "nothing was ever pinned");
+	cr_assert_eq(st.locked, 0, "everything unlocked at the end");
+	cr_assert_eq(st.threads, 201);
+	cr_assert_eq(st.bpf_drops, 0);
+	/* Refused pins do not lose data: every thread has its whole history. */
+	unpaired_seen = 0;
+	snprintf(dir, sizeof(dir), "%s/b/sched", root);
+	nf = files_in(dir, files, 512);
+	cr_assert_eq(nf, 201);
+	for (i = 0; i < nf; i++) {
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, NULL);
+		cr_assert_eq(c.last_switch, 2, "%s", path);
+		if (!c.alternation_broken && c.first_switch == 1)
+			cr_assert_eq(c.in, c.out, "%s", path);
+		cr_assert_geq(c.in, files[i] == files[0] ? 1 : 10, "%s: %ld switch-ins", path, c.in);
+	}
+	printf("200 threads: %llu switches not followed by their opposite (kernel), all counted\n",
+	       (unsigned long long)st.unpaired);
+	cr_assert_eq((unsigned long long)unpaired_seen, st.unpaired);
+}
+
+Test(record, exec_is_recorded_and_tracing_continues)
+{
+	char cmd[512];
+	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "x", "-m", "16K",
+			 "--",		 "/bin/sh",	 "-c",	 cmd,	NULL };
+	char dir[256], path[300], *err;
+	unsigned int files[16];
+	struct rk_bufile *bf;
+	struct check c;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "exec %s -t 1 -i 3", workload);
+	st = run_rk(argv, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	snprintf(dir, sizeof(dir), "%s/x/sched", root);
+	cr_assert_eq(files_in(dir, files, 16), 2, "sh-turned-workload and its thread");
+	snprintf(path, sizeof(path), "%s/%u", dir, files[0]);
+	check_file(path, &c, &bf);
+	/* execvp of /bin/sh, then sh's exec of the workload. */
+	cr_assert_eq(c.exec, 2, "%s: %ld exec records", path, c.exec);
+	cr_assert_str_eq(bf->ident->comm, "workload");
+	rk_bufile__free(bf);
+	free(err);
+}
+
+Test(record, sigint_stops_cleanly_and_keeps_files)
+{
+	char wo[128], we[128], line[64], dir[256], path[300], e[128];
+	unsigned int files[16];
+	int ready, st;
+	size_t nf, i;
+	pid_t wl, rk;
+
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "2", "-i", "100000", "-s", "1000", NULL };
+
+		wl = spawn(argv, wo, we, -1);
+	}
+	rk = start_recorder_on(wl, "i", &ready, "--keep");
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	snprintf(dir, sizeof(dir), "%s/i/sched", root);
+	/* Wait (bounded) until both worker threads have switches recorded. */
+	{
+		uint64_t end = now_ms() + 10000;
+		int busy = 0;
+
+		while (busy < 2 && now_ms() < end) {
+			nf = files_in(dir, files, 16);
+			for (busy = 0, i = 0; i < nf; i++) {
+				struct rk_bufile *bf;
+
+				snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+				bf = rk_bufile__open(path, NULL);
+				if (bf && bf->ident->tid != bf->ident->tgid &&
+				    __atomic_load_n(&bf->pg->data_head, __ATOMIC_ACQUIRE) > 0)
+					busy++;
+				rk_bufile__free(bf);
+			}
+			usleep(2000);
+		}
+		cr_assert_eq(busy, 2, "worker threads have no records after 10 s");
+	}
+	kill(rk, SIGINT);
+	st = wait_for(rk, 30000);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x: %s", st, slurp(e));
+	kill(wl, SIGKILL);
+	wait_for(wl, 10000);
+	cr_assert_eq(access("/sys/fs/bpf/ringkeeper/pmu_info", F_OK), 0, "--keep keeps the map");
+	unlink("/sys/fs/bpf/ringkeeper/pmu_info");
+	unlink("/sys/fs/bpf/ringkeeper/counters");
+	rmdir("/sys/fs/bpf/ringkeeper");
+	nf = files_in(dir, files, 16);
+	cr_assert_eq(nf, 3);
+	for (i = 0; i < nf; i++) {
+		struct rk_bufile *bf;
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, &bf);
+		cr_assert_eq(bf->ident->state, RK_THREAD_STOPPED, "%s", path);
+		/* The main thread sits in pthread_join: no switch while we watched. */
+		if (c.tid != c.tgid)
+			cr_assert_gt(c.in + c.out, 0, "%s has records", path);
+		rk_bufile__free(bf);
+	}
+	close(ready);
+}
+
+static void expect_error(char *const argv[], int code, const char *needle)
+{
+	char *err;
+	int st = run_rk(argv, NULL, &err);
+
+	cr_assert(WIFEXITED(st), "did not exit");
+	cr_assert_eq(WEXITSTATUS(st), code, "exit %d, want %d: %s", WEXITSTATUS(st), code, err);
+	cr_assert_not_null(strstr(err, needle), "stderr lacks '%s': %s", needle, err);
+	free(err);
+}
+
+Test(record, bad_input_gets_clear_errors)
+{
+	char garbage[128];
+	int fd;
+
+	{
+		char *a[] = { (char *)rk_bin, "record", "--root", root, "-p", "2147483", NULL };
+
+		expect_error(a, 1, "no such process: 2147483");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-m", "16K", "--mlock-kb", "4", "--", "true",
+			      NULL };
+
+		expect_error(a, 2, "smaller than one buffer");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-m", "abc", "--", "true", NULL };
+
+		expect_error(a, 2, "-m: not a size");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-m", "2K", "--", "true", NULL };
+
+		expect_error(a, 2, "at least one page");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", NULL };
+
+		expect_error(a, 2, "nothing to trace");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-p", "1", "--", "true", NULL };
+
+		expect_error(a, 2, "not both");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "--ringbuf-size", "1000", "--", "true", NULL };
+
+		expect_error(a, 2, "power of two");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "frobnicate", NULL };
+
+		expect_error(a, 2, "unknown command");
+	}
+	snprintf(garbage, sizeof(garbage), "%s/garbage", root);
+	fd = open(garbage, O_WRONLY | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 8192), 0);
+	close(fd);
+	{
+		char *a[] = { (char *)rk_bin, "show", garbage, NULL };
+
+		expect_error(a, 1, "is not a valid ringkeeper buffer: pmu_offset out of page 0");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "show", "--root", root, "999999", NULL };
+
+		expect_error(a, 1, "no buffer for tid 999999");
+	}
+	/* -m 100K is usable: rounded up, said so. */
+	{
+		char *err;
+		char *a[] = { (char *)rk_bin, "record", "--root", root, "-m", "100K", "--", "/bin/true",
+			      NULL };
+		int st = run_rk(a, NULL, &err);
+
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+		cr_assert_not_null(strstr(err, "rounding -m 100K up to 128 KiB"), "%s", err);
+		free(err);
+	}
+}
+
+Test(record, not_root_is_told_so)
+{
+	char *err;
+	char o[128], e[128];
+	pid_t pid;
+	int st;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int fd = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+
+		if (fd < 0 || dup2(fd, 2) < 0 || setgid(65534) || setuid(65534))
+			_exit(125);
+		execl(rk_bin, rk_bin, "record", "--", "/bin/true", (char *)NULL);
+		_exit(126);
+	}
+	st = wait_for(pid, 10000);
+	err = slurp(e);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, err);
+	cr_assert_not_null(strstr(err, "needs root"), "%s", err);
+}
