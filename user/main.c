@@ -56,7 +56,7 @@ static void usage_record(FILE *f)
 		"      --linger-ms MS     keep an off-CPU thread's buffer locked this long, so a\n"
 		"                         thread bouncing on and off CPU costs no syscall (20)\n"
 		"      --tick-ms MS       drain period of the BPF ringbuf (5)\n"
-		"      --ringbuf-size SZ  BPF signal ringbuf size, power of two (1M)\n"
+		"      --ringbuf-size SZ  BPF signal ringbuf size, power of two (4M)\n"
 		"      --no-inherit       do not trace children and new threads\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"      --session NAME     session name (default: date-time-loaderpid)\n"
@@ -114,7 +114,7 @@ static int cmd_record(int argc, char **argv)
 		.data_size = DEFAULT_DATA_SIZE,
 		.linger_ns = 20 * 1000000ull,
 		.tick_ns = 5 * 1000000ull,
-		.ringbuf_size = 1u << 20,
+		.ringbuf_size = 4u << 20,
 		.inherit = 1,
 		.ready_fd = -1,
 	};

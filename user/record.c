@@ -116,8 +116,12 @@ static void proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *com
 
 		if (comm && !strncmp(line, "Name:\t", 6)) {
 			line[strcspn(line, "\n")] = '\0';
-			strncpy(comm, line + 6, RK_COMM_LEN - 1);
-			comm[RK_COMM_LEN - 1] = '\0';
+			size_t n = strlen(line + 6);
+
+			if (n > RK_COMM_LEN - 1)
+				n = RK_COMM_LEN - 1;
+			memcpy(comm, line + 6, n);
+			comm[n] = '\0';
 		} else if (sscanf(line, "Uid: %u", &v) == 1) {
 			*uid = v;
 		} else if (!strncmp(line, "NSpid:", 6)) {
