@@ -50,6 +50,8 @@ static void usage_record(FILE *f)
 		"  -p, --pid PID          trace this existing process\n"
 		"  -m, --mmap-pages SIZE  data ring per thread: pages, or bytes with a K/M/G\n"
 		"                         suffix; rounded up to a power of two (default 512K)\n"
+		"      --aux SIZE         AUX area per thread, for events that have one\n"
+		"                         (intel_pt, not yet available); the sched source has none\n"
 		"      --mlock-kb KB      locked-memory budget per user, in KiB (default:\n"
 		"                         perf_event_mlock_kb x online CPUs)\n"
 		"      --workers N        pin worker threads (default: online CPUs)\n"
@@ -104,6 +106,7 @@ static int cmd_record(int argc, char **argv)
 		{ "root", required_argument, NULL, 8 },
 		{ "keep", no_argument, NULL, 9 },
 		{ "ready-fd", required_argument, NULL, 10 },
+		{ "aux", required_argument, NULL, 11 },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -217,6 +220,20 @@ static int cmd_record(int argc, char **argv)
 			}
 			o.ready_fd = (int)v;
 			break;
+		case 11:
+			if (rk_parse_size(optarg, 1, &size) || size < RK_PAGE_SIZE ||
+			    size > (1ull << 30)) {
+				rk_err("--aux: not a usable size: '%s' (one page to 1 GiB)", optarg);
+				return 2;
+			}
+			/*
+			 * Validated now so scripts get the same answer later;
+			 * only AUX-capable events (intel_pt) will use it.
+			 */
+			rk_err("--aux %s: no selected source has an AUX area (the sched source has "
+			       "none; intel_pt is not supported yet)",
+			       optarg);
+			return 2;
 		case 'd':
 			if (parse_uint(optarg, 365ull * 86400, &v) || !v) {
 				rk_err("--duration: not a number of seconds: '%s'", optarg);

@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -705,6 +708,16 @@ Test(record, bad_input_gets_clear_errors)
 		expect_error(a, 2, "power of two");
 	}
 	{
+		char *a[] = { (char *)rk_bin, "record", "--aux", "7", "--", "true", NULL };
+
+		expect_error(a, 2, "no selected source has an AUX area");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "--aux", "1T", "--", "true", NULL };
+
+		expect_error(a, 2, "--aux: not a usable size");
+	}
+	{
 		char *a[] = { (char *)rk_bin, "frobnicate", NULL };
 
 		expect_error(a, 2, "unknown command");
@@ -735,6 +748,47 @@ Test(record, bad_input_gets_clear_errors)
 		cr_assert_not_null(strstr(err, "rounding -m 100K up to 128 KiB"), "%s", err);
 		free(err);
 	}
+}
+
+/* bpffs missing: the loader mounts it (in a private mount namespace here). */
+Test(record, mounts_bpffs_when_missing)
+{
+	char o[128], e[128], *err;
+	pid_t pid;
+	int st;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int fd = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		struct statfs sfs;
+
+		if (fd < 0 || dup2(fd, 2) < 0 || unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+			_exit(125);
+		umount2("/sys/fs/bpf", MNT_DETACH);
+		if (!statfs("/sys/fs/bpf", &sfs) && sfs.f_type == 0xcafe4a11)
+			_exit(124); /* could not get rid of it: nothing to test */
+		pid = fork();
+		if (!pid) {
+			execl(rk_bin, rk_bin, "record", "-v", "--root", root, "--", "/bin/true",
+			      (char *)NULL);
+			_exit(126);
+		}
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 123);
+		/* Mounted by the loader, in our namespace. */
+		_exit(!statfs("/sys/fs/bpf", &sfs) && sfs.f_type == 0xcafe4a11 ? 0 : 122);
+	}
+	st = wait_for(pid, 30000);
+	err = slurp(e);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 125)
+		cr_skip_test("cannot make a private mount namespace here");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", WEXITSTATUS(st), err);
+	cr_assert_not_null(strstr(err, "mounted bpf at /sys/fs/bpf"), "%s", err);
 }
 
 Test(record, not_root_is_told_so)
