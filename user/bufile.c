@@ -83,8 +83,8 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	bf->pg = bf->base;
 	bf->ext = (struct rk_page_ext *)((__u8 *)bf->base + RK_PAGE_EXT_OFFSET);
 	bf->pmu = (const struct rk_pmu_entry *)((__u8 *)bf->base + RK_PMU_OFFSET);
-	bf->ident = (struct rk_thread_ident *)((__u8 *)bf->base +
-					       RK_ALIGN8(RK_PMU_OFFSET + pmu_size));
+	bf->ident =
+		(struct rk_thread_ident *)((__u8 *)bf->base + RK_ALIGN8(RK_PMU_OFFSET + pmu_size));
 	bf->data = (__u8 *)bf->base + RK_PAGE_SIZE;
 
 	/* As the kernel's perf_event_init_userpage() does. */
@@ -122,11 +122,11 @@ err_free:
 	return NULL;
 }
 
-#define BAD(msg)                    \
-	do {                        \
-		if (err_msg)        \
+#define BAD(msg)                        \
+	do {                            \
+		if (err_msg)            \
 			*err_msg = msg; \
-		return -EBADMSG;    \
+		return -EBADMSG;        \
 	} while (0)
 
 int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const char **err_msg)
@@ -166,9 +166,8 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	    pg->data_size < RK_PAGE_SIZE || pg->data_size > size - RK_PAGE_SIZE)
 		BAD("data area out of the file");
 	data_end = pg->data_offset + pg->data_size;
-	if (pg->aux_size &&
-	    (pg->aux_offset < data_end || !is_pow2(pg->aux_size) || pg->aux_offset > size ||
-	     pg->aux_size > size - pg->aux_offset))
+	if (pg->aux_size && (pg->aux_offset < data_end || !is_pow2(pg->aux_size) ||
+			     pg->aux_offset > size || pg->aux_size > size - pg->aux_offset))
 		BAD("aux area out of the file");
 	head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
 	tail = __atomic_load_n(&pg->data_tail, __ATOMIC_ACQUIRE);
@@ -205,7 +204,8 @@ struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)RK_PAGE_SIZE) {
 		if (err_msg)
-			*err_msg = S_ISREG(st.st_mode) ? "shorter than one page" : "not a regular file";
+			*err_msg = S_ISREG(st.st_mode) ? "shorter than one page" :
+							 "not a regular file";
 		err = -EBADMSG;
 		goto err_close;
 	}
@@ -317,7 +317,7 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 	union {
 		struct perf_event_header h;
 		__u8 bytes[65536];
-	} *buf;
+	} * buf;
 	int ret = 0;
 
 	buf = malloc(sizeof(*buf));

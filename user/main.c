@@ -19,19 +19,18 @@
 
 static void usage_main(FILE *f)
 {
-	fprintf(f,
-		"Usage: ringkeeper COMMAND [OPTIONS]\n"
-		"\n"
-		"A per-thread flight recorder: every traced thread gets its own trace ring\n"
-		"buffer in a tmpfs file, locked in memory only while the thread runs.\n"
-		"\n"
-		"Commands:\n"
-		"  record   trace a running process (-p PID) or a command (-- CMD ARGS)\n"
-		"  ls       list sessions and their per-thread buffer files\n"
-		"  stat     counters of a session (signals, drops, pins, locked bytes)\n"
-		"  show     print the records of one thread's buffer (FILE or TID)\n"
-		"\n"
-		"Run 'ringkeeper COMMAND --help' for the options of each.\n");
+	fprintf(f, "Usage: ringkeeper COMMAND [OPTIONS]\n"
+		   "\n"
+		   "A per-thread flight recorder: every traced thread gets its own trace ring\n"
+		   "buffer in a tmpfs file, locked in memory only while the thread runs.\n"
+		   "\n"
+		   "Commands:\n"
+		   "  record   trace a running process (-p PID) or a command (-- CMD ARGS)\n"
+		   "  ls       list sessions and their per-thread buffer files\n"
+		   "  stat     counters of a session (signals, drops, pins, locked bytes)\n"
+		   "  show     print the records of one thread's buffer (FILE or TID)\n"
+		   "\n"
+		   "Run 'ringkeeper COMMAND --help' for the options of each.\n");
 }
 
 static void usage_record(FILE *f)
@@ -146,7 +145,8 @@ static int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			if (size > (1ull << 30)) {
-				rk_err("-m %s: more than 1 GiB per thread is not supported", optarg);
+				rk_err("-m %s: more than 1 GiB per thread is not supported",
+				       optarg);
 				return 2;
 			}
 			if (round_pow2(size) != size) {
@@ -223,7 +223,8 @@ static int cmd_record(int argc, char **argv)
 		case 11:
 			if (rk_parse_size(optarg, 1, &size) || size < RK_PAGE_SIZE ||
 			    size > (1ull << 30)) {
-				rk_err("--aux: not a usable size: '%s' (one page to 1 GiB)", optarg);
+				rk_err("--aux: not a usable size: '%s' (one page to 1 GiB)",
+				       optarg);
 				return 2;
 			}
 			/*
@@ -373,10 +374,10 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 		qsort(names, n, sizeof(*names), tid_cmp);
 	if (!json) {
 		printf("%s  %s  %zu threads  %s\n", s->name,
-		       !s->have_stat		    ? "no-stat" :
-		       rk_session_alive(&s->st)	    ? "running" :
+		       !s->have_stat		       ? "no-stat" :
+		       rk_session_alive(&s->st)	       ? "running" :
 		       s->st.state == RK_SESSION_ENDED ? "ended" :
-							"dead-loader",
+							 "dead-loader",
 		       n, s->have_stat ? s->st.command : "");
 		printf("  %8s %8s %-16s %-8s %-6s %10s %10s  %s\n", "TID", "TGID", "COMM", "STATE",
 		       "PINNED", "BYTES", "RING", "FILE");
@@ -398,7 +399,8 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 				printf("}");
 				*first = 0;
 			} else {
-				printf("  %8s %s: %s\n", names[i], path, msg ? msg : strerror(errno));
+				printf("  %8s %s: %s\n", names[i], path,
+				       msg ? msg : strerror(errno));
 			}
 			continue;
 		}
@@ -425,8 +427,9 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 				printf("}");
 				*first = 0;
 			} else {
-				printf("  %8u %8u %-16s %-8s %-6s %10llu %10s  %s\n", bf->ident->tid,
-				       bf->ident->tgid, comm, rk_thread_state_name(bf->ident->state),
+				printf("  %8u %8u %-16s %-8s %-6s %10llu %10s  %s\n",
+				       bf->ident->tid, bf->ident->tgid, comm,
+				       rk_thread_state_name(bf->ident->state),
 				       pinned ? "yes" : "no", (unsigned long long)used,
 				       rk_fmt_size(bf->pg->data_size, b1, sizeof(b1)), path);
 			}
@@ -442,9 +445,12 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		       const char **session, int *all)
 {
 	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' },   { "root", required_argument, NULL, 'r' },
-		{ "session", required_argument, NULL, 's' }, { "all", no_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },   { 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "session", required_argument, NULL, 's' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	int c;
 

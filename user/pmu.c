@@ -5,9 +5,9 @@
 #include "pmu.h"
 
 /* rk_perf_event_attr mirrors the uapi struct: check what both headers have. */
-#define SAME_OFFSET(f)                                                                   \
-	_Static_assert(offsetof(struct rk_perf_event_attr, f) ==                         \
-			       offsetof(struct perf_event_attr, f),                      \
+#define SAME_OFFSET(f)                                              \
+	_Static_assert(offsetof(struct rk_perf_event_attr, f) ==    \
+			       offsetof(struct perf_event_attr, f), \
 		       "attr." #f)
 SAME_OFFSET(config);
 SAME_OFFSET(sample_type);

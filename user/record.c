@@ -180,8 +180,9 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 
 		if (!r->st->file_errors)
 			rk_err("cannot create buffer file %s: %s%s", path, strerror(err),
-			       err == ENOSPC ? " (tmpfs full: free space in /dev/shm or use smaller -m)"
-					     : "");
+			       err == ENOSPC ?
+				       " (tmpfs full: free space in /dev/shm or use smaller -m)" :
+				       "");
 		r->st->file_errors++;
 		free(t);
 		return NULL;
@@ -216,6 +217,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 
 static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size)
 {
+	__u64 before = t->bf->ident->overwritten;
 	int err = rk_bufile__write(t->bf, rec, size);
 
 	if (err) {
@@ -223,6 +225,7 @@ static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t siz
 		return;
 	}
 	r->st->records++;
+	r->st->overwritten += t->bf->ident->overwritten - before;
 }
 
 struct sample_id {
@@ -940,7 +943,8 @@ int rk_record(const struct rk_record_opts *o)
 			r->target);
 	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
 		rk_info("cannot write to the ready fd");
-	fprintf(stderr, "ringkeeper: recording session %s into %s (%s per thread, budget %llu KiB)\n",
+	fprintf(stderr,
+		"ringkeeper: recording session %s into %s (%s per thread, budget %llu KiB)\n",
 		r->session, r->dir, "sched", (unsigned long long)(o->budget >> 10));
 	if (go_fd >= 0) {
 		/* Let the child exec: it is tracked now, from its first instruction. */

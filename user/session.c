@@ -54,25 +54,25 @@ static const char *state_name(const struct rk_session_stat *st)
 	return st->state == RK_SESSION_ENDED ? "ended" : "dead-loader";
 }
 
-#define FIELDS(X)                         \
-	X(bpf_signals, "signals (BPF)")    \
+#define FIELDS(X)                                          \
+	X(bpf_signals, "signals (BPF)")                    \
 	X(bpf_drops, "signals dropped (BPF ringbuf full)") \
-	X(bpf_forks, "children added (BPF)") \
-	X(bpf_fork_fail, "children not added (map full)") \
-	X(bpf_exits, "exits (BPF)")        \
-	X(signals, "signals handled")      \
-	X(records, "records written")      \
-	X(unpaired, "switches with no opposite (kernel)") \
-	X(overwritten, "records overwritten (ring wrap)") \
-	X(lost, "records lost (too big / no file)") \
-	X(threads, "threads traced")       \
-	X(threads_live, "threads live")    \
-	X(file_errors, "buffer files not created") \
-	X(pins, "pins (mlock)")            \
-	X(unpins, "unpins (munlock)")      \
-	X(refusals, "pins refused by budget") \
-	X(evictions, "early unpins for budget") \
-	X(lock_errors, "mlock failures")   \
+	X(bpf_forks, "children added (BPF)")               \
+	X(bpf_fork_fail, "children not added (map full)")  \
+	X(bpf_exits, "exits (BPF)")                        \
+	X(signals, "signals handled")                      \
+	X(records, "records written")                      \
+	X(unpaired, "switches with no opposite (kernel)")  \
+	X(overwritten, "records overwritten (ring wrap)")  \
+	X(lost, "records lost (too big / no file)")        \
+	X(threads, "threads traced")                       \
+	X(threads_live, "threads live")                    \
+	X(file_errors, "buffer files not created")         \
+	X(pins, "pins (mlock)")                            \
+	X(unpins, "unpins (munlock)")                      \
+	X(refusals, "pins refused by budget")              \
+	X(evictions, "early unpins for budget")            \
+	X(lock_errors, "mlock failures")                   \
 	X(coalesced, "switches with no syscall")
 
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
@@ -85,9 +85,10 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		fprintf(f, ",\"state\":\"%s\",\"loader_pid\":%u,\"target_pid\":%u,\"command\":",
 			state_name(st), st->loader_pid, st->target_pid);
 		rk_json_str(f, st->command);
-		fprintf(f, ",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
-			   "\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
-			   "\"vmlck_peak\":%llu",
+		fprintf(f,
+			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
+			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
+			"\"vmlck_peak\":%llu",
 			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
 			(unsigned long long)st->data_size, (unsigned long long)st->file_size,
 			(unsigned long long)st->budget, (unsigned long long)st->locked,
@@ -102,10 +103,12 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		st->loader_pid, st->target_pid);
 	fprintf(f, "  command: %s\n", st->command);
 	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
-		rk_fmt_size(st->data_size, b1, sizeof(b1)), rk_fmt_size(st->file_size, b2, sizeof(b2)),
-		st->workers, st->inherit ? "on" : "off");
+		rk_fmt_size(st->data_size, b1, sizeof(b1)),
+		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers,
+		st->inherit ? "on" : "off");
 	fprintf(f, "  locked now %s, peak %s, budget %s per user (VmLck peak %s)\n",
-		rk_fmt_size(st->locked, b1, sizeof(b1)), rk_fmt_size(st->locked_peak, b2, sizeof(b2)),
+		rk_fmt_size(st->locked, b1, sizeof(b1)),
+		rk_fmt_size(st->locked_peak, b2, sizeof(b2)),
 		rk_fmt_size(st->budget, b3, sizeof(b3)),
 		rk_fmt_size(st->vmlck_peak, b4, sizeof(b4)));
 #define H(field, desc) fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)st->field);

@@ -191,17 +191,20 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 			id->ns_tid, id->tgid, id->uid, w.comm, rk_thread_state_name(id->state));
 		if (id->state == RK_THREAD_EXITED || id->state == RK_THREAD_EXITING)
 			fprintf(out, " (exit_code 0x%x)", (unsigned int)id->exit_code);
-		fprintf(out, "\n# data: %llu bytes ring, %llu in use [tail %llu, head %llu), "
-			     "%llu records overwritten, %llu lost\n",
+		fprintf(out,
+			"\n# data: %llu bytes ring, %llu in use [tail %llu, head %llu), "
+			"%llu records overwritten, %llu lost\n",
 			(unsigned long long)bf->pg->data_size, (unsigned long long)(head - tail),
 			(unsigned long long)tail, (unsigned long long)head,
 			(unsigned long long)id->overwritten, (unsigned long long)id->lost);
-		fprintf(out, "# pmu_info at %llu (%llu bytes): attr type %u config %llu size %u "
-			     "sample_type 0x%llx%s clockid %d; pmu_descsz %u\n",
-			(unsigned long long)bf->ext->pmu_offset, (unsigned long long)bf->ext->pmu_size,
-			a->type, (unsigned long long)a->config, a->size,
-			(unsigned long long)a->sample_type, a->context_switch ? " context_switch" : "",
-			a->clockid, bf->pmu->info.pmu_descsz);
+		fprintf(out,
+			"# pmu_info at %llu (%llu bytes): attr type %u config %llu size %u "
+			"sample_type 0x%llx%s clockid %d; pmu_descsz %u\n",
+			(unsigned long long)bf->ext->pmu_offset,
+			(unsigned long long)bf->ext->pmu_size, a->type,
+			(unsigned long long)a->config, a->size, (unsigned long long)a->sample_type,
+			a->context_switch ? " context_switch" : "", a->clockid,
+			bf->pmu->info.pmu_descsz);
 	}
 	err = rk_bufile__for_each(bf, on_rec, &w);
 	if (counts)

@@ -265,8 +265,10 @@ static void read_stat(const char *session, struct rk_session_stat *st)
 
 Test(record, launch_traces_every_thread_from_birth)
 {
-	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "s", "-m", "16K",
-			 "--",		 (char *)workload, "-t", "8", "-i", "20", NULL };
+	char *argv[] = {
+		(char *)rk_bin, "record",	  "--root", root, "--session", "s",  "-m", "16K",
+		"--",		(char *)workload, "-t",	    "8",  "-i",	       "20", NULL
+	};
 	unsigned int want[64], got[64];
 	size_t nw, ng, i;
 	char *out, *err, dir[256], path[300];
@@ -297,7 +299,8 @@ Test(record, launch_traces_every_thread_from_birth)
 			cr_assert_geq(c.in, 20, "%s: each thread sleeps 20 times", path);
 			/* Born after attach: fork first, then its very first switch-in. */
 			cr_assert_eq(c.fork, 1, "%s", path);
-			cr_assert_eq(c.first_switch, 1, "%s: first switch of a new thread is in", path);
+			cr_assert_eq(c.first_switch, 1, "%s: first switch of a new thread is in",
+				     path);
 		} else {
 			cr_assert_eq(c.exec, 1, "%s: the launched command's exec", path);
 		}
@@ -333,8 +336,7 @@ static int read_line_within(int fd, char *buf, size_t len, unsigned int ms)
 	return 0;
 }
 
-static pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
-			       const char *extra)
+static pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *extra)
 {
 	char pidbuf[16], fdbuf[16], o[128], e[128];
 	int rp[2];
@@ -346,9 +348,10 @@ static pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
 	snprintf(o, sizeof(o), "%s/.rk.out", root);
 	snprintf(e, sizeof(e), "%s/.rk.err", root);
 	{
-		char *argv[] = { (char *)rk_bin, "record",    "--root",   root,
-				 "--session",	 (char *)session, "-m",	      "16K",
-				 "--ready-fd",	 fdbuf,	    "-p",	      pidbuf,
+		char *argv[] = { (char *)rk_bin, "record",    "--root",
+				 root,		 "--session", (char *)session,
+				 "-m",		 "16K",	      "--ready-fd",
+				 fdbuf,		 "-p",	      pidbuf,
 				 (char *)extra,	 NULL };
 
 		rk = spawn(argv, o, e, rp[1]);
@@ -377,8 +380,7 @@ Test(record, attach_pid_traces_threads_and_processes_born_after)
 	}
 	close(gp[0]);
 	rk = start_recorder_on(wl, "p", &ready, NULL);
-	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
-		     "recorder not ready");
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
 	cr_assert_str_eq(line, "ready\n");
 	/* Now let the workload create its threads and its child process. */
 	cr_assert_eq(write(gp[1], "g", 1), 1);
@@ -437,8 +439,22 @@ static size_t map_tids(unsigned int *tids, size_t max, int *fd_out)
 
 Test(record, pmu_info_map_matches_the_files)
 {
-	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "m", "-m", "16K",
-			 "--",		 (char *)workload, "-t", "6", "-i", "4", "-s", "250000",
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "m",
+			 "-m",
+			 "16K",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "6",
+			 "-i",
+			 "4",
+			 "-s",
+			 "250000",
 			 NULL };
 	char o[128], e[128], dir[256], path[300];
 	unsigned int files[64], keys[64];
@@ -469,8 +485,8 @@ Test(record, pmu_info_map_matches_the_files)
 		bf = rk_bufile__open(path, &msg);
 		cr_assert_not_null(bf, "%s", msg);
 		/* The map value is exactly what the file holds at pmu_offset. */
-		cr_assert_eq(memcmp(&v, (__u8 *)bf->base + bf->ext->pmu_offset, bf->ext->pmu_size), 0,
-			     "tid %u: map value differs from the file's pmu_info", files[i]);
+		cr_assert_eq(memcmp(&v, (__u8 *)bf->base + bf->ext->pmu_offset, bf->ext->pmu_size),
+			     0, "tid %u: map value differs from the file's pmu_info", files[i]);
 		cr_assert_eq(v.attr.context_switch, 1);
 		rk_bufile__free(bf);
 	}
@@ -500,10 +516,11 @@ static int64_t vmlck_kb(pid_t pid)
 Test(record, locked_memory_stays_within_budget_with_200_threads)
 {
 	/* -m 16K: 20 KiB per file; the budget fits exactly two buffers. */
-	char *argv[] = { (char *)rk_bin, "record", "--root",   root, "--session", "b",
-			 "-m",		 "16K",	   "--mlock-kb", "40", "--",	    (char *)workload,
-			 "-t",		 "200",	   "-i",	 "10", "-s",	    "1000",
-			 NULL };
+	char *argv[] = { (char *)rk_bin, "record", "--root", root,
+			 "--session",	 "b",	   "-m",     "16K",
+			 "--mlock-kb",	 "40",	   "--",     (char *)workload,
+			 "-t",		 "200",	   "-i",     "10",
+			 "-s",		 "1000",   NULL };
 	char o[128], e[128], dir[256], path[300];
 	struct rk_session_stat st;
 	int64_t max_kb = 0, samples = 0;
@@ -557,18 +574,60 @@ Test(record, locked_memory_stays_within_budget_with_200_threads)
 		cr_assert_eq(c.last_switch, 2, "%s", path);
 		if (!c.alternation_broken && c.first_switch == 1)
 			cr_assert_eq(c.in, c.out, "%s", path);
-		cr_assert_geq(c.in, files[i] == files[0] ? 1 : 10, "%s: %ld switch-ins", path, c.in);
+		cr_assert_geq(c.in, files[i] == files[0] ? 1 : 10, "%s: %ld switch-ins", path,
+			      c.in);
 	}
 	printf("200 threads: %llu switches not followed by their opposite (kernel), all counted\n",
 	       (unsigned long long)st.unpaired);
 	cr_assert_eq((unsigned long long)unpaired_seen, st.unpaired);
 }
 
+/* A ring smaller than the history keeps the newest whole records, and says so. */
+Test(record, small_ring_keeps_the_newest_records)
+{
+	char *argv[] = {
+		(char *)rk_bin,	  "record", "--root", root, "--session", "w",  "-m",  "4K", "--",
+		(char *)workload, "-t",	    "1",      "-i", "300",	 "-s", "100", NULL
+	};
+	char dir[256], path[300], *err;
+	unsigned long long overwritten = 0;
+	struct rk_session_stat st;
+	unsigned int files[8];
+	size_t nf, i;
+	int status = run_rk(argv, NULL, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	snprintf(dir, sizeof(dir), "%s/w/sched", root);
+	nf = files_in(dir, files, 8);
+	cr_assert_eq(nf, 2);
+	for (i = 0; i < nf; i++) {
+		struct rk_bufile *bf;
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, &bf);
+		overwritten += bf->ident->overwritten;
+		if (c.tid != c.tgid) {
+			/* 600+ switches into a 4 KiB ring of 32-byte records. */
+			cr_assert_gt(bf->ident->overwritten, 0, "%s", path);
+			cr_assert_leq(c.in + c.out + c.exit_rec, 4096 / 32);
+			cr_assert_geq(bf->pg->data_head - bf->pg->data_tail, 4096 - 56);
+			cr_assert_eq(c.last_switch, 2, "the final switch-out is kept");
+			cr_assert_eq(c.exit_rec, 1, "the exit is kept");
+		}
+		rk_bufile__free(bf);
+	}
+	read_stat("w", &st);
+	cr_assert_eq(st.overwritten, overwritten, "stat %llu vs files %llu",
+		     (unsigned long long)st.overwritten, overwritten);
+	free(err);
+}
+
 Test(record, exec_is_recorded_and_tracing_continues)
 {
 	char cmd[512];
-	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--session", "x", "-m", "16K",
-			 "--",		 "/bin/sh",	 "-c",	 cmd,	NULL };
+	char *argv[] = { (char *)rk_bin, "record", "--root",  root, "--session", "x", "-m",
+			 "16K",		 "--",	   "/bin/sh", "-c", cmd,	 NULL };
 	char dir[256], path[300], *err;
 	unsigned int files[16];
 	struct rk_bufile *bf;
@@ -677,8 +736,8 @@ Test(record, bad_input_gets_clear_errors)
 		expect_error(a, 1, "no such process: 2147483");
 	}
 	{
-		char *a[] = { (char *)rk_bin, "record", "-m", "16K", "--mlock-kb", "4", "--", "true",
-			      NULL };
+		char *a[] = { (char *)rk_bin, "record", "-m", "16K", "--mlock-kb", "4",
+			      "--",	      "true",	NULL };
 
 		expect_error(a, 2, "smaller than one buffer");
 	}
@@ -703,7 +762,9 @@ Test(record, bad_input_gets_clear_errors)
 		expect_error(a, 2, "not both");
 	}
 	{
-		char *a[] = { (char *)rk_bin, "record", "--ringbuf-size", "1000", "--", "true", NULL };
+		char *a[] = {
+			(char *)rk_bin, "record", "--ringbuf-size", "1000", "--", "true", NULL
+		};
 
 		expect_error(a, 2, "power of two");
 	}
@@ -740,8 +801,8 @@ Test(record, bad_input_gets_clear_errors)
 	/* -m 100K is usable: rounded up, said so. */
 	{
 		char *err;
-		char *a[] = { (char *)rk_bin, "record", "--root", root, "-m", "100K", "--", "/bin/true",
-			      NULL };
+		char *a[] = { (char *)rk_bin, "record", "--root",    root, "-m",
+			      "100K",	      "--",	"/bin/true", NULL };
 		int st = run_rk(a, NULL, &err);
 
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);

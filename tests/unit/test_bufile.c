@@ -284,14 +284,14 @@ Test(bufile, hostile_page0_is_rejected_with_a_reason)
 	struct rk_page_ext *ext = (void *)((__u8 *)copy + RK_PAGE_EXT_OFFSET);
 	size_t size = bf->map_size;
 
-#define CASE(stmt)                                                                \
-	do {                                                                      \
-		memcpy(copy, bf->base, size);                                     \
-		stmt;                                                             \
-		msg = NULL;                                                       \
+#define CASE(stmt)                                                                 \
+	do {                                                                       \
+		memcpy(copy, bf->base, size);                                      \
+		stmt;                                                              \
+		msg = NULL;                                                        \
 		cr_assert_eq(rk_bufile__from_mem(&ro, copy, size, &msg), -EBADMSG, \
-			     "accepted: " #stmt);                                 \
-		cr_assert_not_null(msg);                                          \
+			     "accepted: " #stmt);                                  \
+		cr_assert_not_null(msg);                                           \
 	} while (0)
 	CASE(ext->pmu_offset = 4096);
 	CASE(ext->pmu_offset = 8);

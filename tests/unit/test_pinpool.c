@@ -100,8 +100,9 @@ TestSuite(pinpool, .init = reset);
 
 static struct rk_pin_pool *pool(uint64_t budget, uint64_t linger, unsigned int workers)
 {
-	struct rk_pin_opts o = { .workers = workers, .budget = budget, .linger_ns = linger,
-				 .ops = &ops };
+	struct rk_pin_opts o = {
+		.workers = workers, .budget = budget, .linger_ns = linger, .ops = &ops
+	};
 	struct rk_pin_pool *p = rk_pin_pool__new(&o);
 
 	cr_assert_not_null(p);
