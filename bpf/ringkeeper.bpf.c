@@ -23,6 +23,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 cfg_wakeup_watermark = 64 * 1024;
 const volatile __u8 cfg_inherit = 1;
+/* Sources in use: entries {tid, 0 .. cfg_nr_src - 1} exist per traced thread. */
+const volatile __u32 cfg_nr_src = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -130,8 +132,11 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			submit(s, state & RK_TASK_DEAD);
 		}
 		/* The final switch-out: nothing of this tid will run again. */
-		if (state & RK_TASK_DEAD)
-			bpf_map_delete_elem(&pmu_info, &key);
+		if (state & RK_TASK_DEAD) {
+			for (key.src = 0; key.src < RK_MAX_SRC && key.src < cfg_nr_src; key.src++)
+				bpf_map_delete_elem(&pmu_info, &key);
+			key.src = RK_SRC_SCHED;
+		}
 	}
 
 	key.tid = next->pid;
@@ -178,6 +183,14 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 		count(RK_CNT_FORK_FAIL);
 		return 0;
 	}
+	/* The child gets every source its parent has (the kernel's inherit=1 does the rest). */
+	for (__u32 i = 1; i < RK_MAX_SRC && i < cfg_nr_src; i++) {
+		pkey.src = i;
+		ckey.src = i;
+		val = bpf_map_lookup_elem(&pmu_info, &pkey);
+		if (val && bpf_map_update_elem(&pmu_info, &ckey, val, BPF_ANY))
+			count(RK_CNT_FORK_FAIL);
+	}
 	count(RK_CNT_FORKS);
 	s = reserve();
 	if (!s)
@@ -206,10 +219,17 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	/* A non-leader thread that execs takes over the leader's tid. */
 	if ((__u32)old_pid != (__u32)p->pid) {
-		struct rk_pmu_key nkey = { .tid = p->pid, .src = RK_SRC_SCHED };
+		struct rk_pmu_key nkey = { .tid = p->pid };
 
-		bpf_map_update_elem(&pmu_info, &nkey, val, BPF_ANY);
-		bpf_map_delete_elem(&pmu_info, &key);
+		for (__u32 i = 0; i < RK_MAX_SRC && i < cfg_nr_src; i++) {
+			key.src = i;
+			nkey.src = i;
+			val = bpf_map_lookup_elem(&pmu_info, &key);
+			if (!val)
+				continue;
+			bpf_map_update_elem(&pmu_info, &nkey, val, BPF_ANY);
+			bpf_map_delete_elem(&pmu_info, &key);
+		}
 	}
 	s = reserve();
 	if (!s)

@@ -39,6 +39,8 @@
 
 /* Index of the always-present sched source in struct rk_pmu_key. */
 #define RK_SRC_SCHED 0
+/* Sources (sched + perf events) per session. */
+#define RK_MAX_SRC 8
 
 /* Max tracked (thread, source) entries; --max-threads in a later issue. */
 #define RK_MAX_ENTRIES 65536

@@ -7,8 +7,14 @@
 #include <linux/perf_event.h>
 #include "ringkeeper.h"
 
-/* The sched source's records carry this sample_id. */
-#define RK_SCHED_SAMPLE_TYPE (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU)
+/*
+ * The sched source's records carry this sample_id. IDENTIFIER (as every
+ * source has) lets records of several sources share one perf.data file.
+ */
+#define RK_SCHED_SAMPLE_TYPE \
+	(PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
+/* The id in the sched source's records: far from the kernel's small event ids. */
+#define RK_SCHED_ID (1ull << 63)
 
 /**
  * rk_pmu_sched_entry() - the pmu_info entry of the BPF-native sched source.

@@ -228,10 +228,12 @@ static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t siz
 	r->st->overwritten += t->bf->ident->overwritten - before;
 }
 
+/* sample_id of RK_SCHED_SAMPLE_TYPE. */
 struct sample_id {
 	__u32 pid, tid;
 	__u64 time;
 	__u32 cpu, res;
+	__u64 id;
 };
 
 static void fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s)
@@ -241,6 +243,7 @@ static void fill_id(struct sample_id *id, const struct rk_thread *t, const struc
 	id->time = s->time_ns;
 	id->cpu = s->cpu;
 	id->res = 0;
+	id->id = RK_SCHED_ID;
 }
 
 static void thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)

@@ -188,7 +188,8 @@ struct check {
 static int check_fn(const struct perf_event_header *h, void *ctx)
 {
 	struct check *c = ctx;
-	const __u8 *p = (const __u8 *)h + h->size - 24; /* sample_id: pid,tid,time,cpu */
+	/* sample_id: pid,tid, time, cpu,res, identifier */
+	const __u8 *p = (const __u8 *)h + h->size - 32;
 	__u32 pid, tid;
 	__u64 time;
 
@@ -608,10 +609,10 @@ Test(record, small_ring_keeps_the_newest_records)
 		check_file(path, &c, &bf);
 		overwritten += bf->ident->overwritten;
 		if (c.tid != c.tgid) {
-			/* 600+ switches into a 4 KiB ring of 32-byte records. */
+			/* 600+ switches into a 4 KiB ring of 40-byte records. */
 			cr_assert_gt(bf->ident->overwritten, 0, "%s", path);
-			cr_assert_leq(c.in + c.out + c.exit_rec, 4096 / 32);
-			cr_assert_geq(bf->pg->data_head - bf->pg->data_tail, 4096 - 56);
+			cr_assert_leq(c.in + c.out + c.exit_rec, 4096 / 40);
+			cr_assert_geq(bf->pg->data_head - bf->pg->data_tail, 4096 - 64);
 			cr_assert_eq(c.last_switch, 2, "the final switch-out is kept");
 			cr_assert_eq(c.exit_rec, 1, "the exit is kept");
 		}
