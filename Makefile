@@ -32,9 +32,10 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c \
+USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
 	user/show.c user/record.c
-LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c
+LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
+	user/drain.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o

@@ -133,8 +133,13 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
-			for (key.src = 0; key.src < RK_MAX_SRC && key.src < cfg_nr_src; key.src++)
+			/* The counter lives in a register: the verifier bounds it. */
+			for (__u32 i = 0; i < RK_MAX_SRC; i++) {
+				if (i >= cfg_nr_src)
+					break;
+				key.src = i;
 				bpf_map_delete_elem(&pmu_info, &key);
+			}
 			key.src = RK_SRC_SCHED;
 		}
 	}
@@ -184,7 +189,9 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	/* The child gets every source its parent has (the kernel's inherit=1 does the rest). */
-	for (__u32 i = 1; i < RK_MAX_SRC && i < cfg_nr_src; i++) {
+	for (__u32 i = 1; i < RK_MAX_SRC; i++) {
+		if (i >= cfg_nr_src)
+			break;
 		pkey.src = i;
 		ckey.src = i;
 		val = bpf_map_lookup_elem(&pmu_info, &pkey);
@@ -221,7 +228,9 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	if ((__u32)old_pid != (__u32)p->pid) {
 		struct rk_pmu_key nkey = { .tid = p->pid };
 
-		for (__u32 i = 0; i < RK_MAX_SRC && i < cfg_nr_src; i++) {
+		for (__u32 i = 0; i < RK_MAX_SRC; i++) {
+			if (i >= cfg_nr_src)
+				break;
 			key.src = i;
 			nkey.src = i;
 			val = bpf_map_lookup_elem(&pmu_info, &key);

@@ -47,8 +47,18 @@ static void usage_record(FILE *f)
 		"\n"
 		"Options:\n"
 		"  -p, --pid PID          trace this existing process\n"
-		"  -m, --mmap-pages SIZE  data ring per thread: pages, or bytes with a K/M/G\n"
-		"                         suffix; rounded up to a power of two (default 512K)\n"
+		"  -e, --event LIST       also record perf events, per thread: software events\n"
+		"                         (cpu-clock, task-clock, page-faults, ...), tracepoints\n"
+		"                         (sched:sched_wakeup), hardware events where a PMU exists\n"
+		"  -F, --freq HZ          sampling frequency of -e events (default 4000)\n"
+		"  -c, --count N          sample every N events instead (tracepoints: 1)\n"
+		"  -g                     record user (and kernel) call chains\n"
+		"      --exclude-kernel   count and unwind user space only\n"
+		"      --cpu-ring SIZE    kernel ring per CPU for -e events (default 256K)\n"
+		"  -m, --mmap-pages SIZE  data ring per thread and source: pages, or bytes with\n"
+		"                         a K/M/G suffix; rounded up to a power of two (default:\n"
+		"                         512K, or less so that a thread's buffers fit in one\n"
+		"                         CPU's share of the budget)\n"
 		"      --aux SIZE         AUX area per thread, for events that have one\n"
 		"                         (intel_pt, not yet available); the sched source has none\n"
 		"      --mlock-kb KB      locked-memory budget per user, in KiB (default:\n"
@@ -94,6 +104,11 @@ static int cmd_record(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "exclude-kernel", no_argument, NULL, 12 },
+		{ "cpu-ring", required_argument, NULL, 13 },
 		{ "mmap-pages", required_argument, NULL, 'm' },
 		{ "mlock-kb", required_argument, NULL, 1 },
 		{ "workers", required_argument, NULL, 2 },
@@ -119,13 +134,18 @@ static int cmd_record(int argc, char **argv)
 		.ringbuf_size = 4u << 20,
 		.inherit = 1,
 		.ready_fd = -1,
+		.cpu_ring = 256 * 1024,
 	};
-	uint64_t mlock_kb = 0, size;
+	struct rk_evsel_opts eo = { 0 };
+	const char *events = NULL;
+	char msg[512];
+	uint64_t mlock_kb = 0, size, cpu_kb;
+	int have_m = 0;
 	unsigned long long v;
 	char b1[32], b2[32], b3[32];
 	int c, have_budget = 0;
 
-	while ((c = getopt_long(argc, argv, "+p:m:d:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:m:d:e:F:c:gvh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, INT_MAX, &v) || !v) {
@@ -156,6 +176,7 @@ static int cmd_record(int argc, char **argv)
 				size = round_pow2(size);
 			}
 			o.data_size = size;
+			have_m = 1;
 			break;
 		case 1:
 			if (parse_uint(optarg, 1ull << 40, &v) || !v) {
@@ -242,6 +263,38 @@ static int cmd_record(int argc, char **argv)
 			}
 			o.duration_ns = v * 1000000000ull;
 			break;
+		case 'e':
+			events = optarg;
+			break;
+		case 'F':
+			if (parse_uint(optarg, 1000000, &v) || !v) {
+				rk_err("-F: not a frequency in Hz: '%s'", optarg);
+				return 2;
+			}
+			eo.freq = v;
+			break;
+		case 'c':
+			if (parse_uint(optarg, 1ull << 62, &v) || !v) {
+				rk_err("-c: not a positive count: '%s'", optarg);
+				return 2;
+			}
+			eo.period = v;
+			break;
+		case 'g':
+			eo.callgraph = 1;
+			break;
+		case 12:
+			eo.exclude_kernel = 1;
+			break;
+		case 13:
+			if (rk_parse_size(optarg, 1, &size) || size < 2 * RK_PAGE_SIZE ||
+			    size > (1ull << 30) || round_pow2(size) != size) {
+				rk_err("--cpu-ring: need a power of two from 8K to 1G, got '%s'",
+				       optarg);
+				return 2;
+			}
+			o.cpu_ring = size;
+			break;
 		case 'v':
 			rk_verbose = 1;
 			break;
@@ -263,18 +316,41 @@ static int cmd_record(int argc, char **argv)
 		rk_err("nothing to trace: give -p PID or -- CMD ARGS (see --help)");
 		return 2;
 	}
-	if (!have_budget) {
-		uint64_t kb;
+	if (eo.freq && eo.period) {
+		rk_err("give -F or -c, not both");
+		return 2;
+	}
+	if ((eo.freq || eo.period || eo.callgraph || eo.exclude_kernel) && !events) {
+		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
+		return 2;
+	}
+	if (events && rk_evsel_parse(events, &eo, o.evs, RK_MAX_SRC - 1, &o.nev, msg, sizeof(msg))) {
+		rk_err("-e: %s", msg);
+		return 2;
+	}
+	for (c = 0; c < o.nev; c++)
+		o.evs[c].entry.attr.inherit = o.inherit ? 1 : 0;
+	if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &cpu_kb))
+		cpu_kb = 516; /* the kernel's default */
+	if (!have_budget)
+		mlock_kb = cpu_kb * rk_online_cpus();
+	if (!have_m) {
+		/*
+		 * Default: the largest ring such that one running thread's
+		 * buffers (one per source) fit in one CPU's share of the budget.
+		 */
+		uint64_t share = mlock_kb * 1024 / rk_online_cpus();
 
-		if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &kb))
-			kb = 516; /* the kernel's default */
-		mlock_kb = kb * rk_online_cpus();
+		while (o.data_size > RK_PAGE_SIZE &&
+		       (o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + o.nev) > share)
+			o.data_size >>= 1;
 	}
 	o.budget = mlock_kb * 1024;
-	size = rk_bufile_layout_size(o.data_size, 0);
+	/* A running thread wants all its buffers (sched + each -e event) locked. */
+	size = rk_bufile_layout_size(o.data_size, 0) * (uint64_t)(1 + o.nev);
 	if (o.budget < size) {
-		rk_err("budget %s is smaller than one buffer of %s (-m %s + one page): "
-		       "raise --mlock-kb or lower -m",
+		rk_err("budget %s is smaller than one thread's buffers, %s (-m %s + one page, "
+		       "per source): raise --mlock-kb or lower -m",
 		       rk_fmt_size(o.budget, b1, sizeof(b1)), rk_fmt_size(size, b2, sizeof(b2)),
 		       rk_fmt_size(o.data_size, b3, sizeof(b3)));
 		return 2;

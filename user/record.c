@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -31,6 +32,8 @@
 #include <bpf/libbpf.h>
 #include "ringkeeper.skel.h"
 #include "bufile.h"
+#include "drain.h"
+#include "evsel.h"
 #include "pinpool.h"
 #include "pmu.h"
 #include "record.h"
@@ -50,8 +53,23 @@ struct rk_thread {
 	__u32 tid, tgid, uid;
 	int dead; /* final switch-out written, pin retired */
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 none */
+	int pending; /* on the deferred list: unpin/finish after the next drain */
+	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
+	uint64_t off_ns;
+	/* One buffer per source: [0] sched, [1..] the perf events. */
+	struct {
+		struct rk_bufile *bf;
+		struct rk_pin_item pin;
+	} b[RK_MAX_SRC];
+};
+
+/* The sched buffer: the thread's identity lives in every file, this one is canonical. */
+#define SCHED_BF(t) ((t)->b[RK_SRC_SCHED].bf)
+
+struct rk_proc {
+	struct rk_proc *next;
+	__u32 pid;
 	struct rk_bufile *bf;
-	struct rk_pin_item pin;
 };
 
 struct rk_rec {
@@ -73,6 +91,10 @@ struct rk_rec {
 	int maps_pinned;
 	unsigned int ncpus;
 	uint64_t last_pins;
+	struct rk_thread **pendingv;
+	size_t npending, cappending;
+	struct rk_drain *drain;
+	struct rk_proc *procs;
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -138,29 +160,51 @@ static void proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *com
  * A file for @tid. A dead thread's file with the same tid (tid reuse) is
  * renamed to <tid>.<n> first, so no history is overwritten.
  */
+static int nsrc(const struct rk_rec *r)
+{
+	return 1 + r->o->nev;
+}
+
+static const char *src_dir(const struct rk_rec *r, int k)
+{
+	return k == RK_SRC_SCHED ? RK_SCHED_DIR : r->o->evs[k - 1].name;
+}
+
+static const struct rk_pmu_entry *src_entry(const struct rk_rec *r, int k)
+{
+	return k == RK_SRC_SCHED ? &r->sched_entry : &r->o->evs[k - 1].entry;
+}
+
+/* Move a dead thread's file aside (tid reuse), so no history is overwritten. */
+static void move_aside(const char *path, __u32 tid)
+{
+	char old[PATH_MAX + 48];
+	unsigned int n;
+
+	for (n = 1; n < 1000; n++) {
+		snprintf(old, sizeof(old), "%s.%u", path, n);
+		if (access(old, F_OK))
+			break;
+	}
+	if (rename(path, old) && errno != ENOENT)
+		rk_warn("cannot move the file of exited tid %u aside: %s", tid, strerror(errno));
+}
+
+/*
+ * Files for @tid, one per source. A dead thread with the same tid (tid
+ * reuse) keeps its files under <tid>.<n>.
+ */
 static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
 				    const char *comm, uint64_t start_ns)
 {
 	struct rk_thread_ident id = { 0 };
-	char path[PATH_MAX + 32], old[PATH_MAX + 48];
+	char path[PATH_MAX + 96];
 	struct rk_thread *t, *prev = thread_find(r, tid);
 	char pcomm[RK_COMM_LEN] = "";
+	int k;
 
 	if (prev && !prev->dead)
 		return prev;
-	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SCHED_DIR, tid);
-	if (prev) {
-		unsigned int n;
-
-		for (n = 1; n < 1000; n++) {
-			snprintf(old, sizeof(old), "%s.%u", path, n);
-			if (access(old, F_OK))
-				break;
-		}
-		if (rename(path, old))
-			rk_warn("cannot move the file of exited tid %u aside: %s", tid,
-				strerror(errno));
-	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		r->st->file_errors++;
@@ -174,30 +218,43 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	id.state = RK_THREAD_LIVE;
 	proc_ids(tgid, tid, &id.uid, &id.ns_tid, comm && *comm ? NULL : pcomm);
 	snprintf(id.comm, sizeof(id.comm), "%s", comm && *comm ? comm : pcomm);
-	t->bf = rk_bufile__create(path, r->o->data_size, 0, &r->sched_entry, &id);
-	if (!t->bf) {
-		int err = errno;
+	for (k = 0; k < nsrc(r); k++) {
+		struct rk_bufile *bf;
 
-		if (!r->st->file_errors)
-			rk_err("cannot create buffer file %s: %s%s", path, strerror(err),
-			       err == ENOSPC ?
-				       " (tmpfs full: free space in /dev/shm or use smaller -m)" :
-				       "");
-		r->st->file_errors++;
-		free(t);
-		return NULL;
+		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), tid);
+		if (prev)
+			move_aside(path, tid);
+		bf = rk_bufile__create(path, r->o->data_size, 0, src_entry(r, k), &id);
+		if (!bf) {
+			int err = errno;
+
+			if (!r->st->file_errors)
+				rk_err("cannot create buffer file %s: %s%s", path, strerror(err),
+				       err == ENOSPC ? " (tmpfs full: free space in /dev/shm or "
+						       "use a smaller -m)" :
+						       "");
+			r->st->file_errors++;
+			while (k--) {
+				snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), tid);
+				unlink(path);
+				rk_bufile__free(t->b[k].bf);
+			}
+			free(t);
+			return NULL;
+		}
+		/* The owner of the thread may read its own trace. */
+		if (chown(path, id.uid, (gid_t)-1))
+			rk_info("chown %s: %s", path, strerror(errno));
+		t->b[k].bf = bf;
+		t->b[k].pin.addr = bf->base;
+		t->b[k].pin.len = bf->map_size;
+		t->b[k].pin.uid = id.uid;
+		t->b[k].pin.owner = bf;
+		t->b[k].pin.pinned_flag = &bf->ident->pinned;
 	}
-	/* The owner of the thread may read its own trace (issue 5 documents it). */
-	if (chown(path, id.uid, (gid_t)-1))
-		rk_info("chown %s: %s", path, strerror(errno));
 	t->tid = tid;
 	t->tgid = tgid;
 	t->uid = id.uid;
-	t->pin.addr = t->bf->base;
-	t->pin.len = t->bf->map_size;
-	t->pin.uid = t->uid;
-	t->pin.owner = t->bf;
-	t->pin.pinned_flag = &t->bf->ident->pinned;
 	if (prev) {
 		/* Unhook the old one; it stays on the all-list for cleanup. */
 		struct rk_thread **pp = &r->buckets[tid % NBUCKETS];
@@ -215,17 +272,24 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	return t;
 }
 
-static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size)
+static void put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec,
+			size_t size)
 {
-	__u64 before = t->bf->ident->overwritten;
-	int err = rk_bufile__write(t->bf, rec, size);
+	struct rk_bufile *bf = t->b[k].bf;
+	__u64 before = bf->ident->overwritten;
+	int err = rk_bufile__write(bf, rec, size);
 
 	if (err) {
 		r->st->lost++;
 		return;
 	}
 	r->st->records++;
-	r->st->overwritten += t->bf->ident->overwritten - before;
+	r->st->overwritten += bf->ident->overwritten - before;
+}
+
+static void put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size)
+{
+	put_rec_src(r, t, RK_SRC_SCHED, rec, size);
 }
 
 /* sample_id of RK_SCHED_SAMPLE_TYPE. */
@@ -246,15 +310,100 @@ static void fill_id(struct sample_id *id, const struct rk_thread *t, const struc
 	id->id = RK_SCHED_ID;
 }
 
+static void thread_pin(struct rk_rec *r, struct rk_thread *t, int on, uint64_t now)
+{
+	int k;
+
+	for (k = 0; k < nsrc(r); k++)
+		rk_pin_want(r->pool, &t->b[k].pin, on, now);
+}
+
+/* Identity updates go to every file of the thread: each is self-contained. */
+static void thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, __u32 state,
+			 int set_exit, __s32 exit_code, __u64 exit_ns)
+{
+	int k;
+
+	for (k = 0; k < nsrc(r); k++) {
+		struct rk_thread_ident *id = t->b[k].bf->ident;
+
+		if (comm)
+			memcpy(id->comm, comm, RK_COMM_LEN);
+		if (state)
+			id->state = state;
+		if (set_exit) {
+			id->exit_code = exit_code;
+			id->exit_ns = exit_ns;
+		}
+	}
+}
+
 static void thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 {
+	int k;
+
 	if (t->dead)
 		return;
-	t->bf->ident->state = state;
+	thread_ident(r, t, NULL, state, 0, 0, 0);
 	t->dead = 1;
 	r->st->threads_live--;
-	/* The worker unlocks and unmaps it; we never touch t->bf again. */
-	rk_pin_retire(r->pool, &t->pin);
+	/* The workers unlock and unmap the files; we never touch them again. */
+	for (k = 0; k < nsrc(r); k++)
+		rk_pin_retire(r->pool, &t->b[k].pin);
+}
+
+/*
+ * With perf sources, a switch-out's unpin (and a death's finish) waits for
+ * the next drain of the CPU rings, which may still hold the thread's records.
+ */
+static void defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 finish_state)
+{
+	if (!r->o->nev) {
+		thread_pin(r, t, 0, now);
+		if (finish_state)
+			thread_finish(r, t, finish_state);
+		return;
+	}
+	t->off_ns = now;
+	if (finish_state)
+		t->pending_state = finish_state;
+	if (t->pending)
+		return;
+	if (r->npending == r->cappending) {
+		size_t cap = r->cappending ? r->cappending * 2 : 256;
+		struct rk_thread **n = realloc(r->pendingv, cap * sizeof(*n));
+
+		if (!n) {
+			/* No room to defer: unpin now, the data is still recorded. */
+			thread_pin(r, t, 0, now);
+			if (finish_state)
+				thread_finish(r, t, finish_state);
+			return;
+		}
+		r->pendingv = n;
+		r->cappending = cap;
+	}
+	t->pending = 1;
+	r->pendingv[r->npending++] = t;
+}
+
+static void apply_deferred(struct rk_rec *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->npending; i++) {
+		struct rk_thread *t = r->pendingv[i];
+
+		t->pending = 0;
+		if (t->dead)
+			continue;
+		if (t->last_switch != RK_SIG_SWITCH_IN || t->pending_state)
+			thread_pin(r, t, 0, t->off_ns);
+		if (t->pending_state)
+			thread_finish(r, t, t->pending_state);
+		t->pending_state = 0;
+	}
+	r->npending = 0;
 }
 
 static int on_signal(void *ctx, void *data, size_t size)
@@ -325,12 +474,14 @@ static int on_signal(void *ctx, void *data, size_t size)
 		if (t->last_switch == s->kind)
 			r->st->unpaired++;
 		t->last_switch = s->kind;
-		/* Only after the record is in the file may its buffer be unlocked. */
-		rk_pin_want(r->pool, &t->pin, s->kind == RK_SIG_SWITCH_IN, s->time_ns);
-		if (s->flags & RK_SIGF_DEAD) {
-			if (!t->bf->ident->exit_ns)
-				t->bf->ident->exit_ns = s->time_ns;
-			thread_finish(r, t, RK_THREAD_EXITED);
+		/* Only after its records are in the files may its buffers be unlocked. */
+		if (s->kind == RK_SIG_SWITCH_IN) {
+			thread_pin(r, t, 1, s->time_ns);
+		} else {
+			if ((s->flags & RK_SIGF_DEAD) && !SCHED_BF(t)->ident->exit_ns)
+				thread_ident(r, t, NULL, 0, 1, SCHED_BF(t)->ident->exit_code,
+					     s->time_ns);
+			defer_off(r, t, s->time_ns, s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
 		}
 		break;
 	}
@@ -351,13 +502,13 @@ static int on_signal(void *ctx, void *data, size_t size)
 		cr.comm[RK_COMM_LEN - 1] = '\0';
 		fill_id(&cr.id, t, s);
 		put_rec(r, t, &cr, sizeof(cr));
-		memcpy(t->bf->ident->comm, cr.comm, sizeof(cr.comm));
+		thread_ident(r, t, cr.comm, 0, 0, 0, 0);
 		if (s->ptid != s->tid) {
 			/* A non-leader exec'd and took over this tid. */
 			struct rk_thread *old = thread_find(r, s->ptid);
 
 			if (old && !old->dead)
-				thread_finish(r, old, RK_THREAD_EXITED);
+				defer_off(r, old, s->time_ns, RK_THREAD_EXITED);
 		}
 		break;
 	}
@@ -378,9 +529,7 @@ static int on_signal(void *ctx, void *data, size_t size)
 		er.time = s->time_ns;
 		fill_id(&er.id, t, s);
 		put_rec(r, t, &er, sizeof(er));
-		t->bf->ident->exit_code = s->exit_code;
-		t->bf->ident->exit_ns = s->time_ns;
-		t->bf->ident->state = RK_THREAD_EXITING;
+		thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
 		break;
 	}
 	}
@@ -464,23 +613,269 @@ static int pin_maps(struct rk_rec *r)
 	return 0;
 }
 
+/*
+ * Trace @tid: its files, its pmu_info entries (perf sources first, sched
+ * last: the fork hook copies a parent's sources once sched is there), and
+ * its perf events on every CPU.
+ * Return: 0, -ESRCH if it is gone, or -errno (reported).
+ */
 static int track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 {
-	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
+	struct rk_pmu_key key = { .tid = tid };
 	struct rk_thread *t;
-	int err;
+	char msg[256];
+	int err, k;
 
 	t = thread_new(r, tid, tgid, 0, comm, rk_now_mono_ns());
 	if (!t)
 		return -errno ? -errno : -ENOMEM;
-	err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.pmu_info), &key, &r->sched_entry,
-				  BPF_NOEXIST);
-	if (err && errno != EEXIST) {
-		err = -errno;
-		rk_err("cannot add tid %u to the pmu_info map: %s", tid, strerror(errno));
+	for (k = nsrc(r) - 1; k >= 0; k--) {
+		key.src = (__u32)k;
+		err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.pmu_info), &key,
+					  src_entry(r, k), BPF_NOEXIST);
+		if (err && errno != EEXIST) {
+			err = -errno;
+			rk_err("cannot add tid %u to the pmu_info map: %s", tid, strerror(errno));
+			return err;
+		}
+	}
+	if (!r->drain)
+		return 0;
+	err = rk_drain_open_task(r->drain, (int)tid, msg, sizeof(msg));
+	if (err == -ESRCH)
+		return err;
+	if (err) {
+		rk_err("%s", msg);
 		return err;
 	}
+	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
 	return 0;
+}
+
+/* The per-process buffer of records with no single thread owner. */
+static struct rk_bufile *sideband_for(struct rk_rec *r, __u32 pid)
+{
+	struct rk_thread_ident id = { 0 };
+	char path[PATH_MAX + 64];
+	struct rk_proc *p;
+
+	for (p = r->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p->bf;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	id.tid = id.tgid = id.ns_tid = pid;
+	id.start_ns = rk_now_mono_ns();
+	proc_ids(pid, pid, &id.uid, &id.ns_tid, id.comm);
+	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
+	move_aside(path, pid);
+	p->bf = rk_bufile__create(path, r->o->data_size < (1u << 20) ? 1u << 20 : r->o->data_size,
+				  0, &r->o->evs[0].entry, &id);
+	if (!p->bf) {
+		if (!r->st->file_errors)
+			rk_err("cannot create sideband file %s: %s", path, strerror(errno));
+		r->st->file_errors++;
+		free(p);
+		return NULL;
+	}
+	if (chown(path, id.uid, (gid_t)-1))
+		rk_info("chown %s: %s", path, strerror(errno));
+	p->pid = pid;
+	p->next = r->procs;
+	r->procs = p;
+	return p->bf;
+}
+
+static void put_sideband(struct rk_rec *r, __u32 pid, const struct perf_event_header *h)
+{
+	struct rk_bufile *bf = sideband_for(r, pid);
+
+	if (!bf || rk_bufile__write(bf, h, h->size)) {
+		r->st->lost++;
+		return;
+	}
+	r->st->sideband++;
+}
+
+/* A drained perf record: to its thread's file, or to its process's sideband. */
+static void route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h,
+		  __u32 pid, __u32 tid)
+{
+	struct rk_rec *r = ctx;
+	struct rk_thread *t;
+	__u32 body_pid;
+
+	r->st->perf_records++;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		if (!ev || tid == (__u32)-1) {
+			r->st->lost++;
+			return;
+		}
+		t = thread_find(r, tid);
+		if (t && t->dead) {
+			r->st->lost++;
+			return;
+		}
+		if (!t) {
+			/* Inherited by the kernel but not (yet) known to BPF. */
+			t = thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+			if (!t) {
+				r->st->lost++;
+				return;
+			}
+		}
+		put_rec_src(r, t, ev->src, h, h->size);
+		return;
+	case PERF_RECORD_LOST: {
+		__u64 n = 0;
+
+		if (h->size >= sizeof(*h) + 16)
+			memcpy(&n, (const __u8 *)h + sizeof(*h) + 8, 8);
+		r->st->perf_lost += n;
+		t = tid != (__u32)-1 ? thread_find(r, tid) : NULL;
+		if (t && !t->dead) {
+			int k = ev ? ev->src : 1;
+
+			put_rec_src(r, t, k, h, h->size);
+			t->b[k].bf->ident->lost += n;
+		}
+		return;
+	}
+	case PERF_RECORD_MMAP:
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (h->size < sizeof(*h) + 4)
+			return;
+		memcpy(&body_pid, (const __u8 *)h + sizeof(*h), 4);
+		put_sideband(r, body_pid, h);
+		return;
+	default:
+		if (pid != (__u32)-1)
+			put_sideband(r, pid, h);
+		else
+			r->st->lost++;
+	}
+}
+
+/* sample_id of the tracking source, for records we synthesize (perf does the same). */
+static size_t synth_sample_id(struct rk_rec *r, __u8 *p, __u32 pid, __u32 tid)
+{
+	const struct rk_perf_event_attr *a = &r->o->evs[0].entry.attr;
+	__u64 now = rk_now_mono_ns(), id = rk_drain_tracking_id(r->drain);
+	__u8 *start = p;
+	__u32 cpu[2] = { 0, 0 };
+
+	if (a->sample_type & PERF_SAMPLE_TID) {
+		memcpy(p, &pid, 4);
+		memcpy(p + 4, &tid, 4);
+		p += 8;
+	}
+	if (a->sample_type & PERF_SAMPLE_TIME) {
+		memcpy(p, &now, 8);
+		p += 8;
+	}
+	if (a->sample_type & PERF_SAMPLE_CPU) {
+		memcpy(p, cpu, 8);
+		p += 8;
+	}
+	if (a->sample_type & PERF_SAMPLE_IDENTIFIER) {
+		memcpy(p, &id, 8);
+		p += 8;
+	}
+	return (size_t)(p - start);
+}
+
+/*
+ * Threads and mappings that existed before we attached, as perf record
+ * synthesizes them: a COMM per thread and an MMAP2 per executable mapping.
+ */
+static void synthesize(struct rk_rec *r, pid_t pid)
+{
+	union {
+		struct perf_event_header h;
+		__u8 b[8192];
+	} rec;
+	struct rk_thread *t;
+	char path[64], line[4096 + 256];
+	FILE *f;
+
+	for (t = r->all; t; t = t->all_next) {
+		size_t n;
+
+		if (t->tgid != (__u32)pid || t->dead)
+			continue;
+		memset(&rec, 0, sizeof(rec));
+		rec.h.type = PERF_RECORD_COMM;
+		memcpy(rec.b + 8, &t->tgid, 4);
+		memcpy(rec.b + 12, &t->tid, 4);
+		memcpy(rec.b + 16, SCHED_BF(t)->ident->comm, RK_COMM_LEN);
+		rec.b[16 + RK_COMM_LEN - 1] = '\0';
+		n = 16 + RK_COMM_LEN;
+		n += synth_sample_id(r, rec.b + n, t->tgid, t->tid);
+		rec.h.size = (__u16)n;
+		put_sideband(r, (__u32)pid, &rec.h);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned int maj, min;
+		char perms[8], *name;
+		__u32 prot = 0, flags, p32 = (__u32)pid;
+		__u64 v;
+		size_t n, len;
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj,
+			   &min, &ino, &pos) < 7 ||
+		    perms[2] != 'x')
+			continue;
+		name = line + pos;
+		name[strcspn(name, "\n")] = '\0';
+		if (!*name)
+			name = "//anon";
+		prot = (perms[0] == 'r' ? 1 : 0) | (perms[1] == 'w' ? 2 : 0) | 4;
+		flags = perms[3] == 's' ? 1 /* MAP_SHARED */ : 2 /* MAP_PRIVATE */;
+		memset(&rec, 0, sizeof(rec));
+		rec.h.type = PERF_RECORD_MMAP2;
+		rec.h.misc = PERF_RECORD_MISC_USER;
+		n = 8;
+		memcpy(rec.b + n, &p32, 4);
+		memcpy(rec.b + n + 4, &p32, 4);
+		n += 8;
+		v = start;
+		memcpy(rec.b + n, &v, 8);
+		v = end - start;
+		memcpy(rec.b + n + 8, &v, 8);
+		v = pgoff;
+		memcpy(rec.b + n + 16, &v, 8);
+		n += 24;
+		memcpy(rec.b + n, &maj, 4);
+		memcpy(rec.b + n + 4, &min, 4);
+		v = ino;
+		memcpy(rec.b + n + 8, &v, 8);
+		n += 24; /* maj, min, ino, ino_generation */
+		memcpy(rec.b + n, &prot, 4);
+		memcpy(rec.b + n + 4, &flags, 4);
+		n += 8;
+		len = strlen(name);
+		if (len > 4000)
+			continue;
+		memcpy(rec.b + n, name, len + 1);
+		n += (len + 1 + 7) & ~(size_t)7;
+		n += synth_sample_id(r, rec.b + n, (__u32)pid, (__u32)pid);
+		rec.h.size = (__u16)n;
+		put_sideband(r, (__u32)pid, &rec.h);
+	}
+	fclose(f);
 }
 
 /* Add every thread of @pid; repeat until a pass finds none new (threads born meanwhile). */
@@ -508,6 +903,8 @@ static int attach_pid(struct rk_rec *r, pid_t pid)
 			if (!tid || (thread_find(r, tid) && !thread_find(r, tid)->dead))
 				continue;
 			err = track(r, (__u32)pid, tid, NULL);
+			if (err == -ESRCH)
+				continue; /* exited meanwhile: nothing to trace */
 			if (err) {
 				closedir(d);
 				return err;
@@ -518,7 +915,7 @@ static int attach_pid(struct rk_rec *r, pid_t pid)
 		if (!added && pass)
 			return 0;
 		if (!added && !pass) {
-			rk_err("pid %d has no threads left to trace", pid);
+			rk_err("pid %d exited while we attached: nothing to trace", pid);
 			return -ESRCH;
 		}
 	}
@@ -667,6 +1064,20 @@ static int open_target_pidfd(pid_t pid)
 	return fd;
 }
 
+/*
+ * Drain the per-CPU perf rings (after the BPF signals, so the threads the
+ * records belong to are known), then let go of what went off CPU.
+ */
+static void drain(struct rk_rec *r)
+{
+	if (r->drain) {
+		rk_drain_all(r->drain, route, r);
+		/* Signals of threads born while we drained. */
+		ring_buffer__consume(r->rb);
+	}
+	apply_deferred(r);
+}
+
 static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 {
 	struct epoll_event ev, evs[4];
@@ -687,6 +1098,15 @@ static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 	if (pidfd >= 0) {
 		ev.data.u32 = 3;
 		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	}
+	if (r->drain) {
+		int c;
+
+		/* The per-CPU rings wake us at their watermark (half full). */
+		ev.data.u32 = 4;
+		for (c = 0; c < rk_drain_ncpus(r->drain); c++)
+			if (rk_drain_ring_fd(r->drain, c) >= 0)
+				epoll_ctl(ep, EPOLL_CTL_ADD, rk_drain_ring_fd(r->drain, c), &ev);
 	}
 	for (;;) {
 		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
@@ -723,6 +1143,7 @@ static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		/* Consume everything, including rings epoll did not report (NO_WAKEUP). */
 		if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
 			rk_warn("ring_buffer__consume: %s", strerror(errno));
+		drain(r);
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);
 		sample_vmlck(r);
@@ -766,6 +1187,7 @@ int rk_record(const struct rk_record_opts *o)
 	struct rk_pin_opts popts = { 0 };
 	struct rk_pin_ops pops = { .release = release_buf };
 	struct rk_thread *t;
+	int k;
 
 	if (geteuid() != 0) {
 		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
@@ -837,6 +1259,22 @@ int rk_record(const struct rk_record_opts *o)
 		rk_err("cannot create %s: %s", path, strerror(-err));
 		goto out_unlock;
 	}
+	for (k = 1; k < nsrc(r); k++) {
+		snprintf(path, sizeof(path), "%s/%s", r->dir, src_dir(r, k));
+		if (mkdir(path, 0755)) {
+			err = -errno;
+			rk_err("cannot create %s: %s", path, strerror(errno));
+			goto out_unlock;
+		}
+	}
+	if (o->nev) {
+		snprintf(path, sizeof(path), "%s/%s", r->dir, RK_SIDEBAND_DIR);
+		if (mkdir(path, 0755)) {
+			err = -errno;
+			rk_err("cannot create %s: %s", path, strerror(errno));
+			goto out_unlock;
+		}
+	}
 	err = stat_create(r);
 	if (err)
 		goto out_unlock;
@@ -851,6 +1289,14 @@ int rk_record(const struct rk_record_opts *o)
 	r->st->file_size = r->file_size;
 	r->st->budget = o->budget;
 	r->st->inherit = !!o->inherit;
+	r->st->nev = (__u32)o->nev;
+	r->st->cpu_ring = o->nev ? o->cpu_ring : 0;
+	for (k = 0; k < o->nev; k++) {
+		size_t len = strlen(r->st->events);
+
+		snprintf(r->st->events + len, sizeof(r->st->events) - len, "%s%s", k ? "," : "",
+			 o->evs[k].name);
+	}
 	if (o->pid) {
 		snprintf(r->st->command, sizeof(r->st->command), "-p %d", o->pid);
 	} else {
@@ -870,6 +1316,7 @@ int rk_record(const struct rk_record_opts *o)
 		goto out_stat;
 	}
 	r->skel->rodata->cfg_inherit = o->inherit ? 1 : 0;
+	r->skel->rodata->cfg_nr_src = (__u32)nsrc(r);
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
 	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
 	err = ringkeeper_bpf__load(r->skel);
@@ -894,6 +1341,21 @@ int rk_record(const struct rk_record_opts *o)
 		goto out_maps;
 	}
 	r->st->workers = o->workers ? o->workers : r->ncpus;
+	if (o->nev) {
+		struct rlimit rl;
+
+		/* One fd per thread, CPU and event: take what we are allowed. */
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		r->drain = rk_drain__new(o->evs, o->nev, o->cpu_ring);
+		if (!r->drain) {
+			err = -errno;
+			rk_err("cannot set up the perf rings: %s", strerror(errno));
+			goto out_pool;
+		}
+	}
 
 	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.signals), on_signal, r, NULL);
 	if (!r->rb) {
@@ -925,6 +1387,8 @@ int rk_record(const struct rk_record_opts *o)
 		err = attach_pid(r, o->pid);
 		if (err)
 			goto out_fds;
+		if (r->drain)
+			synthesize(r, o->pid);
 	} else {
 		child = launch(o->argv, &oldmask, &go_fd);
 		if (child < 0) {
@@ -936,6 +1400,8 @@ int rk_record(const struct rk_record_opts *o)
 		pidfd = open_target_pidfd(child);
 		err = track(r, (__u32)child, (__u32)child, NULL);
 		if (err) {
+			if (err == -ESRCH)
+				rk_err("the command exited before it could be traced");
 			kill(child, SIGKILL);
 			goto out_fds;
 		}
@@ -947,8 +1413,9 @@ int rk_record(const struct rk_record_opts *o)
 	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
 		rk_info("cannot write to the ready fd");
 	fprintf(stderr,
-		"ringkeeper: recording session %s into %s (%s per thread, budget %llu KiB)\n",
-		r->session, r->dir, "sched", (unsigned long long)(o->budget >> 10));
+		"ringkeeper: recording session %s into %s (sched%s%s per thread, budget %llu KiB)\n",
+		r->session, r->dir, o->nev ? "," : "", o->nev ? r->st->events : "",
+		(unsigned long long)(o->budget >> 10));
 	if (go_fd >= 0) {
 		/* Let the child exec: it is tracked now, from its first instruction. */
 		if (write(go_fd, "g", 1) != 1)
@@ -962,6 +1429,7 @@ int rk_record(const struct rk_record_opts *o)
 	/* Stop: no new signals, then the last ones. */
 	ringkeeper_bpf__detach(r->skel);
 	ring_buffer__consume(r->rb);
+	drain(r);
 
 out_fds:
 	if (go_fd >= 0) {
@@ -992,6 +1460,15 @@ out_pool:
 		publish(r);
 	}
 	rk_pin_pool__free(r->pool);
+	rk_drain__free(r->drain);
+	while (r->procs) {
+		struct rk_proc *p = r->procs;
+
+		r->procs = p->next;
+		rk_bufile__free(p->bf);
+		free(p);
+	}
+	free(r->pendingv);
 	while (r->all) {
 		t = r->all;
 		r->all = t->all_next;

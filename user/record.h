@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "evsel.h"
 
 /**
  * struct rk_record_opts - what `ringkeeper record` was asked.
@@ -22,6 +23,8 @@
  * @keep: leave the bpffs maps pinned at exit.
  * @duration_ns: stop after this long (0: when the target exits or on signal).
  * @ready_fd: if >= 0, "ready\n" is written here once tracing is on.
+ * @evs, @nev: perf event sources (-e), src 1..@nev.
+ * @cpu_ring: data bytes of each per-CPU kernel ring for them.
  */
 struct rk_record_opts {
 	pid_t pid;
@@ -38,6 +41,9 @@ struct rk_record_opts {
 	int keep;
 	uint64_t duration_ns;
 	int ready_fd;
+	struct rk_evsel evs[RK_MAX_SRC - 1];
+	int nev;
+	uint64_t cpu_ring;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

@@ -63,6 +63,9 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(signals, "signals handled")                      \
 	X(records, "records written")                      \
 	X(unpaired, "switches with no opposite (kernel)")  \
+	X(perf_records, "perf records drained")            \
+	X(perf_lost, "perf records lost (PERF_RECORD_LOST)") \
+	X(sideband, "sideband records (mmap, comm, task)") \
 	X(overwritten, "records overwritten (ring wrap)")  \
 	X(lost, "records lost (too big / no file)")        \
 	X(threads, "threads traced")                       \
@@ -85,6 +88,8 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		fprintf(f, ",\"state\":\"%s\",\"loader_pid\":%u,\"target_pid\":%u,\"command\":",
 			state_name(st), st->loader_pid, st->target_pid);
 		rk_json_str(f, st->command);
+		fprintf(f, ",\"events\":");
+		rk_json_str(f, st->nev ? st->events : "");
 		fprintf(f,
 			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
 			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
@@ -102,6 +107,9 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 	fprintf(f, "session %s: %s, loader pid %u, target pid %u\n", name, state_name(st),
 		st->loader_pid, st->target_pid);
 	fprintf(f, "  command: %s\n", st->command);
+	if (st->nev)
+		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events, st->nfds,
+			rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
 	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
 		rk_fmt_size(st->data_size, b1, sizeof(b1)),
 		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers,

@@ -16,6 +16,7 @@
 #define RK_STAT_VERSION 1
 #define RK_STAT_FILE "stat"
 #define RK_SCHED_DIR "sched"
+#define RK_SIDEBAND_DIR "sideband"
 
 #define RK_SESSION_RUNNING 1
 #define RK_SESSION_ENDED 2
@@ -65,6 +66,14 @@ struct rk_session_stat {
 	__u64 vmlck_peak;
 	/* a switch-in or -out with no opposite one since the last (see README) */
 	__u64 unpaired;
+	/* perf sources */
+	__u32 nev;
+	__u32 nfds;
+	__u64 perf_records;
+	__u64 perf_lost;
+	__u64 sideband;
+	__u64 cpu_ring;
+	char events[128];
 	char command[256];
 };
 

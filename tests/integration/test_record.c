@@ -740,7 +740,7 @@ Test(record, bad_input_gets_clear_errors)
 		char *a[] = { (char *)rk_bin, "record", "-m", "16K", "--mlock-kb", "4",
 			      "--",	      "true",	NULL };
 
-		expect_error(a, 2, "smaller than one buffer");
+		expect_error(a, 2, "smaller than one thread's buffers");
 	}
 	{
 		char *a[] = { (char *)rk_bin, "record", "-m", "abc", "--", "true", NULL };

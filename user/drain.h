@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * drain.h - the per-CPU kernel perf rings and their demultiplexing by tid.
+ *
+ * Events are opened per (target thread, CPU) with inherit=1; on each CPU
+ * the first fd owns the ring and the others write into it
+ * (PERF_EVENT_IOC_SET_OUTPUT). Draining copies each record out and hands it,
+ * with the source that produced it (by PERF_SAMPLE_IDENTIFIER) and its
+ * pid/tid, to a routing callback.
+ */
+#ifndef RK_DRAIN_H
+#define RK_DRAIN_H
+
+#include <linux/perf_event.h>
+#include <linux/types.h>
+#include <stddef.h>
+#include "evsel.h"
+
+struct rk_drain;
+
+/**
+ * typedef rk_route_fn - where a drained record goes.
+ * @ev: the source (NULL if the id is unknown, e.g. a LOST record).
+ * @pid, @tid: from the sample body or sample_id (-1 if none).
+ */
+typedef void (*rk_route_fn)(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h,
+			    __u32 pid, __u32 tid);
+
+/**
+ * rk_drain__new() - set up for @n sources; no event is opened yet.
+ * @ring_size: data bytes of each per-CPU kernel ring (power of two pages).
+ * Return: NULL with errno set on failure.
+ */
+struct rk_drain *rk_drain__new(const struct rk_evsel *evs, int n, size_t ring_size);
+
+/**
+ * rk_drain_open_task() - open every source on every CPU for task @tid
+ * (inherit=1 follows its future children).
+ * @errbuf: a message for people on failure.
+ * Return: 0; -ESRCH if the task is gone; other -errno from perf_event_open
+ * or mmap (the message says which event and what to do).
+ */
+int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen);
+
+/** rk_drain_nfds() - fds opened so far. */
+int rk_drain_nfds(const struct rk_drain *d);
+
+/** rk_drain_ring_fds() - the ring owner fd of each CPU (for epoll), -1 if none. */
+int rk_drain_ring_fd(const struct rk_drain *d, int cpu);
+int rk_drain_ncpus(const struct rk_drain *d);
+
+/**
+ * rk_drain_all() - drain every CPU ring into @fn.
+ * Return: records delivered.
+ */
+long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx);
+
+/**
+ * rk_drain_parse() - find source, pid and tid of one record (exposed for tests).
+ * Return: 0, or -EBADMSG if the record is too short for its sample_type.
+ */
+int rk_drain_parse(const struct rk_drain *d, const struct perf_event_header *h,
+		   const struct rk_evsel **ev, __u32 *pid, __u32 *tid);
+
+/** rk_drain_id() - record the id -> source mapping (tests, synthesized records). */
+int rk_drain_add_id(struct rk_drain *d, __u64 id, int evsel_idx);
+
+/** rk_drain_tracking_id() - an id of the tracking source (for synthesized records). */
+__u64 rk_drain_tracking_id(const struct rk_drain *d);
+
+/** rk_drain__free() - close fds, unmap rings; NULL is a no-op. */
+void rk_drain__free(struct rk_drain *d);
+
+#endif /* RK_DRAIN_H */

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "evsel.h"
+#include "util.h"
+
+/* perf's default sampling frequency. */
+#define RK_DEFAULT_FREQ 4000
+
+struct named {
+	const char *name;
+	__u32 type;
+	__u64 config;
+};
+
+static const struct named events[] = {
+	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+	{ "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
+	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS },
+	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	{ "cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
+	{ "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
+	{ "branch-instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+	{ "bus-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES },
+	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
+};
+
+const char *rk_tracefs_dir(void)
+{
+	if (!access("/sys/kernel/tracing/events", F_OK))
+		return "/sys/kernel/tracing";
+	if (!access("/sys/kernel/debug/tracing/events", F_OK))
+		return "/sys/kernel/debug/tracing";
+	return "";
+}
+
+static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errlen)
+{
+	char sys[64], ev[64], path[256];
+	const char *colon = strchr(name, ':');
+	uint64_t v;
+	int err;
+
+	if (!colon || colon == name || !colon[1] || (size_t)(colon - name) >= sizeof(sys) ||
+	    strlen(colon + 1) >= sizeof(ev) || strchr(colon + 1, ':') || strchr(name, '/')) {
+		snprintf(errbuf, errlen, "'%s': a tracepoint is SUBSYSTEM:EVENT", name);
+		return -EINVAL;
+	}
+	memcpy(sys, name, (size_t)(colon - name));
+	sys[colon - name] = '\0';
+	snprintf(ev, sizeof(ev), "%s", colon + 1);
+	if (!*rk_tracefs_dir()) {
+		snprintf(errbuf, errlen,
+			 "'%s': tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
+			 name);
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/events/%s/%s/id", rk_tracefs_dir(), sys, ev);
+	err = rk_read_u64_file(path, &v);
+	if (err) {
+		snprintf(errbuf, errlen,
+			 "unknown tracepoint '%s' (no %s; 'perf list tracepoint' lists them)", name,
+			 path);
+		return -ENOENT;
+	}
+	*id = v;
+	return 0;
+}
+
+static void base_attr(struct rk_perf_event_attr *a, const struct rk_evsel_opts *o, int tracepoint)
+{
+	a->size = RK_PERF_ATTR_SIZE;
+	a->sample_type = RK_EV_SAMPLE_TYPE;
+	if (o->callgraph)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	if (tracepoint)
+		a->sample_type |= PERF_SAMPLE_RAW;
+	if (o->period) {
+		a->sample_period = o->period;
+	} else if (o->freq) {
+		a->freq = 1;
+		a->sample_freq = o->freq;
+	} else if (tracepoint) {
+		a->sample_period = 1;
+	} else {
+		a->freq = 1;
+		a->sample_freq = RK_DEFAULT_FREQ;
+	}
+	a->sample_id_all = 1;
+	a->inherit = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC; /* the clock of the BPF sched records */
+	a->exclude_kernel = o->exclude_kernel ? 1 : 0;
+	a->exclude_callchain_kernel = o->exclude_kernel ? 1 : 0;
+	a->exclude_hv = 1;
+}
+
+int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out, int max,
+		   int *n, char *errbuf, size_t errlen)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	int cnt = 0, err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct rk_evsel *ev;
+		struct rk_perf_event_attr *a;
+		size_t i;
+		int k;
+
+		if (cnt >= max) {
+			snprintf(errbuf, errlen, "too many events (at most %d)", max);
+			err = -EINVAL;
+			goto out;
+		}
+		if (strlen(tok) >= sizeof(out->name)) {
+			snprintf(errbuf, errlen, "event name too long: '%.40s...'", tok);
+			err = -EINVAL;
+			goto out;
+		}
+		for (k = 0; k < cnt; k++) {
+			if (!strcmp(out[k].name, tok)) {
+				snprintf(errbuf, errlen, "event '%s' given twice", tok);
+				err = -EINVAL;
+				goto out;
+			}
+		}
+		ev = &out[cnt];
+		memset(ev, 0, sizeof(*ev));
+		snprintf(ev->name, sizeof(ev->name), "%s", tok);
+		ev->src = cnt + 1;
+		ev->tracking = cnt == 0;
+		ev->entry.info.note_size = RK_PMU_INFO_NOTE_SIZE;
+		a = &ev->entry.attr;
+		if (strchr(tok, ':')) {
+			__u64 id;
+
+			err = tracepoint_id(tok, &id, errbuf, errlen);
+			if (err)
+				goto out;
+			a->type = PERF_TYPE_TRACEPOINT;
+			a->config = id;
+			base_attr(a, o, 1);
+		} else {
+			for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+				if (!strcmp(events[i].name, tok))
+					break;
+			if (i == sizeof(events) / sizeof(events[0])) {
+				snprintf(errbuf, errlen,
+					 "unknown event '%s' (software: cpu-clock, task-clock, "
+					 "page-faults, context-switches, cpu-migrations, minor-faults, "
+					 "major-faults; hardware: cycles, instructions, branches, ...; "
+					 "tracepoints: SUBSYSTEM:EVENT)",
+					 tok);
+				err = -EINVAL;
+				goto out;
+			}
+			a->type = events[i].type;
+			a->config = events[i].config;
+			base_attr(a, o, 0);
+		}
+		if (ev->tracking) {
+			a->mmap2 = 1;
+			a->comm = 1;
+			a->comm_exec = 1;
+			a->task = 1;
+		}
+		cnt++;
+	}
+	if (!cnt) {
+		snprintf(errbuf, errlen, "-e: no event given");
+		err = -EINVAL;
+	}
+out:
+	free(copy);
+	*n = err ? 0 : cnt;
+	return err;
+}
+
+void rk_evsel_to_attr(const struct rk_evsel *ev, void *buf)
+{
+	memcpy(buf, &ev->entry.attr, RK_PERF_ATTR_SIZE);
+}
