@@ -33,9 +33,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
-	user/show.c user/record.c
+	user/show.c user/export.c user/record.c
 LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
-	user/drain.c
+	user/drain.c user/export.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o
@@ -95,7 +95,7 @@ $(INTEG_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(INTEG_SRCS)) $(LIB_OBJS
 
 $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(WARN) -MMD -MP $< -lpthread -o $@
+	$(Q)$(CC) $(CFLAGS) -fno-omit-frame-pointer $(WARN) -MMD -MP $< -lpthread -o $@
 
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \

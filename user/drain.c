@@ -188,11 +188,13 @@ int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
 					  PERF_FLAG_FD_CLOEXEC);
 			if (fd < 0) {
 				err = errno;
-				if (err == ENODEV && d->evs[e].entry.attr.type != PERF_TYPE_HARDWARE)
+				if (err == ENODEV &&
+				    d->evs[e].entry.attr.type != PERF_TYPE_HARDWARE)
 					continue; /* an offline CPU */
 				if (err == ESRCH)
 					return -ESRCH;
-				snprintf(errbuf, errlen, "cannot open event '%s' (tid %d, cpu %d): %s",
+				snprintf(errbuf, errlen,
+					 "cannot open event '%s' (tid %d, cpu %d): %s",
 					 d->evs[e].name, tid, c, open_hint(err, &d->evs[e]));
 				return -err;
 			}
@@ -203,22 +205,25 @@ int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
 			}
 			if (ioctl(fd, PERF_EVENT_IOC_ID, &id) || rk_drain_add_id(d, id, e)) {
 				err = errno ? errno : ENOMEM;
-				snprintf(errbuf, errlen, "PERF_EVENT_IOC_ID on '%s': %s", d->evs[e].name,
-					 strerror(err));
+				snprintf(errbuf, errlen, "PERF_EVENT_IOC_ID on '%s': %s",
+					 d->evs[e].name, strerror(err));
 				return -err;
 			}
 			if (r->fd < 0) {
 				size_t len = RK_PAGE_SIZE + d->ring_size;
 
-				r->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+				r->base =
+					mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 				if (r->base == MAP_FAILED) {
 					err = errno;
 					r->base = NULL;
-					snprintf(errbuf, errlen,
-						 "cannot map the cpu %d ring (%zu KiB): %s%s", c,
-						 d->ring_size >> 10, strerror(err),
-						 err == EPERM ? " (locked memory limit: lower --cpu-ring)"
-							      : "");
+					snprintf(
+						errbuf, errlen,
+						"cannot map the cpu %d ring (%zu KiB): %s%s", c,
+						d->ring_size >> 10, strerror(err),
+						err == EPERM ?
+							" (locked memory limit: lower --cpu-ring)" :
+							"");
 					return -err;
 				}
 				r->fd = fd;

@@ -68,9 +68,10 @@ static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errle
 	sys[colon - name] = '\0';
 	snprintf(ev, sizeof(ev), "%s", colon + 1);
 	if (!*rk_tracefs_dir()) {
-		snprintf(errbuf, errlen,
-			 "'%s': tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
-			 name);
+		snprintf(
+			errbuf, errlen,
+			"'%s': tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)",
+			name);
 		return -ENOENT;
 	}
 	snprintf(path, sizeof(path), "%s/events/%s/%s/id", rk_tracefs_dir(), sys, ev);
@@ -165,12 +166,13 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 				if (!strcmp(events[i].name, tok))
 					break;
 			if (i == sizeof(events) / sizeof(events[0])) {
-				snprintf(errbuf, errlen,
-					 "unknown event '%s' (software: cpu-clock, task-clock, "
-					 "page-faults, context-switches, cpu-migrations, minor-faults, "
-					 "major-faults; hardware: cycles, instructions, branches, ...; "
-					 "tracepoints: SUBSYSTEM:EVENT)",
-					 tok);
+				snprintf(
+					errbuf, errlen,
+					"unknown event '%s' (software: cpu-clock, task-clock, "
+					"page-faults, context-switches, cpu-migrations, minor-faults, "
+					"major-faults; hardware: cycles, instructions, branches, ...; "
+					"tracepoints: SUBSYSTEM:EVENT)",
+					tok);
 				err = -EINVAL;
 				goto out;
 			}
@@ -179,6 +181,8 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 			base_attr(a, o, 0);
 		}
 		if (ev->tracking) {
+			/* mmap enables the records, mmap2 picks their format (as perf sets both). */
+			a->mmap = 1;
 			a->mmap2 = 1;
 			a->comm = 1;
 			a->comm_exec = 1;

@@ -12,8 +12,8 @@
 #include "ringkeeper.h"
 
 /* Every perf source samples this, plus CALLCHAIN (-g) and RAW (tracepoints). */
-#define RK_EV_SAMPLE_TYPE                                                                  \
-	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |    \
+#define RK_EV_SAMPLE_TYPE                                                               \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
 
 /** struct rk_evsel_opts - the sampling options of `record`. */
@@ -46,8 +46,8 @@ struct rk_evsel {
  * Return: 0, -EINVAL (unknown name, bad syntax, too many), -ENOENT (a
  * tracepoint that does not exist), -EOPNOTSUPP (no such PMU on this machine).
  */
-int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out,
-		   int max, int *n, char *errbuf, size_t errlen);
+int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out, int max,
+		   int *n, char *errbuf, size_t errlen);
 
 /**
  * rk_evsel_to_attr() - the uapi attr to pass to perf_event_open().

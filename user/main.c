@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
+#include "export.h"
 #include "record.h"
 #include "session.h"
 #include "show.h"
@@ -324,7 +325,8 @@ static int cmd_record(int argc, char **argv)
 		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
 		return 2;
 	}
-	if (events && rk_evsel_parse(events, &eo, o.evs, RK_MAX_SRC - 1, &o.nev, msg, sizeof(msg))) {
+	if (events &&
+	    rk_evsel_parse(events, &eo, o.evs, RK_MAX_SRC - 1, &o.nev, msg, sizeof(msg))) {
 		rk_err("-e: %s", msg);
 		return 2;
 	}
@@ -711,6 +713,99 @@ static int cmd_show(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_export(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper export --perf-data FILE [--tid T | --pid P] [--session S]\n"
+		"                         [--root DIR]\n"
+		"\n"
+		"Write the per-thread buffers of a session (default: the newest), with the\n"
+		"sideband of their processes, as a perf.data file sorted by time, for\n"
+		"'perf script -i FILE' and 'perf report -i FILE'. Each source (sched, every -e\n"
+		"event) becomes one attr.\n";
+	static const struct option lo[] = {
+		{ "perf-data", required_argument, NULL, 'o' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "session", required_argument, NULL, 's' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *root = RK_DEFAULT_ROOT, *session = NULL;
+	struct rk_export_opts eo = { 0 };
+	struct rk_export_stats es;
+	unsigned long long v;
+	char dir[PATH_MAX];
+	struct sess *sv;
+	size_t n, i;
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "+o:t:p:s:r:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			eo.out = optarg;
+			break;
+		case 't':
+		case 'p':
+			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+				rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
+				       c == 't' ? "tid" : "pid", optarg);
+				return 2;
+			}
+			if (c == 't')
+				eo.tid = (pid_t)v;
+			else
+				eo.pid = (pid_t)v;
+			break;
+		case 's':
+			session = optarg;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!eo.out || optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (eo.tid && eo.pid) {
+		rk_err("give --tid or --pid, not both");
+		return 2;
+	}
+	err = list_sessions(root, &sv, &n);
+	if (err) {
+		rk_err("cannot read %s: %s", root, strerror(-err));
+		return 1;
+	}
+	for (i = 0; i < n && session && strcmp(sv[i].name, session); i++)
+		;
+	if (i == n) {
+		rk_err(session ? "no session %s in %s" : "%sno sessions in %s",
+		       session ? session : "", root);
+		free(sv);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", root, sv[i].name);
+	free(sv);
+	eo.session_dir = dir;
+	err = rk_export_perf_data(&eo, &es);
+	if (err)
+		return 1;
+	fprintf(stderr,
+		"ringkeeper: wrote %s: %llu records (%llu samples) of %llu threads, %u attrs%s\n",
+		eo.out, es.records, es.samples, es.threads, es.attrs,
+		es.skipped ? " (some files skipped, see above)" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -736,6 +831,8 @@ int main(int argc, char **argv)
 		return cmd_stat(argc, argv);
 	if (!strcmp(cmd, "show"))
 		return cmd_show(argc, argv);
+	if (!strcmp(cmd, "export"))
+		return cmd_export(argc, argv);
 	rk_err("unknown command '%s' (see ringkeeper --help)", cmd);
 	return 2;
 }

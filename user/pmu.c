@@ -26,7 +26,8 @@ void rk_pmu_sched_entry(struct rk_pmu_entry *e)
 	e->info.pmu_descsz = 0;
 	e->attr.type = PERF_TYPE_SOFTWARE;
 	e->attr.size = RK_PERF_ATTR_SIZE;
-	e->attr.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	/* Like perf record --switch-events: switch records ride on a dummy event. */
+	e->attr.config = PERF_COUNT_SW_DUMMY;
 	e->attr.sample_period = 1;
 	e->attr.sample_type = RK_SCHED_SAMPLE_TYPE;
 	e->attr.sample_id_all = 1;

@@ -20,7 +20,7 @@
  * rk_pmu_sched_entry() - the pmu_info entry of the BPF-native sched source.
  *
  * Describes what the records written from BPF signals are, in perf's terms:
- * a software context-switch event with context_switch, comm(_exec) and task
+ * a software dummy event (as perf attaches switch records to) with context_switch, comm(_exec) and task
  * records, sample_id_all (tid, time, cpu), on CLOCK_MONOTONIC (bpf_ktime_get_ns).
  * The sched source has no PMU descriptor (pmu_descsz 0).
  */

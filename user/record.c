@@ -235,7 +235,8 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 						       "");
 			r->st->file_errors++;
 			while (k--) {
-				snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), tid);
+				snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k),
+					 tid);
 				unlink(path);
 				rk_bufile__free(t->b[k].bf);
 			}
@@ -272,8 +273,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	return t;
 }
 
-static void put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec,
-			size_t size)
+static void put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size)
 {
 	struct rk_bufile *bf = t->b[k].bf;
 	__u64 before = bf->ident->overwritten;
@@ -834,8 +834,8 @@ static void synthesize(struct rk_rec *r, pid_t pid)
 		size_t n, len;
 		int pos = 0;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj,
-			   &min, &ino, &pos) < 7 ||
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &maj, &min, &ino, &pos) < 7 ||
 		    perms[2] != 'x')
 			continue;
 		name = line + pos;

@@ -54,28 +54,28 @@ static const char *state_name(const struct rk_session_stat *st)
 	return st->state == RK_SESSION_ENDED ? "ended" : "dead-loader";
 }
 
-#define FIELDS(X)                                          \
-	X(bpf_signals, "signals (BPF)")                    \
-	X(bpf_drops, "signals dropped (BPF ringbuf full)") \
-	X(bpf_forks, "children added (BPF)")               \
-	X(bpf_fork_fail, "children not added (map full)")  \
-	X(bpf_exits, "exits (BPF)")                        \
-	X(signals, "signals handled")                      \
-	X(records, "records written")                      \
-	X(unpaired, "switches with no opposite (kernel)")  \
-	X(perf_records, "perf records drained")            \
+#define FIELDS(X)                                            \
+	X(bpf_signals, "signals (BPF)")                      \
+	X(bpf_drops, "signals dropped (BPF ringbuf full)")   \
+	X(bpf_forks, "children added (BPF)")                 \
+	X(bpf_fork_fail, "children not added (map full)")    \
+	X(bpf_exits, "exits (BPF)")                          \
+	X(signals, "signals handled")                        \
+	X(records, "records written")                        \
+	X(unpaired, "switches with no opposite (kernel)")    \
+	X(perf_records, "perf records drained")              \
 	X(perf_lost, "perf records lost (PERF_RECORD_LOST)") \
-	X(sideband, "sideband records (mmap, comm, task)") \
-	X(overwritten, "records overwritten (ring wrap)")  \
-	X(lost, "records lost (too big / no file)")        \
-	X(threads, "threads traced")                       \
-	X(threads_live, "threads live")                    \
-	X(file_errors, "buffer files not created")         \
-	X(pins, "pins (mlock)")                            \
-	X(unpins, "unpins (munlock)")                      \
-	X(refusals, "pins refused by budget")              \
-	X(evictions, "early unpins for budget")            \
-	X(lock_errors, "mlock failures")                   \
+	X(sideband, "sideband records (mmap, comm, task)")   \
+	X(overwritten, "records overwritten (ring wrap)")    \
+	X(lost, "records lost (too big / no file)")          \
+	X(threads, "threads traced")                         \
+	X(threads_live, "threads live")                      \
+	X(file_errors, "buffer files not created")           \
+	X(pins, "pins (mlock)")                              \
+	X(unpins, "unpins (munlock)")                        \
+	X(refusals, "pins refused by budget")                \
+	X(evictions, "early unpins for budget")              \
+	X(lock_errors, "mlock failures")                     \
 	X(coalesced, "switches with no syscall")
 
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
@@ -108,8 +108,8 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		st->loader_pid, st->target_pid);
 	fprintf(f, "  command: %s\n", st->command);
 	if (st->nev)
-		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events, st->nfds,
-			rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
+		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events,
+			st->nfds, rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
 	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
 		rk_fmt_size(st->data_size, b1, sizeof(b1)),
 		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers,

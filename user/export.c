@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * export.c - perf.data writer.
+ *
+ * Layout (tools/perf/Documentation/perf.data-file-format.txt): the file
+ * header, one u64 id per attr, the attrs (perf_event_attr + the section of
+ * its ids), then the records sorted by time. Every source samples
+ * PERF_SAMPLE_IDENTIFIER, so each record's id is rewritten to its attr's one
+ * id; the kernel's many per-fd ids do not need to be listed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "export.h"
+#include "session.h"
+#include "util.h"
+
+#define PERF_MAGIC2 0x32454c4946524550ULL /* "PERFILE2" */
+#define EXPORT_ATTR_SIZE PERF_ATTR_SIZE_VER7 /* what perf 6.1 knows */
+#define MAX_ATTRS (RK_MAX_SRC)
+
+struct file_section {
+	__u64 offset, size;
+};
+
+struct file_header {
+	__u64 magic;
+	__u64 size;
+	__u64 attr_size;
+	struct file_section attrs, data, event_types;
+	__u64 adds_features[4];
+};
+
+struct rec_ref {
+	__u64 time;
+	__u64 seq;
+	__u64 off;
+	__u32 len;
+	__u32 attr;
+};
+
+struct exp {
+	const struct rk_export_opts *o;
+	struct rk_export_stats *st;
+	__u8 attrs[MAX_ATTRS][EXPORT_ATTR_SIZE];
+	char names[MAX_ATTRS][64];
+	unsigned int nattr;
+	int tracking; /* attr index of the source with mmap/comm/task, -1 */
+	__u8 *buf;
+	size_t buf_len, buf_cap;
+	struct rec_ref *refs;
+	size_t nrefs, caprefs;
+	unsigned int cur_attr;
+	__u64 cur_sample_type;
+	__u32 pids[1024]; /* processes of the exported threads: their sideband goes too */
+	unsigned int npids;
+};
+
+static __u64 attr_sample_type(const __u8 *attr)
+{
+	return ((const struct rk_perf_event_attr *)attr)->sample_type;
+}
+
+static __u64 rec_time(__u64 st, const struct perf_event_header *h)
+{
+	const __u8 *p = (const __u8 *)h;
+	size_t off;
+	__u64 t = 0;
+
+	if (!(st & PERF_SAMPLE_TIME))
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		off = sizeof(*h);
+		off += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
+		off += st & PERF_SAMPLE_IP ? 8 : 0;
+		off += st & PERF_SAMPLE_TID ? 8 : 0;
+	} else {
+		off = h->size - rk_sample_id_size(st);
+		off += st & PERF_SAMPLE_TID ? 8 : 0;
+	}
+	if (off + 8 <= h->size)
+		memcpy(&t, p + off, 8);
+	return t;
+}
+
+static int on_record(const struct perf_event_header *h, void *ctx)
+{
+	struct exp *e = ctx;
+	struct rec_ref *ref;
+	__u64 id = e->cur_attr + 1;
+
+	if (e->buf_len + h->size > e->buf_cap) {
+		size_t cap = e->buf_cap ? e->buf_cap * 2 : 1 << 20;
+		__u8 *n;
+
+		while (cap < e->buf_len + h->size)
+			cap *= 2;
+		n = realloc(e->buf, cap);
+		if (!n)
+			return -ENOMEM;
+		e->buf = n;
+		e->buf_cap = cap;
+	}
+	if (e->nrefs == e->caprefs) {
+		size_t cap = e->caprefs ? e->caprefs * 2 : 4096;
+		struct rec_ref *n = realloc(e->refs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		e->refs = n;
+		e->caprefs = cap;
+	}
+	memcpy(e->buf + e->buf_len, h, h->size);
+	/* One id per attr: samples start with IDENTIFIER, other records end with it. */
+	if (e->cur_sample_type & PERF_SAMPLE_IDENTIFIER) {
+		if (h->type == PERF_RECORD_SAMPLE)
+			memcpy(e->buf + e->buf_len + sizeof(*h), &id, 8);
+		else
+			memcpy(e->buf + e->buf_len + h->size - 8, &id, 8);
+	}
+	ref = &e->refs[e->nrefs];
+	ref->time = rec_time(e->cur_sample_type, h);
+	ref->seq = e->nrefs;
+	ref->off = e->buf_len;
+	ref->len = h->size;
+	ref->attr = e->cur_attr;
+	e->nrefs++;
+	e->buf_len += h->size;
+	e->st->records++;
+	e->st->samples += h->type == PERF_RECORD_SAMPLE;
+	return 0;
+}
+
+/* The attr index of a source, registering it from its file's pmu_info. */
+static int attr_of(struct exp *e, const char *name, const struct rk_bufile *bf)
+{
+	const struct rk_perf_event_attr *a = &bf->pmu->attr;
+	unsigned int i;
+
+	for (i = 0; i < e->nattr; i++)
+		if (!strcmp(e->names[i], name))
+			return (int)i;
+	if (e->nattr == MAX_ATTRS)
+		return -E2BIG;
+	if (a->config3 || !(a->sample_type & PERF_SAMPLE_IDENTIFIER)) {
+		rk_err("export: source %s has an attr perf.data cannot carry here", name);
+		return -EINVAL;
+	}
+	memset(e->attrs[i], 0, EXPORT_ATTR_SIZE);
+	memcpy(e->attrs[i], a, a->size < EXPORT_ATTR_SIZE ? a->size : EXPORT_ATTR_SIZE);
+	((struct rk_perf_event_attr *)e->attrs[i])->size = EXPORT_ATTR_SIZE;
+	snprintf(e->names[i], sizeof(e->names[i]), "%s", name);
+	if (a->mmap2 || a->comm || a->task)
+		if (e->tracking < 0 && strcmp(name, RK_SCHED_DIR))
+			e->tracking = (int)i;
+	e->nattr++;
+	return (int)i;
+}
+
+static int wanted(const struct exp *e, const struct rk_thread_ident *id)
+{
+	if (e->o->tid && id->tid != (__u32)e->o->tid)
+		return 0;
+	if (e->o->pid && id->tgid != (__u32)e->o->pid)
+		return 0;
+	return 1;
+}
+
+static int add_file(struct exp *e, const char *src, const char *path, int sideband)
+{
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+	int idx, err;
+
+	if (!bf) {
+		rk_warn("export: skipping %s: %s", path,
+			errno == EBADMSG && msg ? msg : strerror(errno));
+		e->st->skipped++;
+		return 0;
+	}
+	if (sideband) {
+		unsigned int i;
+
+		for (i = 0; i < e->npids && e->pids[i] != bf->ident->tgid; i++)
+			;
+		if (i == e->npids) {
+			rk_bufile__free(bf);
+			return 0;
+		}
+		/* Sideband records are the tracking source's. */
+		idx = e->tracking;
+	} else {
+		unsigned int i;
+
+		if (!wanted(e, bf->ident)) {
+			rk_bufile__free(bf);
+			return 0;
+		}
+		idx = attr_of(e, src, bf);
+		if (idx < 0) {
+			rk_bufile__free(bf);
+			return idx;
+		}
+		for (i = 0; i < e->npids && e->pids[i] != bf->ident->tgid; i++)
+			;
+		if (i == e->npids && e->npids < sizeof(e->pids) / sizeof(e->pids[0]))
+			e->pids[e->npids++] = bf->ident->tgid;
+	}
+	e->cur_attr = (unsigned int)idx;
+	e->cur_sample_type = attr_sample_type(e->attrs[idx]);
+	err = rk_bufile__for_each(bf, on_record, e);
+	if (err == -EBADMSG) {
+		rk_warn("export: %s: records past a corrupt one are left out", path);
+		err = 0;
+	}
+	if (!sideband && !strcmp(src, RK_SCHED_DIR))
+		e->st->threads++;
+	rk_bufile__free(bf);
+	return err;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct rec_ref *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p = (const __u8 *)p + w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int write_perf_data(struct exp *e)
+{
+	struct file_header hdr = { 0 };
+	char tmp[PATH_MAX];
+	__u64 off;
+	unsigned int i;
+	size_t k;
+	int fd, err = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->out);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		rk_err("cannot create %s: %s", tmp, strerror(errno));
+		return err;
+	}
+	hdr.magic = PERF_MAGIC2;
+	hdr.size = sizeof(hdr);
+	hdr.attr_size = EXPORT_ATTR_SIZE + sizeof(struct file_section);
+	off = sizeof(hdr) + e->nattr * 8ull; /* ids first */
+	hdr.attrs.offset = off;
+	hdr.attrs.size = e->nattr * hdr.attr_size;
+	hdr.data.offset = off + hdr.attrs.size;
+	hdr.data.size = e->buf_len;
+	err = write_all(fd, &hdr, sizeof(hdr));
+	for (i = 0; !err && i < e->nattr; i++) {
+		__u64 id = i + 1;
+
+		err = write_all(fd, &id, 8);
+	}
+	for (i = 0; !err && i < e->nattr; i++) {
+		struct file_section ids = { sizeof(hdr) + i * 8ull, 8 };
+
+		err = write_all(fd, e->attrs[i], EXPORT_ATTR_SIZE);
+		if (!err)
+			err = write_all(fd, &ids, sizeof(ids));
+	}
+	for (k = 0; !err && k < e->nrefs; k++)
+		err = write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, e->o->out))
+		err = -errno;
+	if (err) {
+		rk_err("cannot write %s: %s", e->o->out, strerror(-err));
+		unlink(tmp);
+	}
+	return err;
+}
+
+static int for_dir(struct exp *e, const char *src, int sideband)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *de;
+	int err = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", e->o->session_dir, src);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		char *end;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		strtoul(de->d_name, &end, 10);
+		if (*end && *end != '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		err = add_file(e, src, path, sideband);
+	}
+	closedir(d);
+	return err;
+}
+
+/*
+ * The kernel's map, as perf record synthesizes it, so kernel addresses in
+ * samples resolve against /proc/kallsyms. Read here, at export: perf
+ * resolves kernel symbols against the running kernel anyway.
+ */
+static int add_kernel_mmap(struct exp *e)
+{
+	union {
+		struct perf_event_header h;
+		__u8 b[256];
+	} rec;
+	unsigned long long text = 0;
+	char line[256], name[128];
+	const char *fname = "[kernel.kallsyms]_text";
+	__u64 st = attr_sample_type(e->attrs[e->tracking]), v;
+	__u32 pid = (__u32)-1;
+	size_t n = 8, len;
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char type;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %127s", &text, &type, name) == 3 &&
+		    !strcmp(name, "_text"))
+			break;
+	fclose(f);
+	if (!text)
+		return 0; /* kptr_restrict: kernel frames stay unresolved */
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = PERF_RECORD_MMAP;
+	rec.h.misc = PERF_RECORD_MISC_KERNEL;
+	memcpy(rec.b + n, &pid, 4);
+	memcpy(rec.b + n + 4, &pid, 4);
+	n += 8;
+	v = text;
+	memcpy(rec.b + n, &v, 8);
+	v = ~0ull - text;
+	memcpy(rec.b + n + 8, &v, 8);
+	v = text;
+	memcpy(rec.b + n + 16, &v, 8);
+	n += 24;
+	len = strlen(fname) + 1;
+	memcpy(rec.b + n, fname, len);
+	n += (len + 7) & ~(size_t)7;
+	/* sample_id, all zero but the id (rewritten by on_record) and pid/tid -1. */
+	if (st & PERF_SAMPLE_TID) {
+		memcpy(rec.b + n, &pid, 4);
+		memcpy(rec.b + n + 4, &pid, 4);
+	}
+	n += rk_sample_id_size(st);
+	rec.h.size = (__u16)n;
+	e->cur_attr = (unsigned int)e->tracking;
+	e->cur_sample_type = st;
+	return on_record(&rec.h, e);
+}
+
+int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *st)
+{
+	struct exp *e = calloc(1, sizeof(*e));
+	struct dirent *de;
+	int err = 0;
+	DIR *d;
+
+	if (!e)
+		return -ENOMEM;
+	memset(st, 0, sizeof(*st));
+	e->o = o;
+	e->st = st;
+	e->tracking = -1;
+	d = opendir(o->session_dir);
+	if (!d) {
+		err = -errno;
+		rk_err("cannot read %s: %s", o->session_dir, strerror(errno));
+		goto out;
+	}
+	/* sched first, so its attr is the first: perf shows it first. */
+	err = for_dir(e, RK_SCHED_DIR, 0);
+	while (!err && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+		    !strcmp(de->d_name, RK_SCHED_DIR) || !strcmp(de->d_name, RK_SIDEBAND_DIR))
+			continue;
+		err = for_dir(e, de->d_name, 0);
+	}
+	closedir(d);
+	if (!err && e->tracking >= 0)
+		err = for_dir(e, RK_SIDEBAND_DIR, 1);
+	if (!err && e->tracking >= 0)
+		err = add_kernel_mmap(e);
+	if (err)
+		goto out;
+	if (!st->threads) {
+		rk_err("export: no thread matched in %s%s", o->session_dir,
+		       o->tid ? " (--tid)" :
+		       o->pid ? " (--pid)" :
+				"");
+		err = -ENOENT;
+		goto out;
+	}
+	qsort(e->refs, e->nrefs, sizeof(*e->refs), cmp_ref);
+	st->attrs = e->nattr;
+	err = write_perf_data(e);
+out:
+	free(e->buf);
+	free(e->refs);
+	free(e);
+	return err;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * export.h - write a session's per-thread buffers (and the sideband of their
+ * processes) as a perf.data file that perf script / perf report read.
+ */
+#ifndef RK_EXPORT_H
+#define RK_EXPORT_H
+
+#include <sys/types.h>
+
+/**
+ * struct rk_export_opts - what to export.
+ * @session_dir: <root>/<session>.
+ * @out: the perf.data path (written through a temporary, then renamed).
+ * @tid, @pid: only this thread / process (0: all).
+ */
+struct rk_export_opts {
+	const char *session_dir;
+	const char *out;
+	pid_t tid;
+	pid_t pid;
+};
+
+/** struct rk_export_stats - what was written. */
+struct rk_export_stats {
+	unsigned long long records;
+	unsigned long long samples;
+	unsigned long long threads;
+	unsigned long long skipped; /* files that did not parse (reported) */
+	unsigned int attrs;
+};
+
+/**
+ * rk_export_perf_data() - Return: 0, or -errno (reported on stderr): -ENOENT
+ * if nothing matched, -EBADMSG if no file parsed.
+ */
+int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *st);
+
+#endif /* RK_EXPORT_H */
