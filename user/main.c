@@ -519,6 +519,9 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 	free(names);
 }
 
+/* show -e: which source's buffers a TID is looked up in. */
+static const char *show_event = RK_SCHED_DIR;
+
 static int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
 		       const char **session, int *all)
 {
@@ -527,13 +530,19 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		{ "root", required_argument, NULL, 'r' },
 		{ "session", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "event", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+jr:s:ah", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jr:s:ae:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'e':
+			if (!session || strchr(optarg, '/'))
+				goto bad;
+			show_event = optarg;
+			break;
 		case 'j':
 			*json = 1;
 			break;
@@ -650,14 +659,17 @@ static int cmd_stat(int argc, char **argv)
 static int cmd_show(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper show [--json] [--root DIR] [--session S] FILE|TID\n"
+		"Usage: ringkeeper show [--json] [--root DIR] [--session S] [-e EVENT] FILE|TID\n"
 		"\n"
 		"Print one thread's buffer using only the file: identity, pmu_info (the attr\n"
 		"that says how to parse it), then every record from data_tail to data_head,\n"
-		"oldest first, in perf script's layout. A TID is looked up in the newest\n"
-		"session that has it (or in --session).\n";
+		"oldest first, in perf script's layout; sample addresses are resolved through\n"
+		"the sideband of the thread's process and the mapped files. A TID is looked up\n"
+		"in the newest session that has it (or in --session), in the sched buffers or,\n"
+		"with -e, in those of that event (e.g. -e cpu-clock).\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
+	struct rk_symbols *syms = NULL;
 	struct rk_bufile *bf;
 	int json = 0, r, err;
 
@@ -684,7 +696,7 @@ static int cmd_show(int argc, char **argv)
 
 			if (session && strcmp(session, v[i].name))
 				continue;
-			snprintf(p, sizeof(p), "%s/%s/%s/%s", root, v[i].name, RK_SCHED_DIR,
+			snprintf(p, sizeof(p), "%s/%s/%s/%s", root, v[i].name, show_event,
 				 argv[optind]);
 			if (!access(p, F_OK))
 				snprintf(path, sizeof(path), "%s", p);
@@ -704,7 +716,26 @@ static int cmd_show(int argc, char **argv)
 			rk_err("cannot read %s: %s", path, strerror(errno));
 		return 1;
 	}
-	err = rk_show(stdout, bf, path, json, NULL);
+	/* Addresses resolve through the sideband of the thread's process: <session>/sideband/<tgid>. */
+	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP) {
+		char sb[PATH_MAX + 400], *p;
+
+		snprintf(sb, sizeof(sb), "%s", path);
+		p = strrchr(sb, '/');
+		if (p) {
+			*p = '\0';
+			p = strrchr(sb, '/');
+		}
+		if (p) {
+			snprintf(p + 1, sizeof(sb) - (size_t)(p + 1 - sb), "%s/%u", RK_SIDEBAND_DIR,
+				 bf->ident->tgid);
+			syms = rk_symbols__new(sb);
+		} else {
+			syms = rk_symbols__new(NULL);
+		}
+	}
+	err = rk_show(stdout, bf, path, json, syms, NULL);
+	rk_symbols__free(syms);
 	rk_bufile__free(bf);
 	if (err) {
 		rk_err("%s: records do not parse past the point shown (%s)", path, strerror(-err));

@@ -26,9 +26,11 @@ const char *rk_thread_state_name(__u32 state)
 struct walk {
 	FILE *out;
 	const struct rk_bufile *bf;
+	struct rk_symbols *syms;
 	int json;
 	struct rk_show_counts c;
 	char comm[RK_COMM_LEN];
+	char event[64];
 };
 
 /* The sample_id fields we print, parsed from the end of a non-sample record. */
@@ -84,8 +86,120 @@ static const char *type_name(__u32 type)
 		return "PERF_RECORD_LOST";
 	case PERF_RECORD_SAMPLE:
 		return "PERF_RECORD_SAMPLE";
+	case PERF_RECORD_MMAP2:
+		return "PERF_RECORD_MMAP2";
+	case PERF_RECORD_THROTTLE:
+		return "PERF_RECORD_THROTTLE";
+	case PERF_RECORD_UNTHROTTLE:
+		return "PERF_RECORD_UNTHROTTLE";
 	}
 	return "PERF_RECORD_UNKNOWN";
+}
+
+static void print_addr(struct walk *w, __u64 ip, const char *indent, int first)
+{
+	char sym[256];
+	const char *dso = "[unknown]";
+
+	if (w->syms)
+		rk_symbols_resolve(w->syms, ip, sym, sizeof(sym), &dso);
+	else
+		snprintf(sym, sizeof(sym), "[unknown]");
+	if (w->json) {
+		fprintf(w->out, "%s{\"ip\":%llu,\"sym\":", first ? "" : ",",
+			(unsigned long long)ip);
+		rk_json_str(w->out, sym);
+		fprintf(w->out, ",\"dso\":");
+		rk_json_str(w->out, dso);
+		fprintf(w->out, "}");
+	} else {
+		fprintf(w->out, "%s%16llx %s (%s)\n", indent, (unsigned long long)ip, sym, dso);
+	}
+}
+
+/*
+ * A PERF_RECORD_SAMPLE of our sources: IDENTIFIER, IP, TID, TIME, CPU,
+ * PERIOD, then CALLCHAIN and RAW if present (fields in the kernel's order).
+ */
+static int show_sample(struct walk *w, const struct perf_event_header *h)
+{
+	__u64 st = w->bf->pmu->attr.sample_type, ip = 0, time = 0, period = 0, nr = 0, v;
+	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
+	__u32 pid = 0, tid = 0, cpu = 0;
+	const __u8 *chain = NULL;
+
+#define TAKE(dst, n)                     \
+	do {                             \
+		if (p + (n) > end)       \
+			return -EBADMSG; \
+		memcpy((dst), p, (n));   \
+		p += (n);                \
+	} while (0)
+	if (st & ~(__u64)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+			  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW))
+		return -EOPNOTSUPP;
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		TAKE(&v, 8);
+	if (st & PERF_SAMPLE_IP)
+		TAKE(&ip, 8);
+	if (st & PERF_SAMPLE_TID) {
+		TAKE(&pid, 4);
+		TAKE(&tid, 4);
+	}
+	if (st & PERF_SAMPLE_TIME)
+		TAKE(&time, 8);
+	if (st & PERF_SAMPLE_CPU) {
+		TAKE(&cpu, 4);
+		TAKE(&v, 4);
+	}
+	if (st & PERF_SAMPLE_PERIOD)
+		TAKE(&period, 8);
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		TAKE(&nr, 8);
+		if (nr > (__u64)(end - p) / 8)
+			return -EBADMSG;
+		chain = p;
+		p += nr * 8;
+	}
+#undef TAKE
+	if (tid != w->bf->ident->tid)
+		w->c.foreign++;
+	w->c.samples++;
+	if (w->json) {
+		fprintf(w->out,
+			"{\"type\":\"PERF_RECORD_SAMPLE\",\"pid\":%u,\"tid\":%u,\"time\":%llu,"
+			"\"cpu\":%u,\"period\":%llu,\"event\":",
+			pid, tid, (unsigned long long)time, cpu, (unsigned long long)period);
+		rk_json_str(w->out, w->event);
+		fprintf(w->out, ",\"ip\":");
+		print_addr(w, ip, "", 1);
+		fprintf(w->out, ",\"callchain\":[");
+	} else {
+		fprintf(w->out, "%16s %6u [%03u] %llu.%09llu: %10llu %s:\n", w->comm, tid, cpu,
+			(unsigned long long)(time / 1000000000ull),
+			(unsigned long long)(time % 1000000000ull), (unsigned long long)period,
+			w->event);
+		if (!chain)
+			print_addr(w, ip, "\t", 1);
+	}
+	if (chain) {
+		__u64 i;
+		int first = 1;
+
+		for (i = 0; i < nr; i++) {
+			memcpy(&v, chain + i * 8, 8);
+			if (v >= (__u64)PERF_CONTEXT_MAX)
+				continue; /* kernel/user context markers */
+			print_addr(w, v, "\t", first);
+			first = 0;
+		}
+	}
+	if (w->json)
+		fprintf(w->out, "]}\n");
+	else
+		fputc('\n', w->out);
+	return 0;
 }
 
 static int on_rec(const struct perf_event_header *h, void *ctx)
@@ -95,6 +209,18 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	struct sid s;
 
 	w->c.records++;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		int err = show_sample(w, h);
+
+		if (!err)
+			return 0;
+		w->c.other++;
+		fprintf(w->out,
+			w->json ? "{\"type\":\"PERF_RECORD_SAMPLE\",\"error\":\"%s\"}\n" :
+				  "# sample not shown: %s\n",
+			err == -EOPNOTSUPP ? "sample_type not supported by show" : "truncated");
+		return 0;
+	}
 	parse_sample_id(w->bf, h, &s);
 	if (s.have_tid && s.tid != w->bf->ident->tid)
 		w->c.foreign++;
@@ -117,6 +243,29 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		}
 		snprintf(detail, sizeof(detail), "%s%s", w->comm,
 			 h->misc & PERF_RECORD_MISC_COMM_EXEC ? " (exec)" : "");
+		break;
+	case PERF_RECORD_LOST:
+		w->c.other++;
+		if (h->size >= sizeof(*h) + 16) {
+			__u64 n;
+
+			memcpy(&n, (const __u8 *)h + sizeof(*h) + 8, 8);
+			w->c.lost += n;
+			snprintf(detail, sizeof(detail), "lost %llu", (unsigned long long)n);
+		}
+		break;
+	case PERF_RECORD_MMAP2:
+		w->c.other++;
+		if (h->size > sizeof(*h) + 72) {
+			const char *name = (const char *)h + sizeof(*h) + 64;
+			__u64 a, l;
+
+			memcpy(&a, (const __u8 *)h + sizeof(*h) + 8, 8);
+			memcpy(&l, (const __u8 *)h + sizeof(*h) + 16, 8);
+			snprintf(detail, sizeof(detail), "[0x%llx(0x%llx)]: %.50s",
+				 (unsigned long long)a, (unsigned long long)l,
+				 memchr(name, '\0', h->size - sizeof(*h) - 64) ? name : "?");
+		}
 		break;
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
@@ -154,11 +303,22 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 }
 
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
-	    struct rk_show_counts *counts)
+	    struct rk_symbols *syms, struct rk_show_counts *counts)
 {
 	const struct rk_thread_ident *id = bf->ident;
 	const struct rk_perf_event_attr *a = &bf->pmu->attr;
-	struct walk w = { .out = out, .bf = bf, .json = json };
+	struct walk w = { .out = out, .bf = bf, .json = json, .syms = syms };
+	const char *slash = strrchr(path, '/'), *start = path;
+
+	/* The event is the name of the file's directory (<session>/<event>/<tid>). */
+	if (slash) {
+		const char *p;
+
+		for (p = slash - 1; p >= path && *p != '/'; p--)
+			;
+		start = p + 1;
+	}
+	snprintf(w.event, sizeof(w.event), "%.*s", slash ? (int)(slash - start) : 0, start);
 	__u64 head = __atomic_load_n(&bf->pg->data_head, __ATOMIC_ACQUIRE);
 	__u64 tail = __atomic_load_n(&bf->pg->data_tail, __ATOMIC_ACQUIRE);
 	int err;
@@ -210,7 +370,8 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	if (counts)
 		*counts = w.c;
 	if (!json)
-		fprintf(out, "# %llu records: %llu switch-in, %llu switch-out, %llu other\n",
-			w.c.records, w.c.switch_in, w.c.switch_out, w.c.other);
+		fprintf(out,
+			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu other\n",
+			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.other);
 	return err;
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "bufile.h"
+#include "symbols.h"
 
 /** struct rk_show_counts - what a walk over a buffer found. */
 struct rk_show_counts {
@@ -13,16 +14,19 @@ struct rk_show_counts {
 	unsigned long long switch_out;
 	unsigned long long other;
 	unsigned long long foreign; /* sample_id tid not the file's tid */
+	unsigned long long samples;
+	unsigned long long lost; /* sum of PERF_RECORD_LOST counts */
 };
 
 /**
  * rk_show() - print the identity, pmu_info and records of @bf.
  * @json: one JSON object per line (file header first) instead of text.
+ * @syms: resolves sample addresses (NULL: print them raw).
  * @counts: if not NULL, filled in.
  * Return: 0, or -EBADMSG if the records do not parse (what parsed is printed).
  */
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
-	    struct rk_show_counts *counts);
+	    struct rk_symbols *syms, struct rk_show_counts *counts);
 
 /** rk_thread_state_name() - "live", "exited", ... */
 const char *rk_thread_state_name(__u32 state);

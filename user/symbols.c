@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "symbols.h"
+
+struct sym {
+	__u64 start, size; /* file-relative virtual addresses (st_value) */
+	char *name;
+};
+
+struct dso {
+	char *path;
+	int loaded;
+	struct sym *syms;
+	size_t nsyms;
+	/* PT_LOAD segments: file offset -> ELF vaddr */
+	struct {
+		__u64 off, vaddr, len;
+	} seg[16];
+	int nseg;
+};
+
+struct map {
+	__u64 start, len, pgoff;
+	struct dso *dso;
+};
+
+struct rk_symbols {
+	struct map *maps;
+	size_t nmaps;
+	struct dso **dsos;
+	size_t ndsos;
+	struct sym *ksyms;
+	size_t nksyms;
+	int kloaded;
+};
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static struct dso *dso_get(struct rk_symbols *s, const char *path)
+{
+	struct dso **n, *d;
+	size_t i;
+
+	for (i = 0; i < s->ndsos; i++)
+		if (!strcmp(s->dsos[i]->path, path))
+			return s->dsos[i];
+	n = realloc(s->dsos, (s->ndsos + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	s->dsos = n;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->path = strdup(path);
+	if (!d->path) {
+		free(d);
+		return NULL;
+	}
+	s->dsos[s->ndsos++] = d;
+	return d;
+}
+
+/* Read .symtab (or .dynsym) and the PT_LOAD segments of a mapped file. */
+static void dso_load(struct dso *d)
+{
+	Elf_Scn *scn = NULL;
+	size_t i, nph;
+	Elf *e;
+	int fd, have_symtab = 0;
+
+	d->loaded = 1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return;
+	fd = open(d->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		goto out_close;
+	if (!elf_getphdrnum(e, &nph)) {
+		for (i = 0; i < nph && d->nseg < 16; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				d->seg[d->nseg].off = ph.p_offset;
+				d->seg[d->nseg].vaddr = ph.p_vaddr;
+				d->seg[d->nseg].len = ph.p_filesz;
+				d->nseg++;
+			}
+		}
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			have_symtab = 1;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t n, k;
+
+		if (!gelf_getshdr(scn, &sh) ||
+		    sh.sh_type != (have_symtab ? SHT_SYMTAB : SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (k = 0; k < n; k++) {
+			GElf_Sym sy;
+			const char *name;
+			struct sym *ns;
+
+			if (!gelf_getsym(data, (int)k, &sy) ||
+			    GELF_ST_TYPE(sy.st_info) != STT_FUNC || !sy.st_value)
+				continue;
+			name = elf_strptr(e, sh.sh_link, sy.st_name);
+			if (!name || !*name)
+				continue;
+			ns = realloc(d->syms, (d->nsyms + 1) * sizeof(*ns));
+			if (!ns)
+				break;
+			d->syms = ns;
+			d->syms[d->nsyms].start = sy.st_value;
+			d->syms[d->nsyms].size = sy.st_size;
+			d->syms[d->nsyms].name = strdup(name);
+			if (d->syms[d->nsyms].name)
+				d->nsyms++;
+		}
+	}
+	if (d->nsyms)
+		qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
+	elf_end(e);
+out_close:
+	close(fd);
+}
+
+static int on_sideband(const struct perf_event_header *h, void *ctx)
+{
+	struct rk_symbols *s = ctx;
+	const __u8 *p = (const __u8 *)h + sizeof(*h);
+	const char *name;
+	struct map *m;
+	size_t room;
+
+	if (h->type != PERF_RECORD_MMAP2 || h->size < sizeof(*h) + 8 + 24 + 24 + 8 + 1)
+		return 0;
+	name = (const char *)p + 8 + 24 + 24 + 8;
+	room = h->size - (size_t)((const __u8 *)name - (const __u8 *)h);
+	if (!memchr(name, '\0', room) || name[0] != '/')
+		return 0;
+	m = realloc(s->maps, (s->nmaps + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	s->maps = m;
+	m = &s->maps[s->nmaps];
+	memcpy(&m->start, p + 8, 8);
+	memcpy(&m->len, p + 16, 8);
+	memcpy(&m->pgoff, p + 24, 8);
+	m->dso = dso_get(s, name);
+	if (m->dso)
+		s->nmaps++;
+	return 0;
+}
+
+struct rk_symbols *rk_symbols__new(const char *sideband_path)
+{
+	struct rk_symbols *s = calloc(1, sizeof(*s));
+	struct rk_bufile *bf;
+
+	if (!s)
+		return NULL;
+	if (sideband_path) {
+		bf = rk_bufile__open(sideband_path, NULL);
+		if (bf) {
+			rk_bufile__for_each(bf, on_sideband, s);
+			rk_bufile__free(bf);
+		}
+	}
+	return s;
+}
+
+static void kallsyms_load(struct rk_symbols *s)
+{
+	char line[512], name[256];
+	unsigned long long a;
+	FILE *f;
+	char t;
+
+	s->kloaded = 1;
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct sym *n;
+
+		if (sscanf(line, "%llx %c %255s", &a, &t, name) != 3 || !a ||
+		    (t != 't' && t != 'T'))
+			continue;
+		n = realloc(s->ksyms, (s->nksyms + 1) * sizeof(*n));
+		if (!n)
+			break;
+		s->ksyms = n;
+		s->ksyms[s->nksyms].start = a;
+		s->ksyms[s->nksyms].size = 0;
+		s->ksyms[s->nksyms].name = strdup(name);
+		if (s->ksyms[s->nksyms].name)
+			s->nksyms++;
+	}
+	fclose(f);
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), sym_cmp);
+}
+
+/* The last symbol starting at or below @a (and containing it, if sized). */
+static const struct sym *find(const struct sym *v, size_t n, __u64 a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (v[lo - 1].size && a >= v[lo - 1].start + v[lo - 1].size)
+		return NULL;
+	return &v[lo - 1];
+}
+
+int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen, const char **dso)
+{
+	const struct sym *hit;
+	size_t i;
+
+	snprintf(sym, symlen, "[unknown]");
+	*dso = "[unknown]";
+	if (addr >= 0xffff800000000000ull) {
+		if (!s->kloaded)
+			kallsyms_load(s);
+		hit = find(s->ksyms, s->nksyms, addr);
+		if (!hit)
+			return -ENOENT;
+		*dso = "[kernel.kallsyms]";
+		snprintf(sym, symlen, "%s+0x%llx", hit->name,
+			 (unsigned long long)(addr - hit->start));
+		return 0;
+	}
+	for (i = s->nmaps; i-- > 0;) {
+		struct map *m = &s->maps[i];
+		__u64 off, vaddr;
+		int k;
+
+		if (addr < m->start || addr - m->start >= m->len)
+			continue;
+		*dso = m->dso->path;
+		if (!m->dso->loaded)
+			dso_load(m->dso);
+		off = addr - m->start + m->pgoff;
+		vaddr = off;
+		for (k = 0; k < m->dso->nseg; k++) {
+			if (off >= m->dso->seg[k].off &&
+			    off - m->dso->seg[k].off < m->dso->seg[k].len) {
+				vaddr = off - m->dso->seg[k].off + m->dso->seg[k].vaddr;
+				break;
+			}
+		}
+		hit = find(m->dso->syms, m->dso->nsyms, vaddr);
+		if (!hit)
+			return -ENOENT;
+		snprintf(sym, symlen, "%s+0x%llx", hit->name,
+			 (unsigned long long)(vaddr - hit->start));
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void rk_symbols__free(struct rk_symbols *s)
+{
+	size_t i, k;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->ndsos; i++) {
+		for (k = 0; k < s->dsos[i]->nsyms; k++)
+			free(s->dsos[i]->syms[k].name);
+		free(s->dsos[i]->syms);
+		free(s->dsos[i]->path);
+		free(s->dsos[i]);
+	}
+	for (k = 0; k < s->nksyms; k++)
+		free(s->ksyms[k].name);
+	free(s->ksyms);
+	free(s->dsos);
+	free(s->maps);
+	free(s);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * symbols.h - resolve sample addresses: user addresses through the MMAP2
+ * records of a process's sideband and the ELF symbol tables of the mapped
+ * files, kernel addresses through /proc/kallsyms.
+ */
+#ifndef RK_SYMBOLS_H
+#define RK_SYMBOLS_H
+
+#include <linux/types.h>
+#include <stddef.h>
+
+struct rk_symbols;
+
+/**
+ * rk_symbols__new() - load the maps of the sideband file @sideband_path
+ * (may be NULL or missing: then only kernel addresses resolve).
+ * Return: NULL only on ENOMEM.
+ */
+struct rk_symbols *rk_symbols__new(const char *sideband_path);
+
+/**
+ * rk_symbols_resolve() - "sym+0xoff" and the mapped file for @addr.
+ * Return: 0, or -ENOENT (buffers set to "[unknown]").
+ */
+int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
+		       const char **dso);
+
+/** rk_symbols__free() - NULL is a no-op. */
+void rk_symbols__free(struct rk_symbols *s);
+
+#endif /* RK_SYMBOLS_H */
