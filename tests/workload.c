@@ -5,9 +5,12 @@
  * each sleeping and waking ITERS times, joins them, and prints the tid of
  * every thread it made ("tid T" lines), so tests can assert exact sets.
  *
- *   workload [-t THREADS] [-i ITERS] [-s SLEEP_US] [-f] [-w FD]
+ *   workload [-t THREADS] [-i ITERS] [-s SLEEP_US] [-l LOOPS] [-f] [-w FD] [-Q]
+ *     -l      spin LOOPS iterations between sleeps (CPU time for cpu-clock)
  *     -f      also fork a child process that runs the same threads
  *     -w FD   wait until FD is readable (a byte or EOF) before creating threads
+ *     -Q      instead: a busy thread (ITERS sleeps of SLEEP_US, no spin) next to
+ *             a quiet one (10 sleeps of 50 ms); prints "busy T" and "quiet T"
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,8 +23,10 @@
 
 static int iters = 20;
 static long sleep_us = 200;
+static unsigned long loops = 20000;
 
-static void *body(void *arg)
+/* The function tests look for in symbolized call chains. */
+__attribute__((noinline)) void *body(void *arg)
 {
 	volatile unsigned long spin = 0;
 	struct timespec ts = { 0, sleep_us * 1000 };
@@ -31,11 +36,46 @@ static void *body(void *arg)
 	for (i = 0; i < iters; i++) {
 		unsigned long k;
 
-		for (k = 0; k < 20000; k++)
+		for (k = 0; k < loops; k++)
 			spin += k;
 		nanosleep(&ts, NULL);
 	}
 	return (void *)(long)syscall(SYS_gettid);
+}
+
+static void *busy(void *arg)
+{
+	struct timespec ts = { 0, sleep_us * 1000 };
+	int i;
+
+	(void)arg;
+	for (i = 0; i < iters; i++)
+		nanosleep(&ts, NULL);
+	return (void *)(long)syscall(SYS_gettid);
+}
+
+static void *quiet(void *arg)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 10; i++)
+		nanosleep(&ts, NULL);
+	return (void *)(long)syscall(SYS_gettid);
+}
+
+static int run_pair(void)
+{
+	pthread_t b, q;
+	void *rb, *rq;
+
+	if (pthread_create(&q, NULL, quiet, NULL) || pthread_create(&b, NULL, busy, NULL))
+		return 1;
+	pthread_join(b, &rb);
+	pthread_join(q, &rq);
+	printf("busy %ld\nquiet %ld\n", (long)rb, (long)rq);
+	return 0;
 }
 
 static int run_threads(int n, const char *who)
@@ -65,10 +105,10 @@ static int run_threads(int n, const char *who)
 
 int main(int argc, char **argv)
 {
-	int nthreads = 4, do_fork = 0, wait_fd = -1, c, err;
+	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:fw:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:Q")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -79,6 +119,12 @@ int main(int argc, char **argv)
 		case 's':
 			sleep_us = atol(optarg);
 			break;
+		case 'l':
+			loops = strtoul(optarg, NULL, 10);
+			break;
+		case 'Q':
+			pair = 1;
+			break;
 		case 'f':
 			do_fork = 1;
 			break;
@@ -86,7 +132,8 @@ int main(int argc, char **argv)
 			wait_fd = atoi(optarg);
 			break;
 		default:
-			fprintf(stderr, "usage: workload [-t N] [-i ITERS] [-s US] [-f] [-w FD]\n");
+			fprintf(stderr,
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q]\n");
 			return 2;
 		}
 	}
@@ -98,6 +145,8 @@ int main(int argc, char **argv)
 		if (read(wait_fd, &b, 1) < 0)
 			return 1;
 	}
+	if (pair)
+		return run_pair();
 	if (do_fork) {
 		fflush(stdout);
 		child = fork();

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Helpers of the integration tests: processes, bounded waits, file checks. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "bufile.h"
+#include "session.h"
+
+#include "helpers.h"
+
+const char *rk_bin, *workload;
+char root[64];
+
+void rk_test_setup(void)
+{
+	rk_bin = getenv("RK_BIN");
+	workload = getenv("RK_WORKLOAD");
+	if (!rk_bin || !workload)
+		cr_skip_test("RK_BIN / RK_WORKLOAD not set: run through 'make integration'");
+	if (geteuid() != 0)
+		cr_skip_test("needs root (BPF, mlock): skipped, not passed");
+	snprintf(root, sizeof(root), "/dev/shm/rk-itest-XXXXXX");
+	cr_assert_not_null(mkdtemp(root));
+}
+
+void rk_test_teardown(void)
+{
+	char cmd[128];
+
+	if (!root[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", root);
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Start argv with stdout/stderr to files; @keep_fd stays open in the child. */
+pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (o < 0 || e < 0)
+			_exit(125);
+		dup2(o, 1);
+		dup2(e, 2);
+		if (keep_fd >= 0)
+			fcntl(keep_fd, F_SETFD, 0);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	return pid;
+}
+
+/* Wait for @pid at most @ms; returns its wait status, or fails the test. */
+int wait_for(pid_t pid, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return st;
+		cr_assert_eq(r, 0, "waitpid: %s", strerror(errno));
+		if (now_ms() > end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			cr_assert_fail("pid %d did not finish within %u ms", pid, ms);
+		}
+		usleep(2000);
+	}
+}
+
+char *slurp(const char *path)
+{
+	static char buf[1 << 20];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	buf[0] = '\0';
+	if (fd < 0)
+		return buf;
+	n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+	return buf;
+}
+
+int run_rk(char *const argv[], char **out, char **err)
+{
+	char o[128], e[128];
+	int st;
+
+	snprintf(o, sizeof(o), "%s/.out", root);
+	snprintf(e, sizeof(e), "%s/.err", root);
+	st = wait_for(spawn(argv, o, e, -1), 60000);
+	if (out)
+		*out = strdup(slurp(o));
+	if (err)
+		*err = strdup(slurp(e));
+	return st;
+}
+
+/* Parse "main P", "child P" and "tid T ..." lines of the workload. */
+size_t expected_tids(const char *out, unsigned int *tids, size_t max)
+{
+	const char *p = out;
+	size_t n = 0;
+
+	while (p && *p && n < max) {
+		unsigned int v;
+
+		if (sscanf(p, "main %u", &v) == 1 || sscanf(p, "child %u", &v) == 1 ||
+		    sscanf(p, "tid %u", &v) == 1)
+			tids[n++] = v;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return n;
+}
+
+int cmp_u32(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t files_in(const char *dir, unsigned int *tids, size_t max)
+{
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max)
+		if (de->d_name[0] != '.')
+			tids[n++] = (unsigned int)strtoul(de->d_name, NULL, 10);
+	closedir(d);
+	qsort(tids, n, sizeof(*tids), cmp_u32);
+	return n;
+}
+
+static int check_fn(const struct perf_event_header *h, void *ctx)
+{
+	struct check *c = ctx;
+	/* sample_id: pid,tid, time, cpu,res, identifier */
+	const __u8 *p = (const __u8 *)h + h->size - 32;
+	__u32 pid, tid;
+	__u64 time;
+
+	memcpy(&pid, p, 4);
+	memcpy(&tid, p + 4, 4);
+	memcpy(&time, p + 8, 8);
+	if (tid != c->tid || pid != c->tgid)
+		c->foreign++;
+	if (time < c->last_time)
+		c->time_backwards++;
+	c->last_time = time;
+	switch (h->type) {
+	case PERF_RECORD_SWITCH: {
+		int k = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? 2 : 1;
+
+		if (!c->first_switch)
+			c->first_switch = k;
+		if (c->last_switch == k)
+			c->alternation_broken++;
+		c->last_switch = k;
+		if (k == 1)
+			c->in++;
+		else
+			c->out++;
+		break;
+	}
+	case PERF_RECORD_FORK:
+		c->fork++;
+		break;
+	case PERF_RECORD_COMM:
+		c->exec += !!(h->misc & PERF_RECORD_MISC_COMM_EXEC);
+		break;
+	case PERF_RECORD_EXIT:
+		c->exit_rec++;
+		break;
+	default:
+		c->other++;
+	}
+	return 0;
+}
+
+/*
+ * Switches that do not alternate: the loader counts each one (stat
+ * "unpaired"); tests assert the files hold exactly that many.
+ */
+long unpaired_seen;
+
+void check_file(const char *path, struct check *c, struct rk_bufile **keep)
+{
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+
+	cr_assert_not_null(bf, "%s: %s", path, msg ? msg : strerror(errno));
+	memset(c, 0, sizeof(*c));
+	c->tid = bf->ident->tid;
+	c->tgid = bf->ident->tgid;
+	cr_assert_eq(rk_bufile__for_each(bf, check_fn, c), 0, "%s does not parse", path);
+	cr_assert_eq(c->foreign, 0, "%s: %ld records of another thread", path, c->foreign);
+	cr_assert_eq(c->time_backwards, 0, "%s: time goes backwards", path);
+	unpaired_seen += c->alternation_broken;
+	if (keep)
+		*keep = bf;
+	else
+		rk_bufile__free(bf);
+}
+
+void read_stat(const char *session, struct rk_session_stat *st)
+{
+	char dir[256];
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, session);
+	cr_assert_eq(rk_session_stat_read(dir, st), 0, "no stat file in %s", dir);
+}
+
+/* Read a line from @fd within @ms. */
+int read_line_within(int fd, char *buf, size_t len, unsigned int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, (int)ms) != 1)
+		return -ETIMEDOUT;
+	n = read(fd, buf, len - 1);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	return 0;
+}
+
+pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *extra)
+{
+	char pidbuf[16], fdbuf[16], o[128], e[128];
+	int rp[2];
+	pid_t rk;
+
+	cr_assert_eq(pipe(rp), 0);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", target);
+	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	{
+		char *argv[] = { (char *)rk_bin, "record",    "--root",
+				 root,		 "--session", (char *)session,
+				 "-m",		 "16K",	      "--ready-fd",
+				 fdbuf,		 "-p",	      pidbuf,
+				 (char *)extra,	 NULL };
+
+		rk = spawn(argv, o, e, rp[1]);
+	}
+	close(rp[1]);
+	*ready_rd = rp[0];
+	return rk;
+}
+
+void expect_error(char *const argv[], int code, const char *needle)
+{
+	char *err;
+	int st = run_rk(argv, NULL, &err);
+
+	cr_assert(WIFEXITED(st), "did not exit");
+	cr_assert_eq(WEXITSTATUS(st), code, "exit %d, want %d: %s", WEXITSTATUS(st), code, err);
+	cr_assert_not_null(strstr(err, needle), "stderr lacks '%s': %s", needle, err);
+	free(err);
+}

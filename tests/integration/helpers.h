@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* helpers.h - shared by the integration tests (root, BPF, real processes). */
+#ifndef RK_TEST_HELPERS_H
+#define RK_TEST_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "bufile.h"
+#include "session.h"
+
+extern const char *rk_bin, *workload;
+extern char root[64]; /* a fresh --root per test, removed after it */
+extern long unpaired_seen; /* switches that do not alternate, summed by check_file() */
+
+/* Skip (not pass) without root or outside 'make integration'; make root. */
+void rk_test_setup(void);
+void rk_test_teardown(void);
+
+uint64_t now_ms(void);
+/* Start argv with stdout/stderr to files; @keep_fd stays open in the child. */
+pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd);
+/* Wait for @pid at most @ms; returns its wait status, or fails the test. */
+int wait_for(pid_t pid, unsigned int ms);
+/* A file's contents (static buffer, up to 1 MiB). */
+char *slurp(const char *path);
+/* Run to completion (60 s at most); out and err get malloc'd copies. */
+int run_rk(char *const argv[], char **out, char **err);
+/* The tids a workload printed ("main P", "child P", "tid T" lines). */
+size_t expected_tids(const char *out, unsigned int *tids, size_t max);
+int cmp_u32(const void *a, const void *b);
+/* The tids that have a file in @dir, sorted. */
+size_t files_in(const char *dir, unsigned int *tids, size_t max);
+
+/** struct check - what check_file() found in one buffer. */
+struct check {
+	__u32 tid, tgid;
+	long in, out, fork, exec, exit_rec, other, foreign;
+	int last_switch; /* 0 none, 1 in, 2 out */
+	int first_switch;
+	int alternation_broken;
+	__u64 last_time;
+	int time_backwards;
+};
+
+/* Parse a sched buffer and assert what holds for every file. */
+void check_file(const char *path, struct check *c, struct rk_bufile **keep);
+void read_stat(const char *session, struct rk_session_stat *st);
+int read_line_within(int fd, char *buf, size_t len, unsigned int ms);
+/* `record -p TARGET --ready-fd W [extra]`; *ready_rd is the read end. */
+pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *extra);
+/* Run, expect exit @code and @needle in stderr. */
+void expect_error(char *const argv[], int code, const char *needle);
+
+#endif /* RK_TEST_HELPERS_H */
