@@ -99,7 +99,7 @@ $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
-	pkg-config make gcc valgrind clang-format
+	pkg-config make gcc valgrind clang-format linux-perf
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \

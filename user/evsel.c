@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 #include "evsel.h"
@@ -67,6 +68,9 @@ static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errle
 	memcpy(sys, name, (size_t)(colon - name));
 	sys[colon - name] = '\0';
 	snprintf(ev, sizeof(ev), "%s", colon + 1);
+	if (!*rk_tracefs_dir() && geteuid() == 0 &&
+	    !mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		rk_info("mounted tracefs at /sys/kernel/tracing");
 	if (!*rk_tracefs_dir()) {
 		snprintf(
 			errbuf, errlen,

@@ -536,6 +536,21 @@ static int on_signal(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* The state letter of /proc/PID/stat, or 0. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 static int ensure_fs(const char *path, long magic, const char *type)
 {
 	struct statfs sfs;
@@ -1231,6 +1246,12 @@ int rk_record(const struct rk_record_opts *o)
 		}
 		if (kill(o->pid, 0) && errno == ESRCH) {
 			rk_err("no such process: %d", o->pid);
+			err = -ESRCH;
+			goto out_free;
+		}
+		if (proc_state(o->pid) == 'Z') {
+			rk_err("pid %d has exited (a zombie not yet reaped): nothing to trace",
+			       o->pid);
 			err = -ESRCH;
 			goto out_free;
 		}

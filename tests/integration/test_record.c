@@ -511,6 +511,25 @@ Test(record, bad_input_gets_clear_errors)
 
 		expect_error(a, 1, "no buffer for tid 999999");
 	}
+	/* A target that has already exited (a zombie): said so, no session. */
+	{
+		char pidbuf[16], statp[64], *st;
+		char *a[] = { (char *)rk_bin, "record", "--root", root, "-p", pidbuf, NULL };
+		uint64_t end = now_ms() + 10000;
+		pid_t z = fork();
+
+		cr_assert_geq(z, 0);
+		if (!z)
+			_exit(0);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", z);
+		snprintf(statp, sizeof(statp), "/proc/%d/stat", z);
+		while (!(st = strrchr(slurp(statp), ')')) || st[2] != 'Z') {
+			cr_assert_lt(now_ms(), end, "child did not become a zombie");
+			usleep(1000);
+		}
+		expect_error(a, 1, "has exited (a zombie not yet reaped)");
+		waitpid(z, NULL, 0);
+	}
 	/* -m 100K is usable: rounded up, said so. */
 	{
 		char *err;

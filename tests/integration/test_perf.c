@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Perf event sources: demultiplexed per thread, exported as perf.data and
+ * read back by Debian's perf (a real client, not our own reader).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "helpers.h"
+#include "session.h"
+
+TestSuite(perf, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 180);
+
+struct scount {
+	__u32 tid;
+	long samples, foreign, other;
+};
+
+static int count_fn(const struct perf_event_header *h, void *ctx)
+{
+	struct scount *c = ctx;
+	__u32 tid;
+
+	if (h->type != PERF_RECORD_SAMPLE) {
+		c->other++;
+		return 0;
+	}
+	/* IDENTIFIER, IP, then pid/tid */
+	memcpy(&tid, (const __u8 *)h + 8 + 16 + 4, 4);
+	c->samples++;
+	if (tid != c->tid)
+		c->foreign++;
+	return 0;
+}
+
+static long samples_in(const char *path, __u32 tid)
+{
+	struct scount c = { .tid = tid };
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+
+	cr_assert_not_null(bf, "%s: %s", path, msg ? msg : strerror(errno));
+	cr_assert_eq(bf->ident->tid, tid);
+	cr_assert_eq(rk_bufile__for_each(bf, count_fn, &c), 0, "%s does not parse", path);
+	cr_assert_eq(c.foreign, 0, "%s: %ld samples of other threads", path, c.foreign);
+	rk_bufile__free(bf);
+	return c.samples;
+}
+
+static const char *perf_bin(void)
+{
+	static const char *const cands[] = { "/usr/bin/perf", "/usr/local/bin/perf", NULL };
+	int i;
+
+	for (i = 0; cands[i]; i++)
+		if (!access(cands[i], X_OK))
+			return cands[i];
+	return NULL;
+}
+
+/* Run a shell command, its stdout into @out (static buffer); return its status. */
+static int sh(const char *cmd, char **out)
+{
+	char path[128], full[4096];
+	int st;
+
+	snprintf(path, sizeof(path), "%s/.sh.out", root);
+	snprintf(full, sizeof(full), "(%s) >'%s' 2>&1", cmd, path);
+	st = system(full);
+	*out = slurp(path);
+	return st;
+}
+
+Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "p",
+			 "-e",
+			 "cpu-clock,page-faults",
+			 "-F",
+			 "1999",
+			 "-g",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "4",
+			 "-i",
+			 "50",
+			 "-s",
+			 "100",
+			 "-l",
+			 "400000",
+			 NULL };
+	char path[300], cmd[1024], *out, *err, *txt;
+	unsigned int tids[16];
+	long cpu[16], pf[16], total = 0, switches = 0;
+	struct rk_session_stat st;
+	const char *perf = perf_bin();
+	size_t n, i;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	n = expected_tids(out, tids, 16);
+	cr_assert_eq(n, 5, "%s", out);
+	for (i = 0; i < n; i++) {
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/p/cpu-clock/%u", root, tids[i]);
+		cpu[i] = samples_in(path, tids[i]);
+		snprintf(path, sizeof(path), "%s/p/page-faults/%u", root, tids[i]);
+		pf[i] = samples_in(path, tids[i]);
+		snprintf(path, sizeof(path), "%s/p/sched/%u", root, tids[i]);
+		check_file(path, &c, NULL);
+		switches += c.in + c.out;
+		total += cpu[i] + pf[i];
+		if (i) /* the spinning threads */
+			cr_assert_gt(cpu[i], 0, "tid %u has no cpu-clock sample", tids[i]);
+	}
+	read_stat("p", &st);
+	cr_assert_eq(st.nev, 2);
+	cr_assert_eq(st.perf_lost, 0);
+	cr_assert_eq(st.lost, 0, "records with no thread to go to");
+	cr_assert_gt(st.sideband, 0, "no mmap/comm/task records in the sideband");
+	free(out);
+	free(err);
+
+	/* Export and let perf itself read it. */
+	{
+		char data[200];
+		char *ev[] = { (char *)rk_bin, "export", "--root", root, "--session", "p",
+			       "--perf-data",  data,	 NULL };
+
+		snprintf(data, sizeof(data), "%s/all.data", root);
+		status = run_rk(ev, NULL, &err);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "export: %s", err);
+		free(err);
+	}
+	if (!perf)
+		cr_skip_test("perf is not installed (apt-get install linux-perf): the export was "
+			     "written but not checked by perf");
+	/* Per thread and event, perf script sees exactly the samples of our files. */
+	for (i = 0; i < n; i++) {
+		long got_cpu = 0, got_pf = 0;
+		const char *p;
+
+		snprintf(cmd, sizeof(cmd), "%s script -i %s/all.data -F tid,event --tid %u", perf,
+			 root, tids[i]);
+		cr_assert_eq(sh(cmd, &txt), 0, "%s: %s", cmd, txt);
+		for (p = txt; (p = strstr(p, "cpu-clock")); p++)
+			got_cpu++;
+		for (p = txt; (p = strstr(p, "page-faults")); p++)
+			got_pf++;
+		printf("tid %u: cpu-clock %ld (perf script %ld), page-faults %ld (perf script %ld)\n",
+		       tids[i], cpu[i], got_cpu, pf[i], got_pf);
+		cr_assert_eq(got_cpu, cpu[i], "tid %u cpu-clock: perf %ld, ours %ld", tids[i],
+			     got_cpu, cpu[i]);
+		cr_assert_eq(got_pf, pf[i], "tid %u page-faults: perf %ld, ours %ld", tids[i],
+			     got_pf, pf[i]);
+	}
+	/* The totals perf counts, switches included. */
+	snprintf(cmd, sizeof(cmd), "%s report -i %s/all.data --stats", perf, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	{
+		long samples = -1, sw = -1;
+		const char *p = strstr(txt, "SAMPLE events:");
+
+		if (p)
+			sscanf(p, "SAMPLE events: %ld", &samples);
+		p = strstr(txt, "SWITCH events:");
+		if (p)
+			sscanf(p, "SWITCH events: %ld", &sw);
+		cr_assert_eq(samples, total, "perf counts %ld samples, our files %ld", samples,
+			     total);
+		cr_assert_eq(sw, switches, "perf counts %ld switches, our files %ld", sw, switches);
+	}
+	/* A known function of the workload, symbolized in the call chains. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s report -i %s/all.data --stdio --no-children --sort sym -g caller", perf, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	cr_assert_not_null(strstr(txt, "body"), "'body' not in perf report: %.2000s", txt);
+	snprintf(cmd, sizeof(cmd), "%s script -i %s/all.data -F ip,sym", perf, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	cr_assert_not_null(strstr(txt, "body"), "'body' not in perf script call chains");
+
+	/* --tid exports one thread: perf sees only its samples. */
+	{
+		char data[200], tid[16];
+		char *ev[] = { (char *)rk_bin, "export", "--root", root, "--tid", tid,
+			       "--perf-data",  data,	 NULL };
+		long got = 0;
+		const char *p;
+
+		snprintf(data, sizeof(data), "%s/one.data", root);
+		snprintf(tid, sizeof(tid), "%u", tids[1]);
+		status = run_rk(ev, NULL, &err);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "export: %s", err);
+		free(err);
+		snprintf(cmd, sizeof(cmd), "%s script -i %s -F tid,event", perf, data);
+		cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+		for (p = txt; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+			unsigned int t;
+
+			if (sscanf(p, " %u", &t) == 1) {
+				cr_assert_eq(t, tids[1], "a sample of tid %u in a --tid %u export",
+					     t, tids[1]);
+				got++;
+			}
+		}
+		cr_assert_eq(got, cpu[1] + pf[1]);
+	}
+}
+
+Test(perf, tracepoint_samples_per_thread)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "t",
+			 "-e",
+			 "sched:sched_process_exit",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "3",
+			 "-i",
+			 "2",
+			 NULL };
+	unsigned int tids[8];
+	char path[300], *out, *err;
+	size_t n, i;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	n = expected_tids(out, tids, 8);
+	cr_assert_eq(n, 4);
+	/* Every thread exits exactly once: one sample each, in its own file. */
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/t/sched:sched_process_exit/%u", root, tids[i]);
+		cr_assert_eq(samples_in(path, tids[i]), 1, "tid %u", tids[i]);
+	}
+	free(out);
+	free(err);
+}
+
+/*
+ * A quiet thread's history survives a busy neighbour: with small buffers,
+ * its own ring keeps every switch it made, where a per-CPU overwrite ring
+ * (perf record --overwrite) keeps only the busy thread's last events.
+ */
+Test(perf, quiet_thread_survives_busy_neighbour)
+{
+	char *argv[] = {
+		(char *)rk_bin, "record",	  "--root", root, "--session", "q",  "-m", "4K",
+		"--",		(char *)workload, "-Q",	    "-i", "20000",     "-s", "1",  NULL
+	};
+	unsigned int busy = 0, quiet = 0;
+	char path[300], cmd[1024], *out, *err, *txt;
+	const char *perf = perf_bin(), *p;
+	struct rk_bufile *bf;
+	struct check c;
+	long ours, theirs = 0, perf_quiet = 0;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	p = strstr(out, "busy ");
+	cr_assert(p && sscanf(p, "busy %u", &busy) == 1, "%s", out);
+	p = strstr(out, "quiet ");
+	cr_assert(p && sscanf(p, "quiet %u", &quiet) == 1, "%s", out);
+	snprintf(path, sizeof(path), "%s/q/sched/%u", root, busy);
+	check_file(path, &c, &bf);
+	cr_assert_gt(bf->ident->overwritten, 0, "the busy thread should have wrapped its ring");
+	rk_bufile__free(bf);
+	snprintf(path, sizeof(path), "%s/q/sched/%u", root, quiet);
+	check_file(path, &c, &bf);
+	cr_assert_eq(bf->ident->overwritten, 0, "the quiet thread lost history");
+	cr_assert_eq(c.fork, 1, "its birth is there");
+	cr_assert_eq(c.exit_rec, 1, "its exit is there");
+	cr_assert_geq(c.in, 11, "10 sleeps: at least 11 switch-ins, got %ld", c.in);
+	cr_assert_eq(c.last_switch, 2);
+	ours = c.in + c.out;
+	rk_bufile__free(bf);
+	free(out);
+	free(err);
+	if (!perf) {
+		printf("quiet thread: ringkeeper kept all %ld switches; perf not installed, no "
+		       "comparison\n",
+		       ours);
+		return;
+	}
+	/* The same workload under one per-CPU overwrite ring of one page. */
+	snprintf(
+		cmd, sizeof(cmd),
+		"%s record -q --overwrite -m 1 -e sched:sched_switch -o %s/q.data -- %s -Q -i 20000 "
+		"-s 1 >%s/q.out",
+		perf, root, workload, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	snprintf(path, sizeof(path), "%s/q.out", root);
+	p = strstr(slurp(path), "quiet ");
+	cr_assert(p && sscanf(p, "quiet %u", &quiet) == 1);
+	snprintf(cmd, sizeof(cmd), "%s script -i %s/q.data -F trace", perf, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	for (p = txt; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		char needle[64];
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char line[512];
+
+		snprintf(line, sizeof(line), "%.*s", (int)(len < 511 ? len : 511), p);
+		theirs++;
+		snprintf(needle, sizeof(needle), "prev_pid=%u ", quiet);
+		if (strstr(line, needle))
+			perf_quiet++;
+		snprintf(needle, sizeof(needle), "next_pid=%u ", quiet);
+		if (strstr(line, needle))
+			perf_quiet++;
+	}
+	printf("quiet thread, 10 wakeups next to a thread switching ~40,000 times:\n"
+	       "  ringkeeper (own 4 KiB ring):              %ld of its switches kept\n"
+	       "  perf record --overwrite -m 1 (per CPU):   %ld of its switches kept "
+	       "(%ld events in the rings)\n",
+	       ours, perf_quiet, theirs);
+	cr_assert_lt(perf_quiet, ours,
+		     "the per-CPU overwrite ring kept the quiet thread's whole history: the "
+		     "comparison shows nothing");
+}
+
+Test(perf, bad_events_get_clear_errors)
+{
+	{
+		char *a[] = { (char *)rk_bin, "record", "-e", "foo", "--", "/bin/true", NULL };
+
+		expect_error(a, 2, "unknown event 'foo'");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record",	   "-e", "nosuch:tracepoint",
+			      "--",	      "/bin/true", NULL };
+
+		expect_error(a, 2, "unknown tracepoint 'nosuch:tracepoint'");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record",	   "-e", "cpu-clock,cpu-clock",
+			      "--",	      "/bin/true", NULL };
+
+		expect_error(a, 2, "given twice");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-F", "99", "--", "/bin/true", NULL };
+
+		expect_error(a, 2, "apply to -e events");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-e", "cpu-clock", "-F", "99",
+			      "-c",	      "10",	"--", "/bin/true", NULL };
+
+		expect_error(a, 2, "not both");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "--root", root,	       "-e", "cpu-clock",
+			      "-F",	      "900000", "--",	  "/bin/true", NULL };
+
+		expect_error(a, 1, "too high -F?");
+	}
+	if (access("/sys/bus/event_source/devices/cpu", F_OK)) {
+		char *a[] = { (char *)rk_bin, "record", "--root",    root, "-e",
+			      "cycles",	      "--",	"/bin/true", NULL };
+
+		expect_error(a, 1, "not supported on this machine");
+	} else {
+		printf("this machine has a CPU PMU: the 'cycles not supported' case is not tested\n");
+	}
+}
