@@ -380,3 +380,70 @@ Test(perf, bad_events_get_clear_errors)
 		printf("this machine has a CPU PMU: the 'cycles not supported' case is not tested\n");
 	}
 }
+
+/* -p: mappings that existed before attach are synthesized, so samples resolve. */
+Test(perf, attach_synthesizes_existing_mappings_and_show_resolves)
+{
+	char wo[128], we[128], go_fd[16], line[64], pidbuf[16], fdbuf[16], o[128], e[128];
+	char cmd[1024], *txt;
+	unsigned int tids[8];
+	int gp[2], rp[2], st;
+	pid_t wl, rk;
+	size_t n, i;
+
+	cr_assert_eq(pipe(gp), 0);
+	cr_assert_eq(pipe(rp), 0);
+	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "2",	"-i", "100", "-s", "100", "-l",
+				 "400000",	   "-w", go_fd, NULL };
+
+		wl = spawn(argv, wo, we, gp[0]);
+	}
+	close(gp[0]);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
+	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root", root,
+				 "--session",	 "a",	   "-e",     "cpu-clock",
+				 "-F",		 "1999",   "-g",     "--ready-fd",
+				 fdbuf,		 "-p",	   pidbuf,   NULL };
+
+		rk = spawn(argv, o, e, rp[1]);
+	}
+	close(rp[1]);
+	cr_assert_eq(read_line_within(rp[0], line, sizeof(line), 30000), 0, "%s", slurp(e));
+	cr_assert_eq(write(gp[1], "g", 1), 1);
+	close(gp[1]);
+	st = wait_for(wl, 60000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", slurp(e));
+	close(rp[0]);
+	n = expected_tids(slurp(wo), tids, 8);
+	cr_assert_eq(n, 3);
+	/* The workload's own mapping, from /proc/PID/maps, is in the sideband. */
+	snprintf(cmd, sizeof(cmd), "%s show --root %s %s/a/sideband/%d", rk_bin, root, root, wl);
+	{
+		char path[200];
+
+		snprintf(path, sizeof(path), "%s/.show.out", root);
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " >%s 2>&1", path);
+		cr_assert_eq(system(cmd), 0, "%s", slurp(path));
+		txt = slurp(path);
+		cr_assert_not_null(strstr(txt, "PERF_RECORD_MMAP2"), "%s", txt);
+		cr_assert_not_null(strstr(txt, workload), "no mapping of %s: %s", workload, txt);
+		/* A spinning thread's samples resolve to body() through it. */
+		for (i = 1; i < n; i++) {
+			snprintf(cmd, sizeof(cmd), "%s show --root %s -e cpu-clock %u >%s 2>&1",
+				 rk_bin, root, tids[i], path);
+			cr_assert_eq(system(cmd), 0, "%s", slurp(path));
+			txt = slurp(path);
+			cr_assert_not_null(strstr(txt, "body+0x"), "tid %u: %.3000s", tids[i], txt);
+		}
+	}
+}
