@@ -11,10 +11,10 @@ fifo=$(mktemp -u /tmp/ringkeeper-demo.XXXXXX)
 mkfifo "$fifo"
 trap 'rm -f "$fifo"' EXIT
 
-echo "== ringkeeper record --session $session -- workload -t 8 -i 200 -s 2000 -f"
+echo "== ringkeeper record --session $session -e cpu-clock -F 999 -g -- workload -t 8 -i 200 -s 2000 -l 100000 -f"
 # fd 3 is the ready pipe: ringkeeper writes "ready" once tracing is on.
-"$rk" record --session "$session" --ready-fd 3 -- "$wl" -t 8 -i 200 -s 2000 -f \
-	3>"$fifo" >/dev/null &
+"$rk" record --session "$session" -e cpu-clock -F 999 -g --ready-fd 3 -- \
+	"$wl" -t 8 -i 200 -s 2000 -l 100000 -f 3>"$fifo" >/dev/null &
 pid=$!
 read -r ready <"$fifo" || true
 [ "$ready" = ready ] || { wait "$pid"; exit 1; }
@@ -34,9 +34,19 @@ echo "== ringkeeper ls $session"
 echo
 echo "== ringkeeper stat $session"
 "$rk" stat "$session"
-tid=$(ls /dev/shm/ringkeeper/"$session"/sched | sort -n | sed -n 2p)
+tid=$(ls /dev/shm/ringkeeper/"$session"/sched | sort -n | tail -1)
 echo
 echo "== ringkeeper show $tid (first 12 records)"
 "$rk" show --session "$session" "$tid" | head -16
 echo
-echo "Files stay in /dev/shm/ringkeeper/$session (rm -r it when done)."
+echo "== ringkeeper show --session $session -e cpu-clock $tid (first samples)"
+"$rk" show --session "$session" -e cpu-clock "$tid" | sed -n '5,20p'
+out=/tmp/ringkeeper-$session.data
+echo
+echo "== ringkeeper export --session $session --perf-data $out; perf report --stdio"
+"$rk" export --session "$session" --perf-data "$out"
+if command -v perf >/dev/null 2>&1; then
+	perf report -i "$out" --stdio --no-children --sort comm,dso,sym 2>/dev/null | grep -v '^$' | head -25
+fi
+echo
+echo "Files stay in /dev/shm/ringkeeper/$session and $out (remove them when done)."

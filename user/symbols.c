@@ -19,7 +19,7 @@ struct dso {
 	char *path;
 	int loaded;
 	struct sym *syms;
-	size_t nsyms;
+	size_t nsyms, capsyms;
 	/* PT_LOAD segments: file offset -> ELF vaddr */
 	struct {
 		__u64 off, vaddr, len;
@@ -33,14 +33,32 @@ struct map {
 };
 
 struct rk_symbols {
+	__u32 parent; /* a forked process inherits its parent's mappings */
 	struct map *maps;
 	size_t nmaps;
 	struct dso **dsos;
 	size_t ndsos;
 	struct sym *ksyms;
-	size_t nksyms;
+	size_t nksyms, capksyms;
 	int kloaded;
 };
+
+/* Room for one more element in *@v (geometric growth: kallsyms has ~200k). */
+static int grow(void **v, size_t n, size_t *cap, size_t elem)
+{
+	void *nv;
+	size_t c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 64;
+	nv = realloc(*v, c * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = c;
+	return 0;
+}
 
 static int sym_cmp(const void *a, const void *b)
 {
@@ -123,7 +141,6 @@ static void dso_load(struct dso *d)
 		for (k = 0; k < n; k++) {
 			GElf_Sym sy;
 			const char *name;
-			struct sym *ns;
 
 			if (!gelf_getsym(data, (int)k, &sy) ||
 			    GELF_ST_TYPE(sy.st_info) != STT_FUNC || !sy.st_value)
@@ -131,10 +148,8 @@ static void dso_load(struct dso *d)
 			name = elf_strptr(e, sh.sh_link, sy.st_name);
 			if (!name || !*name)
 				continue;
-			ns = realloc(d->syms, (d->nsyms + 1) * sizeof(*ns));
-			if (!ns)
+			if (grow((void **)&d->syms, d->nsyms, &d->capsyms, sizeof(*d->syms)))
 				break;
-			d->syms = ns;
 			d->syms[d->nsyms].start = sy.st_value;
 			d->syms[d->nsyms].size = sy.st_size;
 			d->syms[d->nsyms].name = strdup(name);
@@ -157,6 +172,16 @@ static int on_sideband(const struct perf_event_header *h, void *ctx)
 	struct map *m;
 	size_t room;
 
+	if (h->type == PERF_RECORD_FORK && h->size >= sizeof(*h) + 16) {
+		__u32 pid, ppid, tid;
+
+		memcpy(&pid, p, 4);
+		memcpy(&ppid, p + 4, 4);
+		memcpy(&tid, p + 8, 4);
+		if (pid == tid && ppid != pid && !s->parent)
+			s->parent = ppid;
+		return 0;
+	}
 	if (h->type != PERF_RECORD_MMAP2 || h->size < sizeof(*h) + 8 + 24 + 24 + 8 + 1)
 		return 0;
 	name = (const char *)p + 8 + 24 + 24 + 8;
@@ -177,19 +202,57 @@ static int on_sideband(const struct perf_event_header *h, void *ctx)
 	return 0;
 }
 
+static void load_sideband(struct rk_symbols *s, const char *path)
+{
+	struct rk_bufile *bf = rk_bufile__open(path, NULL);
+
+	if (!bf)
+		return;
+	rk_bufile__for_each(bf, on_sideband, s);
+	rk_bufile__free(bf);
+}
+
 struct rk_symbols *rk_symbols__new(const char *sideband_path)
 {
 	struct rk_symbols *s = calloc(1, sizeof(*s));
-	struct rk_bufile *bf;
+	const char *slash;
+	int depth;
 
 	if (!s)
 		return NULL;
-	if (sideband_path) {
-		bf = rk_bufile__open(sideband_path, NULL);
-		if (bf) {
-			rk_bufile__for_each(bf, on_sideband, s);
-			rk_bufile__free(bf);
+	if (!sideband_path)
+		return s;
+	load_sideband(s, sideband_path);
+	/*
+	 * A process created by fork() inherited its parent's mappings without
+	 * MMAP records: load the ancestors' sidebands first (later maps win).
+	 */
+	slash = strrchr(sideband_path, '/');
+	for (depth = 0; s->parent && slash && depth < 8; depth++) {
+		struct rk_symbols *anc = calloc(1, sizeof(*anc));
+		char path[4096];
+		struct map *m;
+
+		if (!anc)
+			break;
+		snprintf(path, sizeof(path), "%.*s/%u", (int)(slash - sideband_path), sideband_path,
+			 s->parent);
+		anc->dsos = s->dsos;
+		anc->ndsos = s->ndsos;
+		load_sideband(anc, path);
+		s->dsos = anc->dsos;
+		s->ndsos = anc->ndsos;
+		m = realloc(anc->maps, (anc->nmaps + s->nmaps) * sizeof(*m));
+		if (m && (anc->nmaps + s->nmaps)) {
+			memcpy(m + anc->nmaps, s->maps, s->nmaps * sizeof(*m));
+			free(s->maps);
+			s->maps = m;
+			s->nmaps += anc->nmaps;
+		} else {
+			free(m ? m : anc->maps);
 		}
+		s->parent = anc->parent;
+		free(anc);
 	}
 	return s;
 }
@@ -206,15 +269,11 @@ static void kallsyms_load(struct rk_symbols *s)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		struct sym *n;
-
 		if (sscanf(line, "%llx %c %255s", &a, &t, name) != 3 || !a ||
 		    (t != 't' && t != 'T'))
 			continue;
-		n = realloc(s->ksyms, (s->nksyms + 1) * sizeof(*n));
-		if (!n)
+		if (grow((void **)&s->ksyms, s->nksyms, &s->capksyms, sizeof(*s->ksyms)))
 			break;
-		s->ksyms = n;
 		s->ksyms[s->nksyms].start = a;
 		s->ksyms[s->nksyms].size = 0;
 		s->ksyms[s->nksyms].name = strdup(name);
