@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Event parsing, record demultiplexing and the perf.data writer, without a kernel. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "drain.h"
+#include "evsel.h"
+#include "export.h"
+#include "pmu.h"
+#include "session.h"
+
+Test(evsel, parses_names_and_options)
+{
+	struct rk_evsel ev[RK_MAX_SRC - 1];
+	struct rk_evsel_opts o = { .freq = 999, .callgraph = 1, .exclude_kernel = 1 };
+	char msg[256];
+	int n = -1;
+
+	memset(ev, 0x5a, sizeof(ev)); /* poison */
+	cr_assert_eq(rk_evsel_parse("cpu-clock,page-faults", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(ev[0].name, "cpu-clock");
+	cr_assert_eq(ev[0].src, 1);
+	cr_assert_eq(ev[1].src, 2);
+	cr_assert(ev[0].tracking);
+	cr_assert_not(ev[1].tracking);
+	cr_assert_eq(ev[0].entry.attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(ev[0].entry.attr.config, PERF_COUNT_SW_CPU_CLOCK);
+	cr_assert_eq(ev[1].entry.attr.config, PERF_COUNT_SW_PAGE_FAULTS);
+	cr_assert(ev[0].entry.attr.freq);
+	cr_assert_eq(ev[0].entry.attr.sample_freq, 999);
+	cr_assert(ev[0].entry.attr.sample_type & PERF_SAMPLE_IDENTIFIER);
+	cr_assert(ev[0].entry.attr.sample_type & PERF_SAMPLE_CALLCHAIN);
+	cr_assert(ev[0].entry.attr.exclude_kernel);
+	cr_assert(ev[0].entry.attr.inherit);
+	cr_assert(ev[0].entry.attr.sample_id_all);
+	cr_assert(ev[0].entry.attr.mmap && ev[0].entry.attr.mmap2 && ev[0].entry.attr.comm);
+	cr_assert_not(ev[1].entry.attr.mmap, "only the tracking event carries sideband");
+	cr_assert_eq(ev[0].entry.attr.clockid, CLOCK_MONOTONIC, "the BPF records' clock");
+	cr_assert_eq(ev[0].entry.info.note_size, RK_PMU_INFO_NOTE_SIZE);
+	cr_assert_eq(ev[0].entry.info.pmu_descsz, 0);
+
+	o = (struct rk_evsel_opts){ .period = 10 };
+	cr_assert_eq(rk_evsel_parse("cycles", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), 0);
+	cr_assert_eq(ev[0].entry.attr.type, PERF_TYPE_HARDWARE);
+	cr_assert_not(ev[0].entry.attr.freq);
+	cr_assert_eq(ev[0].entry.attr.sample_period, 10);
+}
+
+Test(evsel, rejects_bad_lists)
+{
+	struct rk_evsel ev[RK_MAX_SRC - 1];
+	struct rk_evsel_opts o = { 0 };
+	char msg[256];
+	int n = -1;
+
+	cr_assert_eq(rk_evsel_parse("bogus", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EINVAL);
+	cr_assert_not_null(strstr(msg, "unknown event 'bogus'"), "%s", msg);
+	cr_assert_eq(n, 0);
+	cr_assert_eq(rk_evsel_parse("", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), -EINVAL);
+	cr_assert_eq(rk_evsel_parse(",,", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), -EINVAL);
+	cr_assert_eq(rk_evsel_parse("cs,cs", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EINVAL);
+	cr_assert_eq(rk_evsel_parse("cs,faults,cycles", &o, ev, 2, &n, msg, sizeof(msg)), -EINVAL,
+		     "more than the room given");
+	cr_assert_eq(rk_evsel_parse(":x", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), -EINVAL);
+	cr_assert_eq(rk_evsel_parse("a/b:c", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EINVAL);
+}
+
+/* A sample of RK_EV_SAMPLE_TYPE and a COMM with sample_id, as the kernel writes them. */
+Test(drain, parse_finds_source_and_tid)
+{
+	struct rk_evsel ev[2];
+	struct rk_evsel_opts o = { 0 };
+	const struct rk_evsel *got;
+	struct rk_drain *d;
+	char msg[128];
+	__u32 pid, tid;
+	int n;
+	struct {
+		struct perf_event_header h;
+		__u64 id, ip;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 period;
+	} s = { { PERF_RECORD_SAMPLE, 0, sizeof(s) }, 77, 0x1234, 10, 11, 5, 1, 0, 1 };
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[16];
+		__u32 spid, stid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 6, 0, 0, 88 };
+
+	cr_assert_eq(rk_evsel_parse("cpu-clock,page-faults", &o, ev, 2, &n, msg, sizeof(msg)), 0);
+	d = rk_drain__new(ev, 2, 8192);
+	cr_assert_not_null(d);
+	cr_assert_eq(rk_drain_add_id(d, 77, 1), 0);
+	cr_assert_eq(rk_drain_add_id(d, 88, 0), 0);
+	cr_assert_eq(rk_drain_tracking_id(d), 88);
+	cr_assert_eq(rk_drain_parse(d, &s.h, &got, &pid, &tid), 0);
+	cr_assert_eq(got, &ev[1]);
+	cr_assert_eq(pid, 10);
+	cr_assert_eq(tid, 11);
+	cr_assert_eq(rk_drain_parse(d, &c.h, &got, &pid, &tid), 0);
+	cr_assert_eq(got, &ev[0]);
+	cr_assert_eq(tid, 12);
+	s.id = 999; /* unknown id: no source, still a tid */
+	cr_assert_eq(rk_drain_parse(d, &s.h, &got, &pid, &tid), 0);
+	cr_assert_null(got);
+	s.h.size = 16; /* truncated */
+	cr_assert_eq(rk_drain_parse(d, &s.h, &got, &pid, &tid), -EBADMSG);
+	rk_drain__free(d);
+	rk_drain__free(NULL);
+}
+
+/* Many ids (one per fd per CPU per thread) keep resolving after the table grows. */
+Test(drain, id_table_grows)
+{
+	struct rk_evsel ev[1];
+	struct rk_evsel_opts o = { 0 };
+	struct rk_drain *d;
+	char msg[128];
+	__u64 i;
+	int n;
+
+	cr_assert_eq(rk_evsel_parse("cpu-clock", &o, ev, 1, &n, msg, sizeof(msg)), 0);
+	d = rk_drain__new(ev, 1, 8192);
+	for (i = 1; i <= 5000; i++)
+		cr_assert_eq(rk_drain_add_id(d, i * 7919, 0), 0);
+	for (i = 1; i <= 5000; i++) {
+		struct {
+			struct perf_event_header h;
+			__u64 id, ip;
+			__u32 pid, tid;
+		} s = { { PERF_RECORD_SAMPLE, 0, sizeof(s) }, i * 7919, 0, 1, 2 };
+		const struct rk_evsel *got;
+		__u32 pid, tid;
+
+		cr_assert_eq(rk_drain_parse(d, &s.h, &got, &pid, &tid), 0);
+		cr_assert_eq(got, &ev[0], "id %llu lost", (unsigned long long)(i * 7919));
+	}
+	rk_drain__free(d);
+}
+
+static char dir[64];
+
+static void mk(const char *sub)
+{
+	char p[160];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, sub);
+	cr_assert_eq(mkdir(p, 0755), 0);
+}
+
+/* The writer's layout: header, ids, attrs, records sorted by time, ids rewritten. */
+Test(export, writes_a_perf_data_file)
+{
+	struct rk_thread_ident id = { .tid = 5, .tgid = 5 };
+	struct rk_evsel ev[1];
+	struct rk_evsel_opts o = { 0 };
+	struct rk_pmu_entry sched;
+	struct rk_bufile *a, *b;
+	struct rk_export_opts eo = { 0 };
+	struct rk_export_stats st;
+	char p[200], out[200], msg[64];
+	__u64 hdr[13];
+	int n, fd;
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} sw1 = { { PERF_RECORD_SWITCH, 0, sizeof(sw1) }, 5, 5, 300, 0, 0, RK_SCHED_ID },
+	  sw2 = { { PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, sizeof(sw2) },
+		  5,
+		  5,
+		  100,
+		  0,
+		  0,
+		  RK_SCHED_ID };
+	struct {
+		struct perf_event_header h;
+		__u64 id, ip;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 period;
+	} smp = { { PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 4242, 0x10, 5, 5, 200, 0, 0, 1 };
+	union {
+		__u8 b[4096];
+		struct perf_event_header h;
+	} data;
+	__u64 t1, t2, t3, rid;
+
+	snprintf(dir, sizeof(dir), "/tmp/rk-export-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	mk(RK_SCHED_DIR);
+	mk("cpu-clock");
+	rk_pmu_sched_entry(&sched);
+	cr_assert_eq(rk_evsel_parse("cpu-clock", &o, ev, 1, &n, msg, sizeof(msg)), 0);
+	snprintf(p, sizeof(p), "%s/%s/5", dir, RK_SCHED_DIR);
+	a = rk_bufile__create(p, 4096, 0, &sched, &id);
+	snprintf(p, sizeof(p), "%s/cpu-clock/5", dir);
+	b = rk_bufile__create(p, 4096, 0, &ev[0].entry, &id);
+	cr_assert(a && b);
+	cr_assert_eq(rk_bufile__write(a, &sw1, sizeof(sw1)), 0);
+	cr_assert_eq(rk_bufile__write(a, &sw2, sizeof(sw2)), 0);
+	cr_assert_eq(rk_bufile__write(b, &smp, sizeof(smp)), 0);
+	snprintf(out, sizeof(out), "%s/out.data", dir);
+	eo.session_dir = dir;
+	eo.out = out;
+	cr_assert_eq(rk_export_perf_data(&eo, &st), 0);
+	cr_assert_eq(st.attrs, 2);
+	/* Ours, plus the kernel map synthesized from /proc/kallsyms when it is readable. */
+	cr_assert(st.records == 3 || st.records == 4, "%llu records", st.records);
+	cr_assert_eq(st.samples, 1);
+	cr_assert_eq(st.threads, 1);
+
+	fd = open(out, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
+	cr_assert_eq(hdr[0], 0x32454c4946524550ULL, "PERFILE2");
+	cr_assert_eq(hdr[1], 104, "header size");
+	cr_assert_eq(hdr[2], 128 + 16, "attr_size: VER7 attr + ids section");
+	cr_assert_eq(hdr[4], 2 * (128 + 16), "two attrs");
+	cr_assert_leq(hdr[6], sizeof(data));
+	cr_assert_eq(pread(fd, data.b, hdr[6], (off_t)hdr[5]), (ssize_t)hdr[6]);
+	close(fd);
+	if (st.records == 4) {
+		/* The kernel map sorts first (time 0): drop it. */
+		struct perf_event_header *k = &data.h;
+
+		cr_assert_eq(k->type, PERF_RECORD_MMAP);
+		cr_assert_not_null(memmem(data.b, k->size, "[kernel.kallsyms]_text", 22));
+		hdr[6] -= k->size;
+		memmove(data.b, data.b + k->size, hdr[6]);
+	}
+	cr_assert_eq(hdr[6], sizeof(sw1) + sizeof(sw2) + sizeof(smp), "data size");
+	/* Sorted by time: sw2 (100), sample (200), sw1 (300). */
+	memcpy(&t1, data.b + 8 + 8, 8);
+	memcpy(&t2, data.b + sizeof(sw2) + 8 + 16 + 8, 8);
+	memcpy(&t3, data.b + sizeof(sw2) + sizeof(smp) + 8 + 8, 8);
+	cr_assert_eq(t1, 100);
+	cr_assert_eq(t2, 200);
+	cr_assert_eq(t3, 300);
+	/* Ids: sched is attr 0 -> id 1, cpu-clock attr 1 -> id 2. */
+	memcpy(&rid, data.b + sizeof(sw2) - 8, 8);
+	cr_assert_eq(rid, 1);
+	memcpy(&rid, data.b + sizeof(sw2) + 8, 8);
+	cr_assert_eq(rid, 2);
+
+	eo.tid = 6;
+	cr_assert_eq(rk_export_perf_data(&eo, &st), -ENOENT, "no such thread");
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	cr_assert_eq(system(p), 0);
+}
