@@ -1,7 +1,8 @@
 # ringkeeper - build, test, demo.
 #   make            build build/ringkeeper
 #   make deps       install the Debian packages the build and tests need (idempotent)
-#   make test       unit tests, root/BPF integration tests, ASan+UBSan, valgrind
+#   make test       unit tests, root/BPF integration tests, ASan+UBSan, valgrind, vmtest
+#   make vmtest     the BPF tests inside Debian's 6.1 and 6.12 kernels (virtme-ng)
 #   make demo       record a multi-threaded demo workload and show the result
 #   make SANITIZE=1 build with ASan+UBSan into build-san/
 #   V=1             show commands
@@ -48,7 +49,7 @@ INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
 
-.PHONY: all deps test unit integration valgrind sanitize demo clean format check-format
+.PHONY: all deps test unit integration valgrind sanitize vmtest demo clean format check-format
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(WORKLOAD)
@@ -124,12 +125,18 @@ valgrind: $(UNIT_BIN)
 sanitize:
 	$(MAKE) SANITIZE=1 unit integration
 
+# The portability subset inside Debian's 6.1 and 6.12 kernels (virtme-ng, QEMU TCG).
+# VMTEST_KERNELS="/path/to/vmlinuz-X ..." runs other kernel images instead.
+vmtest: $(BIN) $(WORKLOAD) $(INTEG_BIN)
+	scripts/vmtest.sh $(OUTPUT)
+
 test: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) integration
 	$(MAKE) sanitize
 	$(MAKE) valgrind
+	$(MAKE) vmtest
 
 demo: deps
 	$(MAKE) all

@@ -228,13 +228,13 @@ Test(perf, tracepoint_samples_per_thread)
 			 "--session",
 			 "t",
 			 "-e",
-			 "sched:sched_process_exit",
+			 "syscalls:sys_enter_clock_nanosleep",
 			 "--",
 			 (char *)workload,
 			 "-t",
 			 "3",
 			 "-i",
-			 "2",
+			 "4",
 			 NULL };
 	unsigned int tids[8];
 	char path[300], *out, *err;
@@ -244,10 +244,17 @@ Test(perf, tracepoint_samples_per_thread)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
 	n = expected_tids(out, tids, 8);
 	cr_assert_eq(n, 4);
-	/* Every thread exits exactly once: one sample each, in its own file. */
+	/*
+	 * Each thread sleeps exactly 4 times (glibc's nanosleep is
+	 * clock_nanosleep); the main thread only waits in pthread_join.
+	 */
 	for (i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/t/sched:sched_process_exit/%u", root, tids[i]);
-		cr_assert_eq(samples_in(path, tids[i]), 1, "tid %u", tids[i]);
+		long got;
+
+		snprintf(path, sizeof(path), "%s/t/syscalls:sys_enter_clock_nanosleep/%u", root,
+			 tids[i]);
+		got = samples_in(path, tids[i]);
+		cr_assert_eq(got, i ? 4 : 0, "tid %u: %ld samples", tids[i], got);
 	}
 	free(out);
 	free(err);

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Runs inside the virtme-ng guest: load/attach check, then the portability tests.
+#   scripts/vmtest-guest.sh BUILD_DIR
+set -u
+build=$1
+kver=$(uname -r)
+booted=$(cut -d' ' -f1 /proc/uptime)
+echo "vmtest-guest: kernel $kver up after ${booted}s (guest clock)"
+mountpoint -q /dev/shm 2>/dev/null || { mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm; }
+export RK_BIN=$build/ringkeeper RK_WORKLOAD=$build/tests/workload
+
+# The BPF programs must load and attach; if not, show why (the verifier log).
+if ! out=$("$RK_BIN" record --root /dev/shm/rk-vmtest --session load -- /bin/true 2>&1); then
+	echo "$out" | tail -60
+	echo "vmtest-guest: FAIL: ringkeeper's BPF programs do not load/attach on $kver"
+	exit 1
+fi
+echo "vmtest-guest: BPF programs load and attach on $kver"
+
+# Load/attach, sched_switch signals, fork inheritance, exit, the map, the pin
+# budget, one perf source (a tracepoint) and exec.
+tests='@(record/launch_traces_every_thread_from_birth|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread)'
+start=$(date +%s)
+"$build/tests/integration_tests" --jobs 1 --verbose --filter "$tests" 2>&1 | grep --line-buffered -vE '^\[----\] (Criterion|Running)'
+rc=${PIPESTATUS[0]}
+echo "vmtest-guest: tests on $kver took $(($(date +%s) - start))s, exit $rc"
+exit "$rc"

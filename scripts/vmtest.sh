@@ -1,0 +1,101 @@
+#!/bin/bash
+# make vmtest: the root/BPF integration tests that matter for portability,
+# inside other kernels booted with virtme-ng under QEMU (TCG: no KVM here).
+#
+#   scripts/vmtest.sh BUILD_DIR                 Debian's 6.1 and 6.12 kernels
+#   VMTEST_KERNELS="/path/vmlinuz-X ..." scripts/vmtest.sh BUILD_DIR
+#                                               any other kernel images; their
+#       modules are looked up in ../lib/modules/X next to the image's boot/
+#
+# A missing prerequisite (no PyPI, no apt archive, no qemu) is a loud SKIP
+# (exit 0); a kernel on which the BPF programs do not load, or a test fails,
+# is a FAIL (exit 1).
+set -u
+build=$(cd "${1:-build}" && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
+vm=$build/vmtest
+mkdir -p "$vm"
+
+skip() {
+	echo "vmtest: SKIPPED: $*"
+	echo "vmtest: (nothing was tested on other kernels)"
+	exit 0
+}
+
+# --- prerequisites, installed idempotently ----------------------------------
+py=/usr/bin/python3
+"$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null ||
+	skip "virtme-ng needs Python >= 3.10 at $py"
+pkgs=""
+for p in qemu-system-x86 busybox-static kmod python3-venv; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || pkgs="$pkgs $p"
+done
+# udev keeps the guest's exit status; pin it to the installed systemd so
+# nothing else gets upgraded.
+if ! dpkg-query -W -f='${Status}\n' udev 2>/dev/null | grep -q '^install ok installed'; then
+	sdv=$(dpkg-query -W -f='${Version}' systemd 2>/dev/null)
+	pkgs="$pkgs udev${sdv:+=$sdv}"
+fi
+if [ -n "$pkgs" ]; then
+	echo "vmtest: installing$pkgs"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends $pkgs) >"$vm/apt.log" 2>&1 ||
+		skip "cannot install$pkgs (see $vm/apt.log)"
+fi
+if [ ! -x "$vm/venv/bin/vng" ]; then
+	echo "vmtest: installing virtme-ng from PyPI into $vm/venv"
+	rm -rf "$vm/venv"
+	("$py" -m venv "$vm/venv" && "$vm/venv/bin/pip" install -q virtme-ng) >"$vm/pip.log" 2>&1 ||
+		skip "cannot install virtme-ng from PyPI (see $vm/pip.log)"
+fi
+export PATH="$vm/venv/bin:$PATH"
+
+# --- kernels ------------------------------------------------------------------
+if [ -n "${VMTEST_KERNELS:-}" ]; then
+	kernels=$VMTEST_KERNELS
+else
+	kernels=""
+	mkdir -p "$vm/debs" "$vm/kernels"
+	for pat in '^linux-image-6\.1\.0-[0-9]+-amd64$' '^linux-image-6\.12\.[0-9]+\+deb12-amd64$'; do
+		pkg=$(apt-cache search --names-only "$pat" 2>/dev/null | awk '{print $1}' | sort -V | tail -1)
+		if [ -z "$pkg" ]; then
+			apt-get update -qq >/dev/null 2>&1
+			pkg=$(apt-cache search --names-only "$pat" | awk '{print $1}' | sort -V | tail -1)
+		fi
+		[ -n "$pkg" ] || skip "no package matches $pat in the apt archive"
+		kver=${pkg#linux-image-}
+		kdir=$vm/kernels/$kver
+		if [ ! -f "$kdir/boot/vmlinuz-$kver" ]; then
+			echo "vmtest: downloading $pkg"
+			(cd "$vm/debs" && apt-get download "$pkg") >"$vm/download.log" 2>&1 ||
+				skip "cannot download $pkg (see $vm/download.log)"
+			rm -rf "$kdir" && mkdir -p "$kdir"
+			dpkg-deb -x "$vm/debs/${pkg}"_*.deb "$kdir" || skip "cannot extract $pkg"
+			depmod -b "$kdir" "$kver" || skip "depmod failed for $kver"
+		fi
+		kernels="$kernels $kdir/boot/vmlinuz-$kver"
+	done
+fi
+
+# --- boot each kernel and run the guest part ----------------------------------
+status=0
+summary=""
+cd "$top"
+for kimg in $kernels; do
+	[ -r "$kimg" ] || { echo "vmtest: FAIL: no kernel image $kimg"; status=1; continue; }
+	name=$(basename "$kimg")
+	echo "vmtest: === $name: booting with vng --disable-kvm (QEMU TCG)"
+	start=$(date +%s)
+	timeout 600 vng --disable-kvm --cpus 2 --memory 2G -r "$kimg" \
+		--exec "$top/scripts/vmtest-guest.sh $build" 2>&1 | sed -u "s/^/[$name] /"
+	rc=${PIPESTATUS[0]}
+	secs=$(($(date +%s) - start))
+	if [ "$rc" -eq 0 ]; then
+		summary="$summary\n  PASS  $name  (${secs}s for boot and tests)"
+	else
+		summary="$summary\n  FAIL  $name  (exit $rc after ${secs}s)"
+		status=1
+	fi
+done
+printf "vmtest: results:%b\n" "$summary"
+exit $status
