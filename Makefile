@@ -2,6 +2,7 @@
 #   make            build build/ringkeeper
 #   make deps       install the Debian packages the build and tests need (idempotent)
 #   make test       unit tests, root/BPF integration tests, ASan+UBSan, valgrind, vmtest
+#   make fuzz       libFuzzer on the buffer file parser (FUZZ_SECONDS=45)
 #   make vmtest     the BPF tests inside Debian's 6.1 and 6.12 kernels (virtme-ng)
 #   make demo       record a multi-threaded demo workload and show the result
 #   make SANITIZE=1 build with ASan+UBSan into build-san/
@@ -49,7 +50,7 @@ INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
 
-.PHONY: all deps test unit integration valgrind sanitize vmtest demo clean format check-format
+.PHONY: all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(WORKLOAD)
@@ -100,7 +101,7 @@ $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
-	pkg-config make gcc valgrind clang-format linux-perf
+	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -125,6 +126,28 @@ valgrind: $(UNIT_BIN)
 sanitize:
 	$(MAKE) SANITIZE=1 unit integration
 
+# libFuzzer on the buffer file parser and printers, for a bounded time, from the
+# seed corpus (regenerated through the writer) plus the committed findings.
+FUZZ_DIR := $(OUTPUT)/fuzz
+FUZZ_SECONDS ?= 45
+FUZZ_SRCS := user/bufile.c user/show.c user/symbols.c user/util.c
+$(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*.h bpf/*.h)
+	$(Q)mkdir -p $(FUZZ_DIR)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(CPPFLAGS) tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) -lelf -o $@
+
+$(FUZZ_DIR)/mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJS)
+	$(Q)mkdir -p $(FUZZ_DIR)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS) $^ $(LIBS) -o $@
+
+fuzz: $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus
+	rm -rf $(FUZZ_DIR)/corpus && mkdir -p $(FUZZ_DIR)/corpus
+	$(FUZZ_DIR)/mkcorpus $(FUZZ_DIR)/corpus
+	cp tests/fuzz/corpus/* $(FUZZ_DIR)/corpus/ 2>/dev/null || true
+	$(FUZZ_DIR)/fuzz_bufile -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 \
+		-max_len=16384 -print_final_stats=1 $(FUZZ_DIR)/corpus
+
 # The portability subset inside Debian's 6.1 and 6.12 kernels (virtme-ng, QEMU TCG).
 # VMTEST_KERNELS="/path/to/vmlinuz-X ..." runs other kernel images instead.
 vmtest: $(BIN) $(WORKLOAD) $(INTEG_BIN)
@@ -136,6 +159,7 @@ test: deps
 	$(MAKE) integration
 	$(MAKE) sanitize
 	$(MAKE) valgrind
+	$(MAKE) fuzz
 	$(MAKE) vmtest
 
 demo: deps

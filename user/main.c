@@ -415,6 +415,16 @@ static int list_sessions(const char *root, struct sess **out, size_t *n)
 	return 0;
 }
 
+/* list_sessions(), saying what went wrong. Return: 0 or 1 (the exit status). */
+static int sessions(const char *root, struct sess **v, size_t *n)
+{
+	int err = list_sessions(root, v, n);
+
+	if (err)
+		rk_err("cannot read %s: %s", root, strerror(-err));
+	return err ? 1 : 0;
+}
+
 static int tid_cmp(const void *a, const void *b)
 {
 	unsigned long x = strtoul(*(char *const *)a, NULL, 10);
@@ -583,16 +593,13 @@ static int cmd_ls(int argc, char **argv)
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
-	int json = 0, first = 1, r, err, matched = 0;
+	int json = 0, first = 1, r, matched = 0;
 
 	r = common_opts(argc, argv, usage, &json, &root, NULL, NULL);
 	if (r <= 0)
 		return -r;
-	err = list_sessions(root, &v, &n);
-	if (err) {
-		rk_err("cannot read %s: %s", root, strerror(-err));
+	if (sessions(root, &v, &n))
 		return 1;
-	}
 	if (json)
 		printf("[");
 	for (i = 0; i < n; i++) {
@@ -628,16 +635,13 @@ static int cmd_stat(int argc, char **argv)
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
-	int json = 0, all = 0, r, err, shown = 0;
+	int json = 0, all = 0, r, shown = 0;
 
 	r = common_opts(argc, argv, usage, &json, &root, NULL, &all);
 	if (r <= 0)
 		return -r;
-	err = list_sessions(root, &v, &n);
-	if (err) {
-		rk_err("cannot read %s: %s", root, strerror(-err));
+	if (sessions(root, &v, &n))
 		return 1;
-	}
 	for (i = 0; i < n; i++) {
 		if (optind < argc ? strcmp(argv[optind], v[i].name) : (!all && shown))
 			continue;
@@ -685,11 +689,8 @@ static int cmd_show(int argc, char **argv)
 		struct sess *v;
 		size_t n, i;
 
-		err = list_sessions(root, &v, &n);
-		if (err) {
-			rk_err("cannot read %s: %s", root, strerror(-err));
+		if (sessions(root, &v, &n))
 			return 1;
-		}
 		path[0] = '\0';
 		for (i = 0; i < n && !path[0]; i++) {
 			char p[PATH_MAX + 300];
@@ -811,11 +812,8 @@ static int cmd_export(int argc, char **argv)
 		rk_err("give --tid or --pid, not both");
 		return 2;
 	}
-	err = list_sessions(root, &sv, &n);
-	if (err) {
-		rk_err("cannot read %s: %s", root, strerror(-err));
+	if (sessions(root, &sv, &n))
 		return 1;
-	}
 	for (i = 0; i < n && session && strcmp(sv[i].name, session); i++)
 		;
 	if (i == n) {
