@@ -35,7 +35,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
-	user/show.c user/export.c user/symbols.c user/record.c
+	user/show.c user/export.c user/symbols.c user/gc.c user/record.c
 LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
 	user/drain.c user/export.c user/symbols.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))

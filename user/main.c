@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "bufile.h"
 #include "export.h"
+#include "gc.h"
 #include "record.h"
 #include "session.h"
 #include "show.h"
@@ -70,6 +71,11 @@ static void usage_record(FILE *f)
 		"      --tick-ms MS       drain period of the BPF ringbuf (5)\n"
 		"      --ringbuf-size SZ  BPF signal ringbuf size, power of two (4M)\n"
 		"      --no-inherit       do not trace children and new threads\n"
+		"      --on-exit keep|drop  keep an exited thread's files (default), or remove\n"
+		"                         them when it exits (the RFC's truncate)\n"
+		"      --max-threads N    trace at most N threads at a time; others are not\n"
+		"                         traced and counted (stat: threads not traced)\n"
+		"      --max-shm SIZE     create at most SIZE of buffer files in the session\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"      --session NAME     session name (default: date-time-loaderpid)\n"
 		"      --root DIR         where sessions live (default " RK_DEFAULT_ROOT ")\n"
@@ -122,6 +128,9 @@ static int cmd_record(int argc, char **argv)
 		{ "keep", no_argument, NULL, 9 },
 		{ "ready-fd", required_argument, NULL, 10 },
 		{ "aux", required_argument, NULL, 11 },
+		{ "on-exit", required_argument, NULL, 14 },
+		{ "max-threads", required_argument, NULL, 15 },
+		{ "max-shm", required_argument, NULL, 16 },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -295,6 +304,28 @@ static int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			o.cpu_ring = size;
+			break;
+		case 14:
+			if (strcmp(optarg, "keep") && strcmp(optarg, "drop")) {
+				rk_err("--on-exit: 'keep' or 'drop', not '%s'", optarg);
+				return 2;
+			}
+			o.on_exit_drop = !strcmp(optarg, "drop");
+			break;
+		case 15:
+			if (parse_uint(optarg, RK_MAX_ENTRIES, &v) || !v) {
+				rk_err("--max-threads: expected 1..%d, got '%s'", RK_MAX_ENTRIES,
+				       optarg);
+				return 2;
+			}
+			o.max_threads = (uint32_t)v;
+			break;
+		case 16:
+			if (rk_parse_size(optarg, 0, &size) || !size) {
+				rk_err("--max-shm: not a size: '%s' (bytes, or K/M/G)", optarg);
+				return 2;
+			}
+			o.max_shm = size;
 			break;
 		case 'v':
 			rk_verbose = 1;
@@ -835,6 +866,65 @@ static int cmd_export(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_gc(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [--root DIR]\n"
+		"\n"
+		"Remove the buffer files of dead threads (exited, or of a session whose\n"
+		"recorder is gone): those dead for more than SECS, then the oldest ones until\n"
+		"all sessions take at most SIZE (K/M/G). Live threads of a running session are\n"
+		"never touched; an ended session left without buffers is removed entirely.\n";
+	static const struct option lo[] = {
+		{ "older-than", required_argument, NULL, 'o' },
+		{ "max-size", required_argument, NULL, 's' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct rk_gc_opts go = { .root = RK_DEFAULT_ROOT };
+	unsigned long long v;
+	uint64_t size;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+o:s:nr:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (parse_uint(optarg, 100ull * 365 * 86400, &v)) {
+				rk_err("--older-than: not a number of seconds: '%s'", optarg);
+				return 2;
+			}
+			go.older_than_ns = v * 1000000000ull;
+			break;
+		case 's':
+			if (rk_parse_size(optarg, 0, &size)) {
+				rk_err("--max-size: not a size: '%s'", optarg);
+				return 2;
+			}
+			go.max_bytes = size;
+			break;
+		case 'n':
+			go.dry_run = 1;
+			break;
+		case 'r':
+			go.root = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || (!go.older_than_ns && !go.max_bytes)) {
+		rk_err("gc: give --older-than and/or --max-size (see --help)");
+		return 2;
+	}
+	return rk_gc(&go) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -862,6 +952,8 @@ int main(int argc, char **argv)
 		return cmd_show(argc, argv);
 	if (!strcmp(cmd, "export"))
 		return cmd_export(argc, argv);
+	if (!strcmp(cmd, "gc"))
+		return cmd_gc(argc, argv);
 	rk_err("unknown command '%s' (see ringkeeper --help)", cmd);
 	return 2;
 }

@@ -53,6 +53,7 @@ struct rk_thread {
 	__u32 tid, tgid, uid;
 	int dead; /* final switch-out written, pin retired */
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 none */
+	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
 	uint64_t off_ns;
@@ -175,6 +176,39 @@ static const struct rk_pmu_entry *src_entry(const struct rk_rec *r, int k)
 	return k == RK_SRC_SCHED ? &r->sched_entry : &r->o->evs[k - 1].entry;
 }
 
+/*
+ * A thread we will not trace (a limit, tmpfs full): out of the traced set,
+ * so BPF stops signalling it and its children are not inherited; counted.
+ * What was recorded for other threads is untouched.
+ */
+static void refuse(struct rk_rec *r, __u32 tid, const char *why)
+{
+	struct rk_pmu_key key = { .tid = tid };
+	int k;
+
+	struct rk_thread *t = calloc(1, sizeof(*t));
+
+	for (k = 0; k < nsrc(r); k++) {
+		key.src = (__u32)k;
+		bpf_map_delete_elem(bpf_map__fd(r->skel->maps.pmu_info), &key);
+	}
+	/* A marker, so the signals already queued for it do not count it again. */
+	if (t) {
+		t->tid = tid;
+		t->refused = 1;
+		t->dead = 1;
+		t->hnext = r->buckets[tid % NBUCKETS];
+		r->buckets[tid % NBUCKETS] = t;
+		t->all_next = r->all;
+		r->all = t;
+	}
+	if (!r->st->not_traced)
+		rk_warn("tid %u and later threads over the limit are not traced (%s); see "
+			"'ringkeeper stat'",
+			tid, why);
+	r->st->not_traced++;
+}
+
 /* Move a dead thread's file aside (tid reuse), so no history is overwritten. */
 static void move_aside(const char *path, __u32 tid)
 {
@@ -205,6 +239,16 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 
 	if (prev && !prev->dead)
 		return prev;
+	if (prev && prev->refused)
+		return NULL;
+	if (r->o->max_shm && r->st->shm_bytes + (uint64_t)nsrc(r) * r->file_size > r->o->max_shm) {
+		refuse(r, tid, "--max-shm");
+		return NULL;
+	}
+	if (r->o->max_threads && r->st->threads_live >= r->o->max_threads) {
+		refuse(r, tid, "--max-threads");
+		return NULL;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		r->st->file_errors++;
@@ -234,6 +278,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 						       "use a smaller -m)" :
 						       "");
 			r->st->file_errors++;
+			refuse(r, tid, err == ENOSPC ? "tmpfs full" : "file error");
 			while (k--) {
 				snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k),
 					 tid);
@@ -270,6 +315,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	r->all = t;
 	r->st->threads++;
 	r->st->threads_live++;
+	r->st->shm_bytes += (uint64_t)nsrc(r) * r->file_size;
 	return t;
 }
 
@@ -347,6 +393,16 @@ static void thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 	thread_ident(r, t, NULL, state, 0, 0, 0);
 	t->dead = 1;
 	r->st->threads_live--;
+	if (r->o->on_exit_drop && state == RK_THREAD_EXITED) {
+		char path[PATH_MAX + 96];
+
+		/* The RFC's truncate at exit: the mappings go with the retire below. */
+		for (k = 0; k < nsrc(r); k++) {
+			snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), t->tid);
+			if (!unlink(path))
+				r->st->dropped++;
+		}
+	}
 	/* The workers unlock and unmap the files; we never touch them again. */
 	for (k = 0; k < nsrc(r); k++)
 		rk_pin_retire(r->pool, &t->b[k].pin);
@@ -416,6 +472,8 @@ static int on_signal(void *ctx, void *data, size_t size)
 		return 0;
 	r->st->signals++;
 	t = thread_find(r, s->tid);
+	if (t && t->refused)
+		return 0; /* over a limit: not traced, already counted */
 	if (s->kind == RK_SIG_FORK) {
 		struct {
 			struct perf_event_header h;
@@ -639,9 +697,13 @@ static int track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 	struct rk_pmu_key key = { .tid = tid };
 	struct rk_thread *t;
 	char msg[256];
+	__u64 refused;
 	int err, k;
 
+	refused = r->st->not_traced;
 	t = thread_new(r, tid, tgid, 0, comm, rk_now_mono_ns());
+	if (!t && r->st->not_traced != refused)
+		return 0; /* over a limit: counted, the others are traced */
 	if (!t)
 		return -errno ? -errno : -ENOMEM;
 	for (k = nsrc(r) - 1; k >= 0; k--) {
@@ -731,6 +793,8 @@ static void route(void *ctx, const struct rk_evsel *ev, const struct perf_event_
 			return;
 		}
 		t = thread_find(r, tid);
+		if (t && t->refused)
+			return; /* not traced (a limit), already counted */
 		if (t && t->dead) {
 			r->st->lost++;
 			return;
@@ -1311,6 +1375,9 @@ int rk_record(const struct rk_record_opts *o)
 	r->st->budget = o->budget;
 	r->st->inherit = !!o->inherit;
 	r->st->nev = (__u32)o->nev;
+	r->st->max_threads = o->max_threads;
+	r->st->max_shm = o->max_shm;
+	r->st->on_exit_drop = (__u32)o->on_exit_drop;
 	r->st->cpu_ring = o->nev ? o->cpu_ring : 0;
 	for (k = 0; k < o->nev; k++) {
 		size_t len = strlen(r->st->events);
@@ -1340,6 +1407,13 @@ int rk_record(const struct rk_record_opts *o)
 	r->skel->rodata->cfg_nr_src = (__u32)nsrc(r);
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
 	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
+	/*
+	 * --max-threads caps the live traced threads: a full map makes the
+	 * fork hook leave the child out (counted as "children not added").
+	 */
+	bpf_map__set_max_entries(r->skel->maps.pmu_info,
+				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) *
+					 (__u32)nsrc(r));
 	err = ringkeeper_bpf__load(r->skel);
 	if (err) {
 		rk_err("cannot load the BPF programs: %s (the verifier log is above; "

@@ -25,6 +25,9 @@
  * @ready_fd: if >= 0, "ready\n" is written here once tracing is on.
  * @evs, @nev: perf event sources (-e), src 1..@nev.
  * @cpu_ring: data bytes of each per-CPU kernel ring for them.
+ * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
+ * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
+ * @max_shm: create at most this many bytes of buffer files (0: no cap).
  */
 struct rk_record_opts {
 	pid_t pid;
@@ -44,6 +47,9 @@ struct rk_record_opts {
 	struct rk_evsel evs[RK_MAX_SRC - 1];
 	int nev;
 	uint64_t cpu_ring;
+	int on_exit_drop;
+	uint32_t max_threads;
+	uint64_t max_shm;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

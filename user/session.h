@@ -73,6 +73,12 @@ struct rk_session_stat {
 	__u64 perf_lost;
 	__u64 sideband;
 	__u64 cpu_ring;
+	__u64 not_traced; /* threads refused by --max-threads / --max-shm / tmpfs full */
+	__u64 dropped; /* files removed at exit (--on-exit=drop) */
+	__u64 shm_bytes; /* bytes of buffer files created */
+	__u64 max_shm;
+	__u32 max_threads;
+	__u32 on_exit_drop;
 	char events[128];
 	char command[256];
 };

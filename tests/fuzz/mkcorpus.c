@@ -40,8 +40,8 @@ int main(int argc, char **argv)
 		__u64 time;
 		__u32 cpu, res;
 		__u64 period, nr, chain[3];
-	} smp = { { PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 9, 0x401000, 7, 7, 2, 1, 0, 1000,
-		  3, { (__u64)-512, 0x401000, 0x402000 } };
+	} smp = { { PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 9, 0x401000, 7, 7, 2, 1, 0, 1000, 3,
+		  { (__u64)-512, 0x401000, 0x402000 } };
 	struct {
 		struct perf_event_header h;
 		__u32 pid, tid;
@@ -54,8 +54,25 @@ int main(int argc, char **argv)
 		__u64 time;
 		__u32 cpu, res;
 		__u64 id;
-	} mm = { { PERF_RECORD_MMAP2, 2, sizeof(mm) }, 7, 7, 0x400000, 0x1000, 0, 8, 1, 42, 0,
-		 5, 2, "/bin/true", 7, 7, 0, 0, 0, 9 };
+	} mm = { { PERF_RECORD_MMAP2, 2, sizeof(mm) },
+		 7,
+		 7,
+		 0x400000,
+		 0x1000,
+		 0,
+		 8,
+		 1,
+		 42,
+		 0,
+		 5,
+		 2,
+		 "/bin/true",
+		 7,
+		 7,
+		 0,
+		 0,
+		 0,
+		 9 };
 
 	if (argc != 2)
 		return 2;

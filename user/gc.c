@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gc.c - remove the buffers of dead threads: older than an age, or the
+ * oldest ones until the sessions fit a total size. Live threads of a running
+ * session are never touched; a session left with no buffer goes entirely.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "gc.h"
+#include "session.h"
+#include "util.h"
+
+struct cand {
+	char *path;
+	__u64 bytes;
+	__u64 age_ns;
+	int dead;
+};
+
+struct gc {
+	struct cand *v;
+	size_t n, cap;
+	__u64 total;
+};
+
+static int add(struct gc *g, const char *path, __u64 bytes, __u64 age, int dead)
+{
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 256;
+		struct cand *n = realloc(g->v, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		g->v = n;
+		g->cap = cap;
+	}
+	g->v[g->n].path = strdup(path);
+	if (!g->v[g->n].path)
+		return -ENOMEM;
+	g->v[g->n].bytes = bytes;
+	g->v[g->n].age_ns = age;
+	g->v[g->n].dead = dead;
+	g->n++;
+	g->total += bytes;
+	return 0;
+}
+
+static __u64 age_of(const struct rk_thread_ident *id, const struct rk_session_stat *st, int have_st)
+{
+	__u64 now_mono = rk_now_mono_ns(), now_real = rk_now_real_ns();
+
+	if (id->exit_ns && id->exit_ns <= now_mono)
+		return now_mono - id->exit_ns;
+	if (have_st && st->update_ns && st->update_ns <= now_real)
+		return now_real - st->update_ns;
+	return 0;
+}
+
+/* Every buffer file of a session: its sources' directories and its sideband. */
+static int scan_session(struct gc *g, const char *sdir, const struct rk_session_stat *st,
+			int have_st)
+{
+	int running = have_st && rk_session_alive(st);
+	char path[PATH_MAX + 600];
+	struct dirent *de, *fe;
+	DIR *d = opendir(sdir), *fd;
+	int err = 0;
+
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char sub[PATH_MAX + 256];
+
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", sdir, de->d_name);
+		fd = opendir(sub);
+		if (!fd)
+			continue;
+		while (!err && (fe = readdir(fd))) {
+			struct rk_bufile *bf;
+			struct stat sb;
+			int dead;
+
+			if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", sub, fe->d_name);
+			if (stat(path, &sb))
+				continue;
+			bf = rk_bufile__open(path, NULL);
+			if (bf) {
+				dead = !running || bf->ident->state == RK_THREAD_EXITED;
+				err = add(g, path, (__u64)sb.st_blocks * 512,
+					  age_of(bf->ident, st, have_st), dead);
+				rk_bufile__free(bf);
+			} else {
+				/* Not a buffer (corrupt): collectable once its session ended. */
+				err = add(g, path, (__u64)sb.st_blocks * 512, 0, !running);
+			}
+		}
+		closedir(fd);
+	}
+	closedir(d);
+	return err;
+}
+
+static int by_age_desc(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->age_ns != y->age_ns)
+		return x->age_ns > y->age_ns ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Remove an ended session's directory once no buffer is left in it. */
+static void prune_session(const char *sdir, int dry)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *de;
+	int files = 0;
+	DIR *d = opendir(sdir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		DIR *s;
+		struct dirent *e;
+
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sdir, de->d_name);
+		s = opendir(path);
+		if (!s)
+			continue;
+		while ((e = readdir(s)))
+			files += e->d_name[0] != '.';
+		closedir(s);
+	}
+	if (files || dry) {
+		closedir(d);
+		return;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sdir, de->d_name);
+		if (de->d_type == DT_DIR)
+			rmdir(path);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	if (!rmdir(sdir))
+		printf("removed session %s\n", sdir);
+}
+
+int rk_gc(const struct rk_gc_opts *o)
+{
+	struct gc g = { 0 };
+	struct dirent *de;
+	unsigned long long removed = 0, freed = 0;
+	size_t i;
+	int err = 0;
+	DIR *d = opendir(o->root);
+
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		err = -errno;
+		rk_err("cannot read %s: %s", o->root, strerror(errno));
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		char sdir[PATH_MAX];
+		struct rk_session_stat st;
+		int have_st;
+
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", o->root, de->d_name);
+		have_st = !rk_session_stat_read(sdir, &st);
+		err = scan_session(&g, sdir, &st, have_st);
+	}
+	if (err) {
+		rk_err("gc: cannot scan %s: %s", o->root, strerror(-err));
+		goto out;
+	}
+	qsort(g.v, g.n, sizeof(*g.v), by_age_desc);
+	for (i = 0; i < g.n; i++) {
+		struct cand *c = &g.v[i];
+		int go = 0;
+
+		if (!c->dead)
+			continue;
+		if (o->older_than_ns && c->age_ns > o->older_than_ns)
+			go = 1;
+		if (o->max_bytes && g.total > o->max_bytes)
+			go = 1;
+		if (!go)
+			continue;
+		if (!o->dry_run && unlink(c->path)) {
+			rk_warn("gc: cannot remove %s: %s", c->path, strerror(errno));
+			continue;
+		}
+		printf("%s %s (%llu KiB, dead for %llu s)\n",
+		       o->dry_run ? "would remove" : "removed", c->path,
+		       (unsigned long long)(c->bytes >> 10),
+		       (unsigned long long)(c->age_ns / 1000000000ull));
+		g.total -= c->bytes;
+		removed++;
+		freed += c->bytes;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char sdir[PATH_MAX];
+		struct rk_session_stat st;
+
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", o->root, de->d_name);
+		if (!rk_session_stat_read(sdir, &st) && rk_session_alive(&st))
+			continue;
+		prune_session(sdir, o->dry_run);
+	}
+	printf("gc: %s %llu buffer files, %llu KiB; %llu KiB left in %s\n",
+	       o->dry_run ? "would remove" : "removed", removed, freed >> 10,
+	       (unsigned long long)(g.total >> 10), o->root);
+	if (o->max_bytes && g.total > o->max_bytes)
+		rk_warn("gc: still over --max-size: what is left belongs to live threads");
+out:
+	closedir(d);
+	for (i = 0; i < g.n; i++)
+		free(g.v[i].path);
+	free(g.v);
+	return err;
+}
