@@ -11,6 +11,8 @@
  *     -w FD   wait until FD is readable (a byte or EOF) before creating threads
  *     -Q      instead: a busy thread (ITERS sleeps of SLEEP_US, no spin) next to
  *             a quiet one (10 sleeps of 50 ms); prints "busy T" and "quiet T"
+ *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
+ *             wait for a second byte on FD before exiting; prints "churned N"
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -65,6 +67,33 @@ static void *quiet(void *arg)
 	return (void *)(long)syscall(SYS_gettid);
 }
 
+static void *brief(void *arg)
+{
+	struct timespec ts = { 0, 10000 };
+
+	(void)arg;
+	nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static int churn(long n)
+{
+	pthread_t th[50];
+	long done = 0;
+	int i, k;
+
+	while (done < n) {
+		for (k = 0; k < 50 && done + k < n; k++)
+			if (pthread_create(&th[k], NULL, brief, NULL))
+				return 1;
+		for (i = 0; i < k; i++)
+			pthread_join(th[i], NULL);
+		done += k;
+	}
+	printf("churned %ld\n", done);
+	return 0;
+}
+
 static int run_pair(void)
 {
 	pthread_t b, q;
@@ -106,9 +135,10 @@ static int run_threads(int n, const char *who)
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
+	long nchurn = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:Q")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -125,6 +155,9 @@ int main(int argc, char **argv)
 		case 'Q':
 			pair = 1;
 			break;
+		case 'C':
+			nchurn = atol(optarg);
+			break;
 		case 'f':
 			do_fork = 1;
 			break;
@@ -133,7 +166,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N]\n");
 			return 2;
 		}
 	}
@@ -147,6 +180,14 @@ int main(int argc, char **argv)
 	}
 	if (pair)
 		return run_pair();
+	if (nchurn) {
+		char b;
+
+		err = churn(nchurn);
+		if (wait_fd >= 0 && read(wait_fd, &b, 1) < 0)
+			return 1;
+		return err;
+	}
 	if (do_fork) {
 		fflush(stdout);
 		child = fork();

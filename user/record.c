@@ -57,10 +57,13 @@ struct rk_thread {
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
 	uint64_t off_ns;
+	/* Buffers whose unmap (by a pin worker) is still to come; 0: reclaimable. */
+	int unreleased;
 	/* One buffer per source: [0] sched, [1..] the perf events. */
-	struct {
+	struct rk_tbuf {
 		struct rk_bufile *bf;
 		struct rk_pin_item pin;
+		struct rk_thread *t;
 	} b[RK_MAX_SRC];
 };
 
@@ -117,10 +120,15 @@ static struct rk_thread *thread_find(struct rk_rec *r, __u32 tid)
 	return NULL;
 }
 
+/* A pin worker is done with a retired buffer: unmap it; the last one frees the thread. */
 static void release_buf(void *owner, void *ctx)
 {
+	struct rk_tbuf *tb = owner;
+
 	(void)ctx;
-	rk_bufile__free(owner);
+	rk_bufile__free(tb->bf);
+	/* Pairs with the acquire load in reclaim(). */
+	__atomic_sub_fetch(&tb->t->unreleased, 1, __ATOMIC_RELEASE);
 }
 
 /* Read Uid and NSpid of a thread from /proc; keeps the defaults if it is gone. */
@@ -266,8 +274,8 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		struct rk_bufile *bf;
 
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), tid);
-		if (prev)
-			move_aside(path, tid);
+		/* A reused tid: the earlier thread's file (even if reclaimed) stays. */
+		move_aside(path, tid);
 		bf = rk_bufile__create(path, r->o->data_size, 0, src_entry(r, k), &id);
 		if (!bf) {
 			int err = errno;
@@ -295,7 +303,9 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		t->b[k].pin.addr = bf->base;
 		t->b[k].pin.len = bf->map_size;
 		t->b[k].pin.uid = id.uid;
-		t->b[k].pin.owner = bf;
+		t->b[k].pin.owner = &t->b[k];
+		t->b[k].t = t;
+		t->unreleased++;
 		t->b[k].pin.pinned_flag = &bf->ident->pinned;
 	}
 	t->tid = tid;
@@ -1144,6 +1154,32 @@ static int open_target_pidfd(pid_t pid)
 }
 
 /*
+ * Free the threads whose buffers are all finished and unmapped, so an
+ * always-on recorder's memory follows the live threads, not all it saw.
+ * Refused markers stay: they keep queued signals from counting twice.
+ */
+static void reclaim(struct rk_rec *r)
+{
+	struct rk_thread **pp = &r->all, *t;
+
+	while ((t = *pp)) {
+		struct rk_thread **hp;
+
+		if (!t->dead || t->refused || t->pending ||
+		    __atomic_load_n(&t->unreleased, __ATOMIC_ACQUIRE)) {
+			pp = &t->all_next;
+			continue;
+		}
+		for (hp = &r->buckets[t->tid % NBUCKETS]; *hp && *hp != t; hp = &(*hp)->hnext)
+			;
+		if (*hp)
+			*hp = t->hnext;
+		*pp = t->all_next;
+		free(t);
+	}
+}
+
+/*
  * Drain the per-CPU perf rings (after the BPF signals, so the threads the
  * records belong to are known), then let go of what went off CPU.
  */
@@ -1226,8 +1262,10 @@ static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);
 		sample_vmlck(r);
-		if (++ticks % 20 == 0)
+		if (++ticks % 20 == 0) {
 			publish(r);
+			reclaim(r);
+		}
 		if (stop)
 			break;
 		if (deadline && now >= deadline)

@@ -12,6 +12,7 @@
 #include "bufile.h"
 #include "helpers.h"
 #include "session.h"
+#include <bpf/bpf.h>
 
 TestSuite(lifecycle, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
 
@@ -229,4 +230,230 @@ Test(lifecycle, files_are_owned_by_the_traced_user)
 		st = wait_for(c, 10000);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another user can read %s", path);
 	}
+}
+
+Test(lifecycle, no_inherit_traces_only_the_target)
+{
+	char *argv[] = {
+		(char *)rk_bin, "record", "--root",	    root, "--session", "n",  "-m", "16K",
+		"--no-inherit", "--",	  (char *)workload, "-t", "3",	       "-i", "3",  NULL
+	};
+	char dir[256], *out, *err;
+	unsigned int files[8], tids[8];
+	struct rk_session_stat st;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_eq(expected_tids(out, tids, 8), 4);
+	snprintf(dir, sizeof(dir), "%s/n/sched", root);
+	cr_assert_eq(files_in(dir, files, 8), 1, "only the launched thread");
+	cr_assert_eq(files[0], tids[0]);
+	read_stat("n", &st);
+	cr_assert_eq(st.inherit, 0);
+	cr_assert_eq(st.bpf_forks, 0);
+	free(out);
+	free(err);
+}
+
+/* The identity record keeps how the thread ended. */
+Test(lifecycle, exit_status_is_in_the_identity_record)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root",  root, "--session", "x", "-m",
+			 "16K",		 "--",	   "/bin/sh", "-c", "exit 3",	 NULL };
+	char dir[256], path[300], *err;
+	unsigned int files[4];
+	struct rk_bufile *bf;
+	int status = run_rk(argv, NULL, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "command exited with status 3"), "%s", err);
+	snprintf(dir, sizeof(dir), "%s/x/sched", root);
+	cr_assert_eq(files_in(dir, files, 4), 1);
+	snprintf(path, sizeof(path), "%s/%u", dir, files[0]);
+	bf = rk_bufile__open(path, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_eq(bf->ident->state, RK_THREAD_EXITED);
+	cr_assert_eq(bf->ident->exit_code, 3 << 8, "wait-encoded exit code 0x%x",
+		     bf->ident->exit_code);
+	cr_assert_gt(bf->ident->exit_ns, bf->ident->start_ns);
+	rk_bufile__free(bf);
+	free(err);
+}
+
+/* In a pid namespace: files by global tid, the identity has the namespace's tid too. */
+Test(lifecycle, pid_namespace_tids)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "ns",
+			 "-m",
+			 "16K",
+			 "--",
+			 "/usr/bin/unshare",
+			 "--pid",
+			 "--fork",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "2",
+			 "-i",
+			 "2",
+			 NULL };
+	char dir[256], path[300], *out, *err;
+	unsigned int files[8], tids[8];
+	size_t n, i, inner = 0;
+	int status;
+
+	if (access("/usr/bin/unshare", X_OK))
+		cr_skip_test("no /usr/bin/unshare (util-linux)");
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	/* Inside, the workload is pid 1 and prints namespace tids. */
+	cr_assert_eq(expected_tids(out, tids, 8), 3, "%s", out);
+	cr_assert_eq(tids[0], 1, "%s", out);
+	snprintf(dir, sizeof(dir), "%s/ns/sched", root);
+	n = files_in(dir, files, 8);
+	cr_assert_eq(n, 4, "unshare + the workload's 3 threads");
+	for (i = 0; i < n; i++) {
+		struct rk_bufile *bf;
+		size_t k;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		bf = rk_bufile__open(path, NULL);
+		cr_assert_not_null(bf);
+		cr_assert_eq(bf->ident->tid, files[i], "named by the global tid");
+		for (k = 0; k < 3; k++)
+			if (bf->ident->ns_tid == tids[k] && bf->ident->ns_tid != bf->ident->tid)
+				inner++;
+		rk_bufile__free(bf);
+	}
+	cr_assert_eq(inner, 3, "each workload thread carries its namespace tid");
+	free(out);
+	free(err);
+}
+
+static long proc_field(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = strtol(line + strlen(key) + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static long fd_count(pid_t pid)
+{
+	char cmd[256], path[128];
+
+	snprintf(path, sizeof(path), "%s/.fds", root);
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/fd | wc -l > %s", pid, path);
+	if (system(cmd))
+		return -1;
+	return strtol(slurp(path), NULL, 10);
+}
+
+/*
+ * 20,000 short-lived threads while traced: the loader keeps no fd, memory or
+ * map entry for the dead ones, and every one was handled by the exit policy.
+ */
+Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
+{
+	char wo[128], we[128], go_fd[16], line[64], pidbuf[16], fdbuf[16], o[128], e[128];
+	long fds0, fds1, rss0, rss1;
+	struct rk_session_stat st;
+	int gp[2], rp[2], status, mfd;
+	struct rk_pmu_key k, next, *prev = NULL;
+	unsigned int entries = 0;
+	uint64_t end;
+	pid_t wl, rk;
+
+	cr_assert_eq(pipe(gp), 0);
+	cr_assert_eq(pipe(rp), 0);
+	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-C", "20000", "-w", go_fd, NULL };
+
+		wl = spawn(argv, wo, we, gp[0]);
+	}
+	close(gp[0]);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
+	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root",	root,	"--session",  "c",
+				 "-m",		 "4K",	   "--on-exit", "drop", "--ready-fd", fdbuf,
+				 "-p",		 pidbuf,   NULL };
+
+		rk = spawn(argv, o, e, rp[1]);
+	}
+	close(rp[1]);
+	cr_assert_eq(read_line_within(rp[0], line, sizeof(line), 30000), 0, "%s", slurp(e));
+	fds0 = fd_count(rk);
+	rss0 = proc_field(rk, "VmRSS:");
+	cr_assert_eq(write(gp[1], "g", 1), 1);
+	/* Churn done: the workload prints it and waits for our second byte. */
+	end = now_ms() + 240000;
+	while (!strstr(slurp(wo), "churned 20000")) {
+		cr_assert_lt(now_ms(), end, "churn did not finish: %s", slurp(we));
+		usleep(20000);
+	}
+	/* Let the loader catch up: every churned thread finished (bounded wait). */
+	end = now_ms() + 60000;
+	for (;;) {
+		char d[256];
+
+		snprintf(d, sizeof(d), "%s/c", root);
+		cr_assert_eq(rk_session_stat_read(d, &st), 0);
+		if (st.dropped >= 20000 && st.threads_live == 1)
+			break;
+		cr_assert_lt(now_ms(), end, "dropped %llu, live %llu",
+			     (unsigned long long)st.dropped, (unsigned long long)st.threads_live);
+		usleep(20000);
+	}
+	usleep(300000); /* one reclaim period (100 ms) plus margin, for the RSS figure */
+	fds1 = fd_count(rk);
+	rss1 = proc_field(rk, "VmRSS:");
+	mfd = bpf_obj_get("/sys/fs/bpf/ringkeeper/pmu_info");
+	cr_assert_geq(mfd, 0);
+	while (!bpf_map_get_next_key(mfd, prev, &next)) {
+		entries++;
+		k = next;
+		prev = &k;
+	}
+	close(mfd);
+	cr_assert_eq(write(gp[1], "x", 1), 1);
+	close(gp[1]);
+	status = wait_for(wl, 30000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", slurp(e));
+	close(rp[0]);
+	read_stat("c", &st);
+	printf("churn of 20,000 threads: loader fds %ld -> %ld, VmRSS %ld -> %ld kB; map entries "
+	       "left %u; BPF drops %llu, records lost %llu, threads traced %llu, files dropped "
+	       "%llu\n",
+	       fds0, fds1, rss0, rss1, entries, (unsigned long long)st.bpf_drops,
+	       (unsigned long long)st.lost, (unsigned long long)st.threads,
+	       (unsigned long long)st.dropped);
+	cr_assert_eq(fds1, fds0, "the loader leaked fds");
+	cr_assert_eq(entries, 1, "stale map entries: only the main thread is live");
+	cr_assert_eq(st.threads, 20001);
+	cr_assert_eq(st.dropped, 20001,
+		     "every exited thread (the main one last) handled by --on-exit=drop");
+	cr_assert_eq(st.bpf_drops, 0, "signals dropped at the default ringbuf size");
+	cr_assert_lt(rss1 - rss0, 8 * 1024, "loader RSS grew by %ld kB", rss1 - rss0);
 }
