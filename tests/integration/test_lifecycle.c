@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -456,4 +457,45 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 		     "every exited thread (the main one last) handled by --on-exit=drop");
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped at the default ringbuf size");
 	cr_assert_lt(rss1 - rss0, 8 * 1024, "loader RSS grew by %ld kB", rss1 - rss0);
+}
+
+/* tmpfs full: the threads that do not fit are not traced, counted; the others are whole. */
+Test(lifecycle, tmpfs_full_is_handled_like_a_limit)
+{
+	char mnt[128], *err;
+	char *argv[] = {
+		(char *)rk_bin, "record",	  "--root", mnt, "--session", "f", "-m", "16K",
+		"--",		(char *)workload, "-t",	    "8", "-i",	      "5", NULL
+	};
+	char dir[256], path[300];
+	unsigned int files[16];
+	struct rk_session_stat st;
+	size_t n, i;
+	int status;
+
+	snprintf(mnt, sizeof(mnt), "%s/small", root);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	/* Room for the stat file and three threads' 20 KiB buffers, not more. */
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=80k"))
+		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+	status = run_rk(argv, NULL, &err);
+	snprintf(dir, sizeof(dir), "%s/f/sched", mnt);
+	n = files_in(dir, files, 16);
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	cr_assert_eq(rk_session_stat_read(path, &st), 0);
+	for (i = 0; i < n; i++) {
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, NULL);
+	}
+	umount2(mnt, MNT_DETACH);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "No space left on device"), "%s", err);
+	cr_assert_gt(n, 0);
+	cr_assert_lt(n, 9);
+	cr_assert_eq(st.threads, n);
+	cr_assert_eq(st.not_traced, 9 - n, "%llu not traced, %zu traced",
+		     (unsigned long long)st.not_traced, n);
+	free(err);
 }
