@@ -188,14 +188,14 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	return 0;
 }
 
-struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
+static struct rk_bufile *open_mode(const char *path, const char **err_msg, int rw)
 {
 	struct rk_bufile *bf = NULL;
 	struct stat st;
 	void *base;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st)) {
@@ -209,7 +209,8 @@ struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
 		err = -EBADMSG;
 		goto err_close;
 	}
-	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	base = mmap(NULL, (size_t)st.st_size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
+		    fd, 0);
 	if (base == MAP_FAILED) {
 		err = -errno;
 		goto err_close;
@@ -234,6 +235,16 @@ err_close:
 	close(fd);
 	errno = -err;
 	return NULL;
+}
+
+struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
+{
+	return open_mode(path, err_msg, 0);
+}
+
+struct rk_bufile *rk_bufile__open_rw(const char *path, const char **err_msg)
+{
+	return open_mode(path, err_msg, 1);
 }
 
 void rk_bufile__free(struct rk_bufile *bf)

@@ -124,6 +124,12 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg);
 
 /**
+ * rk_bufile__open_rw() - map an existing, valid file for writing (a loader
+ * resuming a session). Same errors as rk_bufile__open().
+ */
+struct rk_bufile *rk_bufile__open_rw(const char *path, const char **err_msg);
+
+/**
  * rk_bufile__from_mem() - validate a buffer image in memory (not owned).
  * Return: 0, or -EBADMSG with *@err_msg describing the first problem.
  */

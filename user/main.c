@@ -40,6 +40,7 @@ static void usage_record(FILE *f)
 	fprintf(f,
 		"Usage: ringkeeper record [OPTIONS] -p PID\n"
 		"       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
+		"       ringkeeper record --resume SESSION [--root DIR]\n"
 		"\n"
 		"Trace every thread of PID (and, with inheritance, every thread and process it\n"
 		"creates), or start CMD traced from its first instruction. Stops when the\n"
@@ -81,6 +82,10 @@ static void usage_record(FILE *f)
 		"      --root DIR         where sessions live (default " RK_DEFAULT_ROOT ")\n"
 		"      --keep             leave the maps pinned in " RK_BPFFS_DIR " at exit\n"
 		"      --ready-fd FD      write \"ready\\n\" to FD once tracing is on\n"
+		"      --resume SESSION   continue a session whose recorder was killed: its BPF\n"
+		"                         programs stayed attached (pinned in bpffs) and their\n"
+		"                         signals waited in the pinned ringbuf; the live threads'\n"
+		"                         files are taken over as they are (sched-only sessions)\n"
 		"  -v, --verbose          libbpf and loader details\n"
 		"  -h, --help             this text\n");
 }
@@ -129,6 +134,7 @@ static int cmd_record(int argc, char **argv)
 		{ "ready-fd", required_argument, NULL, 10 },
 		{ "aux", required_argument, NULL, 11 },
 		{ "on-exit", required_argument, NULL, 14 },
+		{ "resume", required_argument, NULL, 17 },
 		{ "max-threads", required_argument, NULL, 15 },
 		{ "max-shm", required_argument, NULL, 16 },
 		{ "duration", required_argument, NULL, 'd' },
@@ -305,6 +311,13 @@ static int cmd_record(int argc, char **argv)
 			}
 			o.cpu_ring = size;
 			break;
+		case 17:
+			if (!*optarg || strchr(optarg, '/')) {
+				rk_err("--resume: not a session name: '%s'", optarg);
+				return 2;
+			}
+			o.resume = optarg;
+			break;
 		case 14:
 			if (strcmp(optarg, "keep") && strcmp(optarg, "drop")) {
 				rk_err("--on-exit: 'keep' or 'drop', not '%s'", optarg);
@@ -340,6 +353,14 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		o.argv = &argv[optind];
+	if (o.resume) {
+		/* Everything else comes from the session itself. */
+		if (o.pid || o.argv || events) {
+			rk_err("--resume continues a session as it was: no -p, command or -e");
+			return 2;
+		}
+		return rk_record(&o) ? 1 : 0;
+	}
 	if (o.pid && o.argv) {
 		rk_err("give either -p PID or a command after --, not both");
 		return 2;

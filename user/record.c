@@ -99,6 +99,10 @@ struct rk_rec {
 	size_t npending, cappending;
 	struct rk_drain *drain;
 	struct rk_proc *procs;
+	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
+	int link_fds[8]; /* pinned links taken over on resume */
+	int nlinks;
+	struct rk_record_opts ro; /* the options, completed from the session on resume */
 };
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -198,7 +202,7 @@ static void refuse(struct rk_rec *r, __u32 tid, const char *why)
 
 	for (k = 0; k < nsrc(r); k++) {
 		key.src = (__u32)k;
-		bpf_map_delete_elem(bpf_map__fd(r->skel->maps.pmu_info), &key);
+		bpf_map_delete_elem(r->pmu_fd, &key);
 	}
 	/* A marker, so the signals already queued for it do not count it again. */
 	if (t) {
@@ -665,11 +669,54 @@ static int take_lock(struct rk_rec *r)
 	return 0;
 }
 
+static const char *const link_names[] = { "link_sched_switch", "link_fork", "link_exec",
+					  "link_exit" };
+
+/*
+ * Detach the programs: a pinned link holds them attached, so the pins go
+ * first, then our link fds (closed by the skeleton or by the caller).
+ */
+static void unpin_links(void)
+{
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(link_names) / sizeof(link_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, link_names[i]);
+		unlink(path);
+	}
+}
+
 static void unpin_maps(void)
 {
+	unpin_links();
 	unlink(RK_BPFFS_DIR "/pmu_info");
 	unlink(RK_BPFFS_DIR "/counters");
+	unlink(RK_BPFFS_DIR "/signals");
 	rmdir(RK_BPFFS_DIR);
+}
+
+/*
+ * Links and the signal ringbuf pinned too: if we are killed, the programs go
+ * on and their signals wait in the ringbuf for `record --resume`.
+ */
+static int pin_links(struct rk_rec *r)
+{
+	struct bpf_link *links[] = { r->skel->links.rk_sched_switch, r->skel->links.rk_fork,
+				     r->skel->links.rk_exec, r->skel->links.rk_exit };
+	char path[128];
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, link_names[i]);
+		err = bpf_link__pin(links[i], path);
+		if (err) {
+			rk_err("cannot pin %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
 }
 
 static int pin_maps(struct rk_rec *r)
@@ -682,11 +729,19 @@ static int pin_maps(struct rk_rec *r)
 		return err;
 	}
 	/* We hold the lock: anything pinned here is a dead recorder's. */
+	if (!access(RK_BPFFS_DIR "/signals", F_OK))
+		rk_warn("removing what a killed recorder left pinned in %s (its session could "
+			"have been continued with --resume)",
+			RK_BPFFS_DIR);
+	unpin_links();
 	unlink(RK_BPFFS_DIR "/pmu_info");
 	unlink(RK_BPFFS_DIR "/counters");
+	unlink(RK_BPFFS_DIR "/signals");
 	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
 	if (!err)
 		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.signals, RK_BPFFS_DIR "/signals");
 	if (err) {
 		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
 		unpin_maps();
@@ -718,8 +773,7 @@ static int track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 		return -errno ? -errno : -ENOMEM;
 	for (k = nsrc(r) - 1; k >= 0; k--) {
 		key.src = (__u32)k;
-		err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.pmu_info), &key,
-					  src_entry(r, k), BPF_NOEXIST);
+		err = bpf_map_update_elem(r->pmu_fd, &key, src_entry(r, k), BPF_NOEXIST);
 		if (err && errno != EEXIST) {
 			err = -errno;
 			rk_err("cannot add tid %u to the pmu_info map: %s", tid, strerror(errno));
@@ -1057,7 +1111,7 @@ static void publish(struct rk_rec *r)
 		__u64 sum = 0;
 		unsigned int c;
 
-		if (bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &k, vals))
+		if (bpf_map_lookup_elem(r->cnt_fd, &k, vals))
 			continue;
 		for (c = 0; c < (unsigned int)libbpf_num_possible_cpus() && c < 256; c++)
 			sum += vals[c];
@@ -1107,31 +1161,6 @@ static void sample_vmlck(struct rk_rec *r)
 	kb = rk_proc_vmlck_kb(getpid());
 	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
 		r->st->vmlck_peak = (__u64)kb * 1024;
-}
-
-static int stat_create(struct rk_rec *r)
-{
-	char path[PATH_MAX + 16];
-	int fd, err;
-
-	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_STAT_FILE);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || ftruncate(fd, sizeof(*r->st))) {
-		err = -errno;
-		rk_err("cannot create %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	r->st = mmap(NULL, sizeof(*r->st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (r->st == MAP_FAILED) {
-		r->st = NULL;
-		err = -errno;
-		rk_err("cannot map %s: %s", path, strerror(errno));
-		return err;
-	}
-	return 0;
 }
 
 static int live_threads_of(struct rk_rec *r, __u32 tgid)
@@ -1293,7 +1322,184 @@ static void make_session_name(struct rk_rec *r)
 	snprintf(r->session, sizeof(r->session), "%s-%d", ts, getpid());
 }
 
-int rk_record(const struct rk_record_opts *o)
+/* Map the session's stat file: a new one, or (resume) the one left behind. */
+static int stat_open(struct rk_rec *r, int create)
+{
+	char path[PATH_MAX + 16];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_STAT_FILE);
+	fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CLOEXEC, 0644);
+	if (fd < 0 || (create && ftruncate(fd, sizeof(*r->st)))) {
+		err = -errno;
+		rk_err("cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	r->st = mmap(NULL, sizeof(*r->st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r->st == MAP_FAILED) {
+		r->st = NULL;
+		err = -errno;
+		rk_err("cannot map %s: %s", path, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * --resume: take over a session whose recorder was killed. Its programs ran
+ * on (pinned links) and their signals wait in the pinned ringbuf; the
+ * session's options come from its stat file.
+ */
+static int resume_session(struct rk_rec *r)
+{
+	struct rk_record_opts *o = &r->ro;
+	struct rk_session_stat cur;
+	char path[128];
+	size_t i;
+	int err;
+
+	snprintf(r->session, sizeof(r->session), "%s", o->resume);
+	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
+	err = rk_session_stat_read(r->dir, &cur);
+	if (err) {
+		rk_err("no session %s in %s to resume (%s)", r->session, o->root,
+		       err == -EBADMSG ? "unreadable stat file" : strerror(-err));
+		return err;
+	}
+	if (rk_session_alive(&cur)) {
+		rk_err("session %s is still being recorded by pid %u", r->session, cur.loader_pid);
+		return -EBUSY;
+	}
+	if (cur.state == RK_SESSION_ENDED) {
+		rk_err("session %s ended normally: there is nothing to resume", r->session);
+		return -EINVAL;
+	}
+	if (cur.nev) {
+		rk_err("session %s also recorded perf events (-e %s): their kernel rings died with "
+		       "the recorder, so only its sched history could continue; not resumed",
+		       r->session, cur.events);
+		return -EOPNOTSUPP;
+	}
+	r->pmu_fd = bpf_obj_get(RK_BPFFS_DIR "/pmu_info");
+	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
+	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
+	if (r->pmu_fd < 0 || r->cnt_fd < 0 || r->sig_fd < 0) {
+		rk_err("nothing pinned in %s to resume from (the machine rebooted, or a new "
+		       "recorder took over): session %s stays as it is",
+		       RK_BPFFS_DIR, r->session);
+		return -ENOENT;
+	}
+	for (i = 0; i < sizeof(link_names) / sizeof(link_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, link_names[i]);
+		r->link_fds[r->nlinks] = bpf_obj_get(path);
+		if (r->link_fds[r->nlinks] >= 0)
+			r->nlinks++;
+	}
+	err = stat_open(r, 0);
+	if (err)
+		return err;
+	o->data_size = r->st->data_size;
+	o->budget = r->st->budget;
+	o->inherit = (int)r->st->inherit;
+	o->max_threads = r->st->max_threads;
+	o->max_shm = r->st->max_shm;
+	o->on_exit_drop = (int)r->st->on_exit_drop;
+	o->pid = (pid_t)r->st->target_pid;
+	o->nev = 0;
+	r->st->loader_pid = (__u32)getpid();
+	r->st->state = RK_SESSION_RUNNING;
+	return 0;
+}
+
+/* Resume: every live thread's file becomes ours again, as it was. */
+static int adopt_files(struct rk_rec *r)
+{
+	char dir[PATH_MAX + 16], path[PATH_MAX + 300];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", r->dir, RK_SCHED_DIR);
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	r->st->threads_live = 0;
+	while ((de = readdir(d))) {
+		struct rk_bufile *bf;
+		struct rk_thread *t;
+		const char *msg = NULL;
+		char *end;
+		__u32 tid = (__u32)strtoul(de->d_name, &end, 10);
+
+		if (!tid || *end)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open_rw(path, &msg);
+		if (!bf) {
+			rk_warn("resume: leaving %s alone: %s", path, msg ? msg : strerror(errno));
+			continue;
+		}
+		if (bf->ident->state != RK_THREAD_LIVE && bf->ident->state != RK_THREAD_EXITING) {
+			rk_bufile__free(bf);
+			continue;
+		}
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			rk_bufile__free(bf);
+			closedir(d);
+			return -ENOMEM;
+		}
+		t->tid = tid;
+		t->tgid = bf->ident->tgid;
+		t->uid = bf->ident->uid;
+		/* Its pin state died with the old recorder. */
+		bf->ident->pinned = 0;
+		t->b[0].bf = bf;
+		t->b[0].pin.addr = bf->base;
+		t->b[0].pin.len = bf->map_size;
+		t->b[0].pin.uid = t->uid;
+		t->b[0].pin.owner = &t->b[0];
+		t->b[0].pin.pinned_flag = &bf->ident->pinned;
+		t->b[0].t = t;
+		t->unreleased = 1;
+		t->hnext = r->buckets[tid % NBUCKETS];
+		r->buckets[tid % NBUCKETS] = t;
+		t->all_next = r->all;
+		r->all = t;
+		r->st->threads_live++;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * After the backlog: a thread still live in our books but neither in the
+ * traced set nor on the system died while no recorder ran, and its last
+ * signals were lost (ringbuf full): finish it, so it does not stay "live".
+ */
+static void finish_vanished(struct rk_rec *r)
+{
+	struct rk_thread *t;
+
+	for (t = r->all; t; t = t->all_next) {
+		struct rk_pmu_key key = { .tid = t->tid, .src = RK_SRC_SCHED };
+		struct rk_pmu_entry v;
+		char path[64];
+
+		if (t->dead)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task/%u", t->tgid, t->tid);
+		if (!access(path, F_OK) || !bpf_map_lookup_elem(r->pmu_fd, &key, &v))
+			continue;
+		thread_finish(r, t, RK_THREAD_EXITED);
+	}
+}
+
+int rk_record(const struct rk_record_opts *opts)
 {
 	struct rk_rec *r;
 	struct itimerspec its = { 0 };
@@ -1303,8 +1509,9 @@ int rk_record(const struct rk_record_opts *o)
 	char path[PATH_MAX + 32];
 	struct rk_pin_opts popts = { 0 };
 	struct rk_pin_ops pops = { .release = release_buf };
+	const struct rk_record_opts *o;
 	struct rk_thread *t;
-	int k;
+	int k, resumed = 0;
 
 	if (geteuid() != 0) {
 		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
@@ -1333,14 +1540,13 @@ int rk_record(const struct rk_record_opts *o)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		return -ENOMEM;
 	}
-	r->o = o;
+	r->ro = *opts;
+	o = r->o = &r->ro;
 	r->lock_fd = -1;
+	r->pmu_fd = r->cnt_fd = r->sig_fd = -1;
 	r->ncpus = rk_online_cpus();
-	rk_pmu_sched_entry(&r->sched_entry);
-	r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
-	r->file_size = rk_bufile_layout_size(o->data_size, 0);
 
-	if (o->pid) {
+	if (o->pid && !o->resume) {
 		if (o->pid == getpid()) {
 			rk_err("will not trace myself (pid %d)", o->pid);
 			err = -EINVAL;
@@ -1367,6 +1573,20 @@ int rk_record(const struct rk_record_opts *o)
 	err = take_lock(r);
 	if (err)
 		goto out_free;
+	if (o->resume) {
+		err = resume_session(r);
+		if (err)
+			goto out_resume;
+		resumed = 1;
+		r->maps_pinned = 1; /* the killed recorder's pins, ours now */
+		rk_pmu_sched_entry(&r->sched_entry);
+		r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
+		r->file_size = rk_bufile_layout_size(o->data_size, 0);
+		goto setup_pool;
+	}
+	rk_pmu_sched_entry(&r->sched_entry);
+	r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
+	r->file_size = rk_bufile_layout_size(o->data_size, 0);
 
 	make_session_name(r);
 	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
@@ -1398,7 +1618,7 @@ int rk_record(const struct rk_record_opts *o)
 			goto out_unlock;
 		}
 	}
-	err = stat_create(r);
+	err = stat_open(r, 1);
 	if (err)
 		goto out_unlock;
 	r->st->magic = RK_STAT_MAGIC;
@@ -1459,10 +1679,14 @@ int rk_record(const struct rk_record_opts *o)
 		       strerror(-err));
 		goto out_skel;
 	}
+	r->pmu_fd = bpf_map__fd(r->skel->maps.pmu_info);
+	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
+	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
 	err = pin_maps(r);
 	if (err)
 		goto out_skel;
 
+setup_pool:
 	popts.workers = o->workers;
 	popts.budget = o->budget;
 	popts.linger_ns = o->linger_ns;
@@ -1490,7 +1714,7 @@ int rk_record(const struct rk_record_opts *o)
 		}
 	}
 
-	r->rb = ring_buffer__new(bpf_map__fd(r->skel->maps.signals), on_signal, r, NULL);
+	r->rb = ring_buffer__new(r->sig_fd, on_signal, r, NULL);
 	if (!r->rb) {
 		err = -errno;
 		rk_err("cannot set up the BPF ringbuf consumer: %s", strerror(errno));
@@ -1509,11 +1733,36 @@ int rk_record(const struct rk_record_opts *o)
 	its.it_value = its.it_interval;
 	timerfd_settime(tfd, 0, &its, NULL);
 
+	if (resumed) {
+		int n = adopt_files(r);
+
+		if (n < 0) {
+			err = n;
+			rk_err("resume: cannot read %s: %s", r->dir, strerror(-n));
+			goto out_fds;
+		}
+		/* What happened while no recorder ran, then who vanished meanwhile. */
+		ring_buffer__consume(r->rb);
+		drain(r);
+		finish_vanished(r);
+		r->target = o->pid;
+		pidfd = open_target_pidfd(o->pid);
+		if (pidfd < 0) {
+			r->target_exited = 1;
+			r->drain_deadline = rk_now_mono_ns();
+		}
+		fprintf(stderr, "ringkeeper: resumed session %s: %d live threads adopted\n",
+			r->session, n);
+		goto ready;
+	}
 	err = ringkeeper_bpf__attach(r->skel);
 	if (err) {
 		rk_err("cannot attach the BPF programs: %s", strerror(-err));
 		goto out_fds;
 	}
+	err = pin_links(r);
+	if (err)
+		goto out_fds;
 	if (o->pid) {
 		r->target = o->pid;
 		pidfd = open_target_pidfd(o->pid);
@@ -1540,7 +1789,8 @@ int rk_record(const struct rk_record_opts *o)
 		}
 	}
 	r->st->target_pid = (__u32)r->target;
-	if (pidfd < 0)
+ready:
+	if (pidfd < 0 && !r->target_exited)
 		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
 			r->target);
 	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
@@ -1559,8 +1809,13 @@ int rk_record(const struct rk_record_opts *o)
 
 	err = event_loop(r, sfd, tfd, pidfd);
 
-	/* Stop: no new signals, then the last ones. */
-	ringkeeper_bpf__detach(r->skel);
+	/* Stop: no new signals (pins first: they hold the links), then the last ones. */
+	unpin_links();
+	if (r->skel)
+		ringkeeper_bpf__detach(r->skel);
+	for (k = 0; k < r->nlinks; k++)
+		close(r->link_fds[k]);
+	r->nlinks = 0;
 	ring_buffer__consume(r->rb);
 	drain(r);
 
@@ -1614,12 +1869,30 @@ out_maps:
 		fprintf(stderr, "ringkeeper: maps kept pinned in %s (--keep)\n", RK_BPFFS_DIR);
 out_skel:
 	ringkeeper_bpf__destroy(r->skel);
+	if (resumed) {
+		close(r->pmu_fd);
+		close(r->cnt_fd);
+		close(r->sig_fd);
+	}
 out_stat:
 	r->st->state = RK_SESSION_ENDED;
 	r->st->update_ns = rk_now_real_ns();
 	if (!err)
 		rk_session_print(stderr, r->session, r->st, 0);
 	munmap(r->st, sizeof(*r->st));
+	goto out_unlock;
+out_resume:
+	/* Not taken over: leave the session and the pins as they are. */
+	for (k = 0; k < r->nlinks; k++)
+		close(r->link_fds[k]);
+	if (r->st)
+		munmap(r->st, sizeof(*r->st));
+	if (r->pmu_fd >= 0)
+		close(r->pmu_fd);
+	if (r->cnt_fd >= 0)
+		close(r->cnt_fd);
+	if (r->sig_fd >= 0)
+		close(r->sig_fd);
 out_unlock:
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);

@@ -28,6 +28,8 @@
  * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
  * @max_shm: create at most this many bytes of buffer files (0: no cap).
+ * @resume: continue this session of a recorder that was killed: the BPF
+ *          programs, maps and ringbuf it left pinned keep working meanwhile.
  */
 struct rk_record_opts {
 	pid_t pid;
@@ -50,6 +52,7 @@ struct rk_record_opts {
 	int on_exit_drop;
 	uint32_t max_threads;
 	uint64_t max_shm;
+	const char *resume;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,4 +499,138 @@ Test(lifecycle, tmpfs_full_is_handled_like_a_limit)
 	cr_assert_eq(st.not_traced, 9 - n, "%llu not traced, %zu traced",
 		     (unsigned long long)st.not_traced, n);
 	free(err);
+}
+
+struct times {
+	__u64 t[8192];
+	size_t n;
+};
+
+static int times_fn(const struct perf_event_header *h, void *ctx)
+{
+	struct times *tm = ctx;
+	__u64 t;
+
+	/* sched records: sample_id = pid,tid, time, cpu,res, id */
+	memcpy(&t, (const __u8 *)h + h->size - 24, 8);
+	if (tm->n < 8192)
+		tm->t[tm->n++] = t;
+	return 0;
+}
+
+static void times_of(const char *path, struct times *tm)
+{
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+
+	cr_assert_not_null(bf, "%s: %s", path, msg ? msg : strerror(errno));
+	tm->n = 0;
+	cr_assert_eq(rk_bufile__for_each(bf, times_fn, tm), 0, "%s does not parse", path);
+	rk_bufile__free(bf);
+}
+
+/*
+ * kill -9 the recorder mid-run: every file still parses; --resume takes the
+ * session over (the programs ran on, pinned) and nothing recorded before the
+ * kill is lost.
+ */
+Test(lifecycle, resume_after_sigkill_loses_nothing)
+{
+	char wo[128], we[128], line[64], dir[256], path[300], *err;
+	static struct times before[8], after;
+	unsigned int files[8];
+	int ready, st;
+	size_t n, i, k;
+	pid_t wl, rk;
+
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "3", "-i", "600", "-s", "2000", NULL };
+
+		wl = spawn(argv, wo, we, -1);
+	}
+	{
+		/* A ring that does not wrap, so "nothing lost" means every record. */
+		char pidbuf[16], fdbuf[16], o[128], e[128];
+		int rp[2];
+		char *argv[] = {
+			(char *)rk_bin, "record",     "--root", root, "--session", "r", "-m",
+			"512K",		"--ready-fd", fdbuf,	"-p", pidbuf,	   NULL
+		};
+
+		cr_assert_eq(pipe(rp), 0);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
+		snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+		snprintf(o, sizeof(o), "%s/.rk.out", root);
+		snprintf(e, sizeof(e), "%s/.rk.err", root);
+		rk = spawn(argv, o, e, rp[1]);
+		close(rp[1]);
+		ready = rp[0];
+	}
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	close(ready);
+	snprintf(dir, sizeof(dir), "%s/r/sched", root);
+	/* Wait (bounded) until the three workers have some history. */
+	{
+		uint64_t end = now_ms() + 20000;
+		size_t busy = 0;
+
+		while (busy < 3) {
+			cr_assert_lt(now_ms(), end, "the workers have no records");
+			n = files_in(dir, files, 8);
+			for (busy = 0, i = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+				times_of(path, &before[i]);
+				busy += before[i].n >= 40;
+			}
+			usleep(10000);
+		}
+	}
+	kill(rk, SIGKILL);
+	st = wait_for(rk, 10000);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* Invariant 3: whatever instant the writer died at, every file parses. */
+	n = files_in(dir, files, 8);
+	cr_assert_eq(n, 4);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		times_of(path, &before[i]);
+	}
+	cr_assert_eq(access("/sys/fs/bpf/ringkeeper/link_sched_switch", F_OK), 0,
+		     "the programs stay attached for a resume");
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "r", NULL };
+
+		st = run_rk(argv, NULL, &err);
+	}
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "resumed session r: 4 live threads adopted"), "%s", err);
+	st = wait_for(wl, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (i = 0; i < n; i++) {
+		struct rk_bufile *bf;
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		times_of(path, &after);
+		cr_assert_geq(after.n, before[i].n, "%s: %zu records after, %zu before", path,
+			      after.n, before[i].n);
+		for (k = 0; k < before[i].n; k++)
+			cr_assert_eq(after.t[k], before[i].t[k], "%s: record %zu changed", path, k);
+		check_file(path, &c, &bf);
+		cr_assert_eq(bf->ident->state, RK_THREAD_EXITED, "%s", path);
+		cr_assert_eq(bf->ident->overwritten, 0);
+		if (c.tid != c.tgid)
+			cr_assert_gt(after.n, before[i].n, "%s: nothing recorded after resume",
+				     path);
+		rk_bufile__free(bf);
+	}
+	cr_assert_eq(access("/sys/fs/bpf/ringkeeper", F_OK), -1, "pins removed at the end");
+	free(err);
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "r", NULL };
+
+		expect_error(argv, 1, "ended normally: there is nothing to resume");
+	}
 }
