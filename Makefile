@@ -117,7 +117,8 @@ unit: $(UNIT_BIN)
 	$(UNIT_BIN) --jobs 2
 
 integration: $(BIN) $(WORKLOAD) $(INTEG_BIN)
-	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) $(INTEG_BIN) --jobs 1
+	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) RK_SANITIZED=$(SANITIZE) \
+		$(INTEG_BIN) --jobs 1
 
 valgrind: $(UNIT_BIN)
 	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \

@@ -457,7 +457,11 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 	cr_assert_eq(st.dropped, 20001,
 		     "every exited thread (the main one last) handled by --on-exit=drop");
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped at the default ringbuf size");
-	cr_assert_lt(rss1 - rss0, 8 * 1024, "loader RSS grew by %ld kB", rss1 - rss0);
+	if (getenv("RK_SANITIZED") && !strcmp(getenv("RK_SANITIZED"), "1"))
+		printf("RSS not checked under ASan: its quarantine keeps freed memory (LeakSanitizer "
+		       "checks leaks at the loader's exit)\n");
+	else
+		cr_assert_lt(rss1 - rss0, 8 * 1024, "loader RSS grew by %ld kB", rss1 - rss0);
 }
 
 /* tmpfs full: the threads that do not fit are not traced, counted; the others are whole. */
