@@ -86,7 +86,7 @@ for kimg in $kernels; do
 	name=$(basename "$kimg")
 	echo "vmtest: === $name: booting with vng --disable-kvm (QEMU TCG)"
 	start=$(date +%s)
-	timeout 600 vng --disable-kvm --cpus 2 --memory 2G -r "$kimg" \
+	timeout 300 vng --disable-kvm --cpus 2 --memory 2G -r "$kimg" \
 		--exec "$top/scripts/vmtest-guest.sh $build" 2>&1 | sed -u "s/^/[$name] /"
 	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - start))
