@@ -22,7 +22,7 @@ VMLINUX_DIR := vmlinux/$(ARCH)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror
 CPPFLAGS += -Ibpf -Iuser -I$(OUTPUT) -D_GNU_SOURCE
-LIBS := -lbpf -lelf -lz -lpthread
+LIBS := -lbpf -lelf -lz -lipt -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(VMLINUX_DIR) -Ibpf $(WARN) \
 	-Wno-unused-parameter
 
@@ -35,9 +35,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 USER_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
-	user/show.c user/export.c user/symbols.c user/gc.c user/record.c
+	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c
 LIB_SRCS := user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
-	user/drain.c user/export.c user/symbols.c
+	user/drain.c user/export.c user/symbols.c user/pt.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o

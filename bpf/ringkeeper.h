@@ -107,6 +107,60 @@ struct rk_perf_event_attr {
 	__u64 config3;
 };
 
+/* intel_pt descriptor (the PMU-specific part of pmu_info), version 1. */
+#define RK_PT_DESC_VERSION 1
+#define RK_PT_VENDOR_INTEL 1
+/* Config fields of the intel_pt format/ directory, in this order. */
+#define RK_PT_FMT_NAMES                                                                   \
+	"pt", "tsc", "noretcomp", "mtc", "cyc", "pwr_evt", "fup_on_ptw", "ptw", "branch", \
+		"psb_period", "mtc_period", "cyc_thresh", "notnt", "event", "", ""
+#define RK_PT_NFMT 16
+/* rk_pt_desc.caps bits, from caps/ (a missing file is 0). */
+#define RK_PT_CAP_PSB_CYC (1u << 0)
+#define RK_PT_CAP_MTC (1u << 1)
+#define RK_PT_CAP_IP_FILTERING (1u << 2)
+#define RK_PT_CAP_PTWRITE (1u << 3)
+#define RK_PT_CAP_POWER_EVENT_TRACE (1u << 4)
+#define RK_PT_CAP_TOPA_OUTPUT (1u << 5)
+#define RK_PT_CAP_SINGLE_RANGE_OUTPUT (1u << 6)
+
+/**
+ * struct rk_pt_desc - what a decoder of this trace needs (libipt's
+ * pt_config), read from cpuid and sysfs when the trace was recorded, so the
+ * buffer decodes on another machine or from a core dump.
+ * @size, @version: versioning (the RFC's size-prefixed scheme).
+ * @cpu_*: the CPU (errata via pt_cpu_errata).
+ * @cpuid_0x15_eax, @cpuid_0x15_ebx: TSC/ART ratio (MTC and CYC timing).
+ * @max_nonturbo_ratio: nominal frequency ratio (libipt's nom_freq).
+ * @mtc_periods, @cyc_thresholds, @psb_periods: caps/ bitmaps.
+ * @caps: RK_PT_CAP_*; @num_address_ranges: address filters available.
+ * @fmt: bit ranges (first, last) of the config fields, in RK_PT_FMT_NAMES order.
+ * @time_shift, @time_mult, @time_zero: TSC to perf time, from the user page.
+ * @filter: the address filter string given, if any.
+ */
+struct rk_pt_desc {
+	__u32 size;
+	__u32 version;
+	__u32 cpu_vendor;
+	__u32 cpu_family;
+	__u32 cpu_model;
+	__u32 cpu_stepping;
+	__u32 cpuid_0x15_eax;
+	__u32 cpuid_0x15_ebx;
+	__u32 max_nonturbo_ratio;
+	__u32 mtc_periods;
+	__u32 cyc_thresholds;
+	__u32 psb_periods;
+	__u32 caps;
+	__u32 num_address_ranges;
+	__u8 fmt[RK_PT_NFMT][2];
+	__u16 time_shift;
+	__u16 __pad;
+	__u32 time_mult;
+	__u64 time_zero;
+	char filter[128];
+};
+
 /**
  * struct rk_pmu_key - key of the pmu_info map.
  * @tid: global tid of the traced thread.
@@ -163,5 +217,7 @@ _Static_assert(sizeof(struct rk_pmu_key) == 8, "key size");
 _Static_assert(sizeof(struct rk_pmu_entry) == 8 + RK_PERF_ATTR_SIZE + RK_PMU_DESC_MAX,
 	       "entry size");
 _Static_assert(sizeof(struct rk_signal) == 56, "signal size");
+_Static_assert(sizeof(struct rk_pt_desc) == 232, "pt descriptor size");
+_Static_assert(sizeof(struct rk_pt_desc) <= RK_PMU_DESC_MAX, "pt descriptor fits");
 
 #endif /* RINGKEEPER_H */

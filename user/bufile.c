@@ -379,6 +379,67 @@ out:
 	return ret;
 }
 
+int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len)
+{
+	struct perf_event_mmap_page *pg = bf->pg;
+	__u8 *aux = (__u8 *)bf->base + pg->aux_offset;
+	__u64 size = pg->aux_size, mask = size - 1, head, tail;
+	const __u8 *src = data;
+
+	if (!size)
+		return -EINVAL;
+	head = pg->aux_head;
+	tail = pg->aux_tail;
+	if (len > size) {
+		/* Only the newest bytes can be kept: the rest is overwritten at once. */
+		head += len - size;
+		src += len - size;
+		len = size;
+	}
+	if (head + len - tail > size) {
+		/*
+		 * Oldest bytes go first; the new tail is visible before they are
+		 * overwritten (pairs with the tail re-read in rk_bufile__read_aux()).
+		 */
+		__atomic_store_n(&pg->aux_tail, head + len - size, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	ring_copy_in(aux, mask, head, src, len);
+	/* Pairs with the acquire load of aux_head in rk_bufile__read_aux(). */
+	__atomic_store_n(&pg->aux_head, head + len, __ATOMIC_RELEASE);
+	return 0;
+}
+
+ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len)
+{
+	const struct perf_event_mmap_page *pg = bf->pg;
+	const __u8 *aux = (const __u8 *)bf->base + pg->aux_offset;
+	__u64 size = pg->aux_size, head, tail, n, cur;
+
+	if (!size)
+		return -ENODATA;
+	head = __atomic_load_n(&pg->aux_head, __ATOMIC_ACQUIRE);
+	tail = __atomic_load_n(&pg->aux_tail, __ATOMIC_ACQUIRE);
+	if (tail > head || head - tail > size)
+		return -EBADMSG;
+	n = head - tail;
+	if (n > len) {
+		tail = head - len;
+		n = len;
+	}
+	ring_copy_out(aux, size - 1, tail, buf, n);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	cur = __atomic_load_n(&pg->aux_tail, __ATOMIC_RELAXED);
+	if (cur > tail) {
+		/* A live writer overwrote the oldest part meanwhile: drop it. */
+		__u64 gone = cur - tail < n ? cur - tail : n;
+
+		memmove(buf, (__u8 *)buf + gone, n - gone);
+		n -= gone;
+	}
+	return (ssize_t)n;
+}
+
 size_t rk_sample_id_size(__u64 st)
 {
 	size_t n = 0;

@@ -17,6 +17,7 @@
 #include <linux/perf_event.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "ringkeeper.h"
 
 #define RK_PAGE_SIZE 4096u
@@ -171,6 +172,20 @@ typedef int (*rk_record_fn)(const struct perf_event_header *rec, void *ctx);
  * corrupt (size 0, not a multiple of 8, or past head).
  */
 int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx);
+
+/**
+ * rk_bufile__write_aux() - append raw bytes (Intel PT packets) to the AUX
+ * ring; the oldest bytes are overwritten to make room.
+ * Return: 0, or -EINVAL if the file has no AUX area.
+ */
+int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len);
+
+/**
+ * rk_bufile__read_aux() - copy [aux_tail, aux_head) (at most @len, the
+ * newest) into @buf, oldest first.
+ * Return: bytes copied; -ENODATA (no AUX area), -EBADMSG (head/tail corrupt).
+ */
+ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len);
 
 /** rk_bufile_sched_rec_size() - bytes of sample_id for an attr's sample_type. */
 size_t rk_sample_id_size(__u64 sample_type);

@@ -12,6 +12,7 @@
 #include "bufile.h"
 #include "export.h"
 #include "gc.h"
+#include "pt.h"
 #include "record.h"
 #include "session.h"
 #include "show.h"
@@ -581,8 +582,9 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 	free(names);
 }
 
-/* show -e: which source's buffers a TID is looked up in. */
+/* show -e: which source's buffers a TID is looked up in; --pt: dump the AUX area. */
 static const char *show_event = RK_SCHED_DIR;
+static int show_pt;
 
 static int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
 		       const char **session, int *all)
@@ -593,6 +595,7 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		{ "session", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "event", required_argument, NULL, 'e' },
+		{ "pt", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -604,6 +607,11 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 			if (!session || strchr(optarg, '/'))
 				goto bad;
 			show_event = optarg;
+			break;
+		case 'P':
+			if (!session)
+				goto bad;
+			show_pt = 1;
 			break;
 		case 'j':
 			*json = 1;
@@ -722,7 +730,9 @@ static int cmd_show(int argc, char **argv)
 		"oldest first, in perf script's layout; sample addresses are resolved through\n"
 		"the sideband of the thread's process and the mapped files. A TID is looked up\n"
 		"in the newest session that has it (or in --session), in the sched buffers or,\n"
-		"with -e, in those of that event (e.g. -e cpu-clock).\n";
+		"with -e, in those of that event (e.g. -e cpu-clock).\n"
+		"  --pt   dump the AUX area as Intel PT packets (like ptdump), configured by\n"
+		"         the intel_pt descriptor in the file's own pmu_info\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
@@ -768,6 +778,40 @@ static int cmd_show(int argc, char **argv)
 		else
 			rk_err("cannot read %s: %s", path, strerror(errno));
 		return 1;
+	}
+	if (show_pt) {
+		struct pt_config cfg;
+		const char *why = NULL;
+		ssize_t n;
+		long pk;
+		__u8 *aux;
+
+		if (!bf->pg->aux_size) {
+			rk_err("%s has no AUX area: not an Intel PT buffer", path);
+			rk_bufile__free(bf);
+			return 1;
+		}
+		if (rk_pt_config(bf->pmu->desc, bf->pmu->info.pmu_descsz, bf->pmu->attr.config,
+				 &cfg, &why)) {
+			rk_err("%s: cannot decode its Intel PT: %s", path, why);
+			rk_bufile__free(bf);
+			return 1;
+		}
+		aux = malloc(bf->pg->aux_size);
+		n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size) : -ENOMEM;
+		pk = n >= 0 ? rk_pt_dump(stdout, aux, (size_t)n,
+					 __atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) -
+						 (__u64)n,
+					 &cfg) :
+			      0;
+		free(aux);
+		rk_bufile__free(bf);
+		if (n < 0 || pk < 0) {
+			rk_err("%s: %s", path,
+			       n < 0 ? strerror((int)-n) : pt_errstr(pt_errcode((int)pk)));
+			return 1;
+		}
+		return 0;
 	}
 	/* Addresses resolve through the sideband of the thread's process: <session>/sideband/<tgid>. */
 	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP) {
@@ -887,6 +931,84 @@ static int cmd_export(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_pmu(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper pmu [--json]\n"
+		"\n"
+		"List the PMUs of this machine (/sys/bus/event_source/devices) and the PMU\n"
+		"descriptor a buffer of each carries in its pmu_info: for intel_pt, what a\n"
+		"decoder needs (CPU, CPUID 0x15, nominal ratio, caps, config bit layout);\n"
+		"software and tracepoint PMUs have an empty descriptor.\n";
+	static const char *const fmt[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
+	const char *dir = "/sys/bus/event_source/devices";
+	int json = 0, first = 1, r, i;
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+	DIR *d;
+
+	r = common_opts(argc, argv, usage, &json, &dir, NULL, NULL);
+	if (r <= 0)
+		return -r;
+	dir = "/sys/bus/event_source/devices";
+	d = opendir(dir);
+	if (!d) {
+		rk_err("cannot read %s: %s", dir, strerror(errno));
+		return 1;
+	}
+	if (json)
+		printf("[");
+	while ((de = readdir(d))) {
+		struct rk_pt_desc pd;
+		uint64_t type = 0;
+		int pt;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/type", dir, de->d_name);
+		rk_read_u64_file(path, &type);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		pt = !strcmp(de->d_name, "intel_pt") && !rk_pt_desc_read(&pd, path);
+		if (json) {
+			printf("%s{\"name\":", first ? "" : ",");
+			rk_json_str(stdout, de->d_name);
+			printf(",\"type\":%llu,\"pmu_descsz\":%zu", (unsigned long long)type,
+			       pt ? sizeof(pd) : (size_t)0);
+			if (pt)
+				printf(",\"cpu\":{\"family\":%u,\"model\":%u,\"stepping\":%u},"
+				       "\"cpuid_0x15\":[%u,%u],\"max_nonturbo_ratio\":%u,"
+				       "\"mtc_periods\":%u,\"caps\":%u,\"num_address_ranges\":%u",
+				       pd.cpu_family, pd.cpu_model, pd.cpu_stepping,
+				       pd.cpuid_0x15_eax, pd.cpuid_0x15_ebx, pd.max_nonturbo_ratio,
+				       pd.mtc_periods, pd.caps, pd.num_address_ranges);
+			printf("}");
+			first = 0;
+			continue;
+		}
+		printf("%-16s type %-4llu descriptor: %s\n", de->d_name, (unsigned long long)type,
+		       pt ? "intel_pt v1" : "none (0 bytes)");
+		if (!pt)
+			continue;
+		printf("  cpu family %u model %u stepping %u; cpuid 0x15 %u/%u; max_nonturbo_ratio %u\n",
+		       pd.cpu_family, pd.cpu_model, pd.cpu_stepping, pd.cpuid_0x15_eax,
+		       pd.cpuid_0x15_ebx, pd.max_nonturbo_ratio);
+		printf("  mtc_periods %#x cyc_thresholds %#x psb_periods %#x caps %#x address ranges "
+		       "%u\n  config:",
+		       pd.mtc_periods, pd.cyc_thresholds, pd.psb_periods, pd.caps,
+		       pd.num_address_ranges);
+		for (i = 0; i < RK_PT_NFMT; i++)
+			if (*fmt[i] && (pd.fmt[i][1] & 0x80))
+				printf(" %s=%u-%u", fmt[i], pd.fmt[i][0], pd.fmt[i][1] & 0x7f);
+		printf("\n");
+	}
+	closedir(d);
+	if (json)
+		printf("]\n");
+	else if (!rk_pt_present(NULL))
+		printf("intel_pt: not present on this machine\n");
+	return 0;
+}
+
 static int cmd_gc(int argc, char **argv)
 {
 	static const char usage[] =
@@ -975,6 +1097,8 @@ int main(int argc, char **argv)
 		return cmd_export(argc, argv);
 	if (!strcmp(cmd, "gc"))
 		return cmd_gc(argc, argv);
+	if (!strcmp(cmd, "pmu"))
+		return cmd_pmu(argc, argv);
 	rk_err("unknown command '%s' (see ringkeeper --help)", cmd);
 	return 2;
 }

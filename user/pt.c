@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <cpuid.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pt.h"
+#include "util.h"
+
+static const char *const fmt_names[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
+
+int rk_pt_present(const char *sysdir)
+{
+	return !access(sysdir ? sysdir : RK_PT_SYSFS, F_OK);
+}
+
+static __u32 read_u32(const char *dir, const char *sub, const char *name)
+{
+	char path[512];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+	if (rk_read_u64_file(path, &v))
+		return 0;
+	return (__u32)v;
+}
+
+/* A caps/ bitmap file is hex ("249" = 0x249). */
+static __u32 read_hex(const char *dir, const char *name)
+{
+	char path[512];
+	unsigned int v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/caps/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%x", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* format/NAME holds "config:LO" or "config:LO-HI". */
+static void read_fmt(const char *dir, int i, struct rk_pt_desc *d)
+{
+	char path[512];
+	unsigned int lo, hi;
+	FILE *f;
+	int n;
+
+	if (!*fmt_names[i])
+		return;
+	snprintf(path, sizeof(path), "%s/format/%s", dir, fmt_names[i]);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fscanf(f, "config:%u-%u", &lo, &hi);
+	fclose(f);
+	if (n < 1 || lo > 63 || (n == 2 && (hi < lo || hi > 63)))
+		return;
+	d->fmt[i][0] = (__u8)lo;
+	d->fmt[i][1] = (__u8)(n == 2 ? hi : lo);
+	/* A field at bit 0 is told apart from "absent" by hi >= lo and the flag below. */
+	d->fmt[i][1] |= 0x80;
+}
+
+int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir)
+{
+	unsigned int a, b, c, dx;
+	int i;
+
+	memset(d, 0, sizeof(*d));
+	if (!rk_pt_present(sysdir))
+		return -ENOENT;
+	d->size = sizeof(*d);
+	d->version = RK_PT_DESC_VERSION;
+	if (__get_cpuid(0, &a, &b, &c, &dx) && b == 0x756e6547 /* "Genu" */)
+		d->cpu_vendor = RK_PT_VENDOR_INTEL;
+	if (__get_cpuid(1, &a, &b, &c, &dx)) {
+		d->cpu_family = (a >> 8) & 0xf;
+		d->cpu_model = (a >> 4) & 0xf;
+		d->cpu_stepping = a & 0xf;
+		if (d->cpu_family == 0xf)
+			d->cpu_family += (a >> 20) & 0xff;
+		if (d->cpu_family == 0x6 || d->cpu_family == 0xf)
+			d->cpu_model += ((a >> 16) & 0xf) << 4;
+	}
+	if (__get_cpuid_max(0, NULL) >= 0x15) {
+		__cpuid(0x15, a, b, c, dx);
+		d->cpuid_0x15_eax = a;
+		d->cpuid_0x15_ebx = b;
+	}
+	d->max_nonturbo_ratio = read_u32(sysdir, "caps", "max_nonturbo_ratio");
+	d->mtc_periods = read_hex(sysdir, "mtc_periods");
+	d->cyc_thresholds = read_hex(sysdir, "cycle_thresholds");
+	d->psb_periods = read_hex(sysdir, "psb_periods");
+	d->num_address_ranges = read_u32(sysdir, "caps", "num_address_ranges");
+	d->caps |= read_u32(sysdir, "caps", "psb_cyc") ? RK_PT_CAP_PSB_CYC : 0;
+	d->caps |= read_u32(sysdir, "caps", "mtc") ? RK_PT_CAP_MTC : 0;
+	d->caps |= read_u32(sysdir, "caps", "ip_filtering") ? RK_PT_CAP_IP_FILTERING : 0;
+	d->caps |= read_u32(sysdir, "caps", "ptwrite") ? RK_PT_CAP_PTWRITE : 0;
+	d->caps |= read_u32(sysdir, "caps", "power_event_trace") ? RK_PT_CAP_POWER_EVENT_TRACE : 0;
+	d->caps |= read_u32(sysdir, "caps", "topa_output") ? RK_PT_CAP_TOPA_OUTPUT : 0;
+	d->caps |= read_u32(sysdir, "caps", "single_range_output") ? RK_PT_CAP_SINGLE_RANGE_OUTPUT :
+								     0;
+	for (i = 0; i < RK_PT_NFMT; i++)
+		read_fmt(sysdir, i, d);
+	return 0;
+}
+
+long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config)
+{
+	int i;
+
+	for (i = 0; i < RK_PT_NFMT; i++) {
+		unsigned int lo = d->fmt[i][0], hi = d->fmt[i][1] & 0x7f;
+
+		if (!*fmt_names[i] || strcmp(fmt_names[i], name) || !(d->fmt[i][1] & 0x80))
+			continue;
+		return (long long)((config >> lo) &
+				   ((hi - lo == 63) ? ~0ull : (1ull << (hi - lo + 1)) - 1));
+	}
+	return -1;
+}
+
+int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config *cfg,
+		 const char **why)
+{
+	struct rk_pt_desc d;
+	long long mtc, mtc_period;
+	int err;
+
+	pt_config_init(cfg);
+	if (!desc || !descsz) {
+		*why = "no intel_pt descriptor in the buffer's pmu_info (pmu_descsz 0)";
+		return -ENOENT;
+	}
+	if (descsz < 8) {
+		*why = "intel_pt descriptor shorter than its own header";
+		return -EINVAL;
+	}
+	memset(&d, 0, sizeof(d));
+	memcpy(&d, desc, descsz < sizeof(d) ? descsz : sizeof(d));
+	if (d.size != descsz || d.size < offsetof(struct rk_pt_desc, filter) ||
+	    d.version != RK_PT_DESC_VERSION) {
+		*why = "intel_pt descriptor of an unknown size or version";
+		return -EINVAL;
+	}
+	if (d.cpu_vendor != RK_PT_VENDOR_INTEL) {
+		*why = "the descriptor does not describe an Intel CPU";
+		return -EINVAL;
+	}
+	cfg->cpu.vendor = pcv_intel;
+	cfg->cpu.family = (uint16_t)d.cpu_family;
+	cfg->cpu.model = (uint8_t)d.cpu_model;
+	cfg->cpu.stepping = (uint8_t)d.cpu_stepping;
+	err = pt_cpu_errata(&cfg->errata, &cfg->cpu);
+	if (err < 0) {
+		*why = "libipt does not know this CPU's errata";
+		return -EINVAL;
+	}
+	cfg->cpuid_0x15_eax = d.cpuid_0x15_eax;
+	cfg->cpuid_0x15_ebx = d.cpuid_0x15_ebx;
+	cfg->nom_freq = (uint8_t)d.max_nonturbo_ratio;
+	mtc = rk_pt_config_field(&d, "mtc", config);
+	mtc_period = rk_pt_config_field(&d, "mtc_period", config);
+	if (mtc > 0) {
+		/* MTC packets are timing only with the CTC/TSC ratio of CPUID 0x15. */
+		if (!d.cpuid_0x15_eax || !d.cpuid_0x15_ebx) {
+			*why = "the trace has MTC timing but the descriptor lacks CPUID 0x15 "
+			       "(TSC/ART ratio)";
+			return -EPROTO;
+		}
+		if (mtc_period < 0) {
+			*why = "the trace has MTC but the descriptor has no mtc_period field";
+			return -EPROTO;
+		}
+		cfg->mtc_freq = (uint8_t)mtc_period;
+	}
+	*why = NULL;
+	return 0;
+}
+
+void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len)
+{
+	switch (p->type) {
+	case ppt_psb:
+		snprintf(s, len, "psb");
+		break;
+	case ppt_psbend:
+		snprintf(s, len, "psbend");
+		break;
+	case ppt_pad:
+		snprintf(s, len, "pad");
+		break;
+	case ppt_ovf:
+		snprintf(s, len, "ovf");
+		break;
+	case ppt_stop:
+		snprintf(s, len, "stop");
+		break;
+	case ppt_tsc:
+		snprintf(s, len, "tsc %llx", (unsigned long long)p->payload.tsc.tsc);
+		break;
+	case ppt_cbr:
+		snprintf(s, len, "cbr %x", p->payload.cbr.ratio);
+		break;
+	case ppt_mtc:
+		snprintf(s, len, "mtc %x", p->payload.mtc.ctc);
+		break;
+	case ppt_cyc:
+		snprintf(s, len, "cyc %llx", (unsigned long long)p->payload.cyc.value);
+		break;
+	case ppt_tnt_8:
+	case ppt_tnt_64: {
+		size_t n = 0, i;
+
+		n += (size_t)snprintf(s, len, "tnt.%s ", p->type == ppt_tnt_8 ? "8" : "64");
+		for (i = p->payload.tnt.bit_size; i > 0 && n + 1 < len; i--)
+			s[n++] = (p->payload.tnt.payload >> (i - 1)) & 1 ? '!' : '.';
+		s[n < len ? n : len - 1] = '\0';
+		break;
+	}
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_fup: {
+		const char *n = p->type == ppt_tip     ? "tip" :
+				p->type == ppt_tip_pge ? "tip.pge" :
+				p->type == ppt_tip_pgd ? "tip.pgd" :
+							 "fup";
+
+		snprintf(s, len, "%s %d: %llx", n, p->payload.ip.ipc,
+			 (unsigned long long)p->payload.ip.ip);
+		break;
+	}
+	case ppt_mode:
+		if (p->payload.mode.leaf == pt_mol_exec)
+			snprintf(s, len, "mode.exec%s%s",
+				 p->payload.mode.bits.exec.csl ? " cs.l" : "",
+				 p->payload.mode.bits.exec.csd ? " cs.d" : "");
+		else
+			snprintf(s, len, "mode.tsx");
+		break;
+	case ppt_pip:
+		snprintf(s, len, "pip %llx", (unsigned long long)p->payload.pip.cr3);
+		break;
+	case ppt_tma:
+		snprintf(s, len, "tma %x, %x", p->payload.tma.ctc, p->payload.tma.fc);
+		break;
+	default:
+		snprintf(s, len, "packet type %d", (int)p->type);
+	}
+}
+
+long rk_pt_dump(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg)
+{
+	struct pt_packet_decoder *dec;
+	struct pt_packet pkt;
+	long n = 0;
+	int err;
+
+	cfg->begin = (uint8_t *)buf;
+	cfg->end = (uint8_t *)buf + len;
+	dec = pt_pkt_alloc_decoder(cfg);
+	if (!dec)
+		return -pte_nomem;
+	err = pt_pkt_sync_forward(dec);
+	if (err < 0) {
+		pt_pkt_free_decoder(dec);
+		return err;
+	}
+	for (;;) {
+		uint64_t off;
+		char s[128];
+
+		if (pt_pkt_get_offset(dec, &off) < 0)
+			break;
+		err = pt_pkt_next(dec, &pkt, sizeof(pkt));
+		if (err == -pte_eos)
+			break;
+		if (err < 0) {
+			fprintf(out, "%016llx  [error: %s]\n", (unsigned long long)(base + off),
+				pt_errstr(pt_errcode(err)));
+			/* Resynchronize at the next PSB, as ptdump does. */
+			if (pt_pkt_sync_forward(dec) < 0)
+				break;
+			continue;
+		}
+		rk_pt_packet_str(&pkt, s, sizeof(s));
+		fprintf(out, "%016llx  %s\n", (unsigned long long)(base + off), s);
+		n++;
+	}
+	pt_pkt_free_decoder(dec);
+	return n;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * pt.h - Intel PT: the pmu_info descriptor (read from cpuid and sysfs), the
+ * libipt configuration built from it, and a packet dump of a buffer's AUX
+ * area, so a trace decodes from the buffer file alone.
+ */
+#ifndef RK_PT_H
+#define RK_PT_H
+
+#include <linux/types.h>
+#include <stdio.h>
+#include <intel-pt.h>
+#include "ringkeeper.h"
+
+#define RK_PT_SYSFS "/sys/bus/event_source/devices/intel_pt"
+
+/** rk_pt_present() - the intel_pt PMU exists on this machine. */
+int rk_pt_present(const char *sysdir);
+
+/**
+ * rk_pt_desc_read() - fill @d from cpuid and the PMU's sysfs directory.
+ * @sysdir: RK_PT_SYSFS, or a copy of it (tests).
+ * Return: 0, or -ENOENT if @sysdir does not exist.
+ */
+int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir);
+
+/**
+ * rk_pt_config_field() - value of a format field (e.g. "mtc_period") in @config.
+ * Return: the value, or -1 if the descriptor has no such field.
+ */
+long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config);
+
+/**
+ * rk_pt_config() - libipt's pt_config for a trace of @config, from @d.
+ * @desc, @descsz: the descriptor as the buffer holds it (may be absent).
+ * @why: on failure, what is wrong with the descriptor, for people.
+ * Return: 0; -ENOENT (no descriptor), -EINVAL (wrong size/version/vendor),
+ * -EPROTO (the trace's timing needs what the descriptor lacks).
+ */
+int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config *cfg,
+		 const char **why);
+
+/**
+ * rk_pt_dump() - print the packets of @buf like ptdump: offset, packet.
+ * Decoding starts at the first PSB (bytes before it cannot be synchronized).
+ * @base: offset added to printed positions (the ring position of @buf).
+ * Return: packets printed, or a negative libipt error (pte_*).
+ */
+long rk_pt_dump(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg);
+
+/** rk_pt_packet_str() - one packet as rk_pt_dump prints it. */
+void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len);
+
+#endif /* RK_PT_H */
