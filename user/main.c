@@ -941,16 +941,33 @@ static int cmd_pmu(int argc, char **argv)
 		"decoder needs (CPU, CPUID 0x15, nominal ratio, caps, config bit layout);\n"
 		"software and tracepoint PMUs have an empty descriptor.\n";
 	static const char *const fmt[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
-	const char *dir = "/sys/bus/event_source/devices";
+	const char *const dir = "/sys/bus/event_source/devices";
 	int json = 0, first = 1, r, i;
 	struct dirent *de;
 	char path[PATH_MAX + 300];
 	DIR *d;
 
-	r = common_opts(argc, argv, usage, &json, &dir, NULL, NULL);
-	if (r <= 0)
-		return -r;
-	dir = "/sys/bus/event_source/devices";
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+
+	while ((r = getopt_long(argc, argv, "+jh", lo, NULL)) != -1) {
+		if (r == 'j') {
+			json = 1;
+		} else if (r == 'h') {
+			fputs(usage, stdout);
+			return 0;
+		} else {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
 	d = opendir(dir);
 	if (!d) {
 		rk_err("cannot read %s: %s", dir, strerror(errno));
