@@ -87,16 +87,23 @@ for kimg in $kernels; do
 	note=""
 	for attempt in 1 2; do
 		echo "vmtest: === $name: booting with vng --disable-kvm (QEMU TCG)"
+		log=$vm/$name.$attempt.console.log
 		start=$(date +%s)
-		timeout 240 vng --disable-kvm --cpus 2 --memory 2G -r "$kimg" \
-			--exec "$top/scripts/vmtest-guest.sh $build" 2>&1 | sed -u "s/^/[$name] /"
+		# The whole console goes to $log; the kernel's own lines stay out of the output.
+		timeout 240 vng --verbose --disable-kvm --cpus 2 --memory 2G -r "$kimg" \
+			--exec "$top/scripts/vmtest-guest.sh $build" 2>&1 | tee "$log" |
+			grep --line-buffered -vE '^\[ *[0-9]+\.[0-9]+\]' | sed -u "s/^/[$name] /"
 		rc=${PIPESTATUS[0]}
 		secs=$(($(date +%s) - start))
-		# A guest that made no progress for 240 s locked up (see README): one
-		# more boot, said loudly; a test that fails is never retried.
-		[ "$rc" -eq 124 ] && [ "$attempt" -eq 1 ] || break
-		echo "vmtest: !!! $name: the guest timed out after ${secs}s (a kernel lockup?); booting it once more"
-		note=" after one guest timeout"
+		# The guest script always ends with its summary line; without it the
+		# guest itself died or locked up (see README): show why, boot once more,
+		# loudly. A test that fails is never retried.
+		grep -q '^vmtest-guest: tests on ' "$log" && break
+		[ "$attempt" -eq 1 ] || break
+		echo "vmtest: !!! $name: the guest died or hung (exit $rc after ${secs}s); its console's last lines:"
+		grep -E '^\[ *[0-9]+\.[0-9]+\]' "$log" | tail -25 | sed "s/^/[$name console] /"
+		echo "vmtest: !!! $name: booting it once more (full console: $log)"
+		note=" after one guest death/lockup"
 	done
 	if [ "$rc" -eq 0 ]; then
 		summary="$summary\n  PASS  $name  (${secs}s for boot and tests$note)"
