@@ -1100,11 +1100,19 @@ static pid_t launch(char **argv, const sigset_t *oldmask, int *go_fd)
 	return pid;
 }
 
+/* The kernel's view of what we hold locked, kept at its peak. */
+static void note_vmlck(struct rk_rec *r)
+{
+	int64_t kb = rk_proc_vmlck_kb(getpid());
+
+	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
+		r->st->vmlck_peak = (__u64)kb * 1024;
+}
+
 static void publish(struct rk_rec *r)
 {
 	__u64 vals[256];
 	struct rk_pin_stats ps;
-	int64_t kb;
 	__u32 k;
 
 	for (k = 0; k < RK_CNT_MAX && r->ncpus <= 256; k++) {
@@ -1142,9 +1150,7 @@ static void publish(struct rk_rec *r)
 	r->st->coalesced = ps.coalesced;
 	r->st->locked = ps.locked;
 	r->st->locked_peak = ps.peak;
-	kb = rk_proc_vmlck_kb(getpid());
-	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
-		r->st->vmlck_peak = (__u64)kb * 1024;
+	note_vmlck(r);
 	r->st->update_ns = rk_now_real_ns();
 }
 
@@ -1152,15 +1158,12 @@ static void publish(struct rk_rec *r)
 static void sample_vmlck(struct rk_rec *r)
 {
 	struct rk_pin_stats ps;
-	int64_t kb;
 
 	rk_pin_pool__stats(r->pool, &ps);
 	if (ps.pins == r->last_pins)
 		return;
 	r->last_pins = ps.pins;
-	kb = rk_proc_vmlck_kb(getpid());
-	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
-		r->st->vmlck_peak = (__u64)kb * 1024;
+	note_vmlck(r);
 }
 
 static int live_threads_of(struct rk_rec *r, __u32 tgid)

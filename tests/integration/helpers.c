@@ -265,10 +265,11 @@ int read_line_within(int fd, char *buf, size_t len, unsigned int ms)
 	return 0;
 }
 
-pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *extra)
+pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *const extra[])
 {
 	char pidbuf[16], fdbuf[16], o[128], e[128];
-	int rp[2];
+	char *argv[32];
+	int rp[2], n = 0, i;
 	pid_t rk;
 
 	cr_assert_eq(pipe(rp), 0);
@@ -276,15 +277,25 @@ pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const 
 	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
 	snprintf(o, sizeof(o), "%s/.rk.out", root);
 	snprintf(e, sizeof(e), "%s/.rk.err", root);
-	{
-		char *argv[] = { (char *)rk_bin, "record",    "--root",
-				 root,		 "--session", (char *)session,
-				 "-m",		 "16K",	      "--ready-fd",
-				 fdbuf,		 "-p",	      pidbuf,
-				 (char *)extra,	 NULL };
-
-		rk = spawn(argv, o, e, rp[1]);
+	argv[n++] = (char *)rk_bin;
+	argv[n++] = "record";
+	argv[n++] = "--root";
+	argv[n++] = root;
+	argv[n++] = "--session";
+	argv[n++] = (char *)session;
+	argv[n++] = "-m";
+	argv[n++] = "16K";
+	argv[n++] = "--ready-fd";
+	argv[n++] = fdbuf;
+	/* Later options win: an extra "-m" replaces the default above. */
+	for (i = 0; extra && extra[i]; i++) {
+		cr_assert_lt(n, 28, "too many extra options");
+		argv[n++] = (char *)extra[i];
 	}
+	argv[n++] = "-p";
+	argv[n++] = pidbuf;
+	argv[n] = NULL;
+	rk = spawn(argv, o, e, rp[1]);
 	close(rp[1]);
 	*ready_rd = rp[0];
 	return rk;

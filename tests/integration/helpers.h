@@ -47,8 +47,13 @@ struct check {
 void check_file(const char *path, struct check *c, struct rk_bufile **keep);
 void read_stat(const char *session, struct rk_session_stat *st);
 int read_line_within(int fd, char *buf, size_t len, unsigned int ms);
-/* `record -p TARGET --ready-fd W [extra]`; *ready_rd is the read end. */
-pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const char *extra);
+/*
+ * `record --root ROOT --session S -m 16K --ready-fd W [EXTRA...] -p TARGET`,
+ * output in ROOT/.rk.out and .rk.err; *ready_rd is the read end of W.
+ * @extra: NULL-terminated options (may be NULL).
+ */
+pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
+			const char *const extra[]);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
 

@@ -371,17 +371,16 @@ static long fd_count(pid_t pid)
  */
 Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 {
-	char wo[128], we[128], go_fd[16], line[64], pidbuf[16], fdbuf[16], o[128], e[128];
+	char wo[128], we[128], go_fd[16], line[64], e[128];
 	long fds0, fds1, rss0, rss1;
 	struct rk_session_stat st;
-	int gp[2], rp[2], status, mfd;
+	int gp[2], ready, status, mfd;
 	struct rk_pmu_key k, next, *prev = NULL;
 	unsigned int entries = 0;
 	uint64_t end;
 	pid_t wl, rk;
 
 	cr_assert_eq(pipe(gp), 0);
-	cr_assert_eq(pipe(rp), 0);
 	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
@@ -391,19 +390,13 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 		wl = spawn(argv, wo, we, gp[0]);
 	}
 	close(gp[0]);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
-	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
-	snprintf(o, sizeof(o), "%s/.rk.out", root);
-	snprintf(e, sizeof(e), "%s/.rk.err", root);
 	{
-		char *argv[] = { (char *)rk_bin, "record", "--root",	root,	"--session",  "c",
-				 "-m",		 "4K",	   "--on-exit", "drop", "--ready-fd", fdbuf,
-				 "-p",		 pidbuf,   NULL };
+		const char *const extra[] = { "-m", "4K", "--on-exit", "drop", NULL };
 
-		rk = spawn(argv, o, e, rp[1]);
+		rk = start_recorder_on(wl, "c", &ready, extra);
 	}
-	close(rp[1]);
-	cr_assert_eq(read_line_within(rp[0], line, sizeof(line), 30000), 0, "%s", slurp(e));
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "%s", slurp(e));
 	fds0 = fd_count(rk);
 	rss0 = proc_field(rk, "VmRSS:");
 	cr_assert_eq(write(gp[1], "g", 1), 1);
@@ -443,7 +436,7 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	status = wait_for(rk, 30000);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", slurp(e));
-	close(rp[0]);
+	close(ready);
 	read_stat("c", &st);
 	printf("churn of 20,000 threads: loader fds %ld -> %ld, VmRSS %ld -> %ld kB; map entries "
 	       "left %u; BPF drops %llu, records lost %llu, threads traced %llu, files dropped "
@@ -556,21 +549,9 @@ Test(lifecycle, resume_after_sigkill_loses_nothing)
 	}
 	{
 		/* A ring that does not wrap, so "nothing lost" means every record. */
-		char pidbuf[16], fdbuf[16], o[128], e[128];
-		int rp[2];
-		char *argv[] = {
-			(char *)rk_bin, "record",     "--root", root, "--session", "r", "-m",
-			"512K",		"--ready-fd", fdbuf,	"-p", pidbuf,	   NULL
-		};
+		const char *const extra[] = { "-m", "512K", NULL };
 
-		cr_assert_eq(pipe(rp), 0);
-		snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
-		snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
-		snprintf(o, sizeof(o), "%s/.rk.out", root);
-		snprintf(e, sizeof(e), "%s/.rk.err", root);
-		rk = spawn(argv, o, e, rp[1]);
-		close(rp[1]);
-		ready = rp[0];
+		rk = start_recorder_on(wl, "r", &ready, extra);
 	}
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
 	close(ready);

@@ -396,15 +396,14 @@ Test(perf, bad_events_get_clear_errors)
 /* -p: mappings that existed before attach are synthesized, so samples resolve. */
 Test(perf, attach_synthesizes_existing_mappings_and_show_resolves)
 {
-	char wo[128], we[128], go_fd[16], line[64], pidbuf[16], fdbuf[16], o[128], e[128];
+	char wo[128], we[128], go_fd[16], line[64], e[128];
 	char cmd[1024], *txt;
 	unsigned int tids[8];
-	int gp[2], rp[2], st;
+	int gp[2], ready, st;
 	pid_t wl, rk;
 	size_t n, i;
 
 	cr_assert_eq(pipe(gp), 0);
-	cr_assert_eq(pipe(rp), 0);
 	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
@@ -415,27 +414,22 @@ Test(perf, attach_synthesizes_existing_mappings_and_show_resolves)
 		wl = spawn(argv, wo, we, gp[0]);
 	}
 	close(gp[0]);
-	snprintf(pidbuf, sizeof(pidbuf), "%d", wl);
-	snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
-	snprintf(o, sizeof(o), "%s/.rk.out", root);
-	snprintf(e, sizeof(e), "%s/.rk.err", root);
 	{
-		char *argv[] = { (char *)rk_bin, "record", "--root", root,
-				 "--session",	 "a",	   "-e",     "cpu-clock",
-				 "-F",		 "1999",   "-g",     "--ready-fd",
-				 fdbuf,		 "-p",	   pidbuf,   NULL };
+		/* 128K: what -m defaults to with one -e event and the default budget. */
+		const char *const extra[] = { "-m", "128K", "-e", "cpu-clock",
+					      "-F", "1999", "-g", NULL };
 
-		rk = spawn(argv, o, e, rp[1]);
+		rk = start_recorder_on(wl, "a", &ready, extra);
 	}
-	close(rp[1]);
-	cr_assert_eq(read_line_within(rp[0], line, sizeof(line), 30000), 0, "%s", slurp(e));
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "%s", slurp(e));
 	cr_assert_eq(write(gp[1], "g", 1), 1);
 	close(gp[1]);
 	st = wait_for(wl, 60000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	st = wait_for(rk, 30000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", slurp(e));
-	close(rp[0]);
+	close(ready);
 	n = expected_tids(slurp(wo), tids, 8);
 	cr_assert_eq(n, 3);
 	/* The workload's own mapping, from /proc/PID/maps, is in the sideband. */

@@ -24,6 +24,7 @@
 #include "bufile.h"
 #include "session.h"
 #include "helpers.h"
+#include "util.h"
 
 TestSuite(record, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
 
@@ -220,23 +221,6 @@ Test(record, pmu_info_map_matches_the_files)
 	cr_assert_eq(access("/sys/fs/bpf/ringkeeper", F_OK), -1, "bpffs dir removed at exit");
 }
 
-static int64_t vmlck_kb(pid_t pid)
-{
-	char path[64], line[256];
-	long long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 Test(record, locked_memory_stays_within_budget_with_200_threads)
 {
 	/* -m 16K: 20 KiB per file; the budget fits exactly two buffers. */
@@ -263,7 +247,7 @@ Test(record, locked_memory_stays_within_budget_with_200_threads)
 
 		if (r == rk)
 			break;
-		kb = vmlck_kb(rk);
+		kb = rk_proc_vmlck_kb(rk);
 		if (kb > max_kb)
 			max_kb = kb;
 		samples++;
@@ -387,7 +371,11 @@ Test(record, sigint_stops_cleanly_and_keeps_files)
 
 		wl = spawn(argv, wo, we, -1);
 	}
-	rk = start_recorder_on(wl, "i", &ready, "--keep");
+	{
+		const char *const keep[] = { "--keep", NULL };
+
+		rk = start_recorder_on(wl, "i", &ready, keep);
+	}
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
 	snprintf(dir, sizeof(dir), "%s/i/sched", root);
 	/* Wait (bounded) until both worker threads have switches recorded. */
