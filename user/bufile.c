@@ -410,6 +410,31 @@ int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len)
 	return 0;
 }
 
+int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_header *h,
+			     const void *p0, size_t n0, const void *p1, size_t n1)
+{
+	union {
+		struct perf_event_header h;
+		__u8 b[256];
+	} rec;
+	__u64 start = bf->pg->aux_head, size = n0 + n1;
+	int err;
+
+	if (!bf->pg->aux_size || h->type != PERF_RECORD_AUX || h->size < sizeof(*h) + 24 ||
+	    h->size > sizeof(rec))
+		return -EINVAL;
+	err = rk_bufile__write_aux(bf, p0, n0);
+	if (!err && n1)
+		err = rk_bufile__write_aux(bf, p1, n1);
+	if (err)
+		return err;
+	/* The record, in this file's AUX coordinates: where the chunk starts here. */
+	memcpy(rec.b, h, h->size);
+	memcpy(rec.b + sizeof(*h), &start, 8);
+	memcpy(rec.b + sizeof(*h) + 8, &size, 8);
+	return rk_bufile__write(bf, rec.b, h->size);
+}
+
 ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;

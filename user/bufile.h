@@ -181,6 +181,17 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx);
 int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len);
 
 /**
+ * rk_bufile__write_aux_rec() - store one PERF_RECORD_AUX's bytes (@p0/@n0
+ * then @p1/@n1, the two parts of a range that wrapped in the CPU ring) in
+ * the AUX ring, then the record itself in the data ring with aux_offset and
+ * aux_size rewritten to where the bytes are in this file (flags kept: a
+ * TRUNCATED chunk stays marked).
+ * Return: 0; -EINVAL (no AUX area, not an AUX record); rk_bufile__write()'s errors.
+ */
+int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_header *h,
+			     const void *p0, size_t n0, const void *p1, size_t n1);
+
+/**
  * rk_bufile__read_aux() - copy [aux_tail, aux_head) (at most @len, the
  * newest) into @buf, oldest first.
  * Return: bytes copied; -ENODATA (no AUX area), -EBADMSG (head/tail corrupt).

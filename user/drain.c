@@ -22,12 +22,18 @@ struct cpu_ring {
 	struct perf_event_mmap_page *pg;
 	__u8 *data;
 	__u64 size;
+	__u8 *aux; /* the AUX ring, if this CPU's owner is an AUX event */
+	__u64 aux_size;
+	int mem; /* attached memory (tests): not ours to unmap */
 };
 
 struct rk_drain {
 	const struct rk_evsel *evs;
 	int nev;
 	size_t ring_size;
+	size_t aux_size;
+	int aux_idx; /* the AUX source, -1 if none */
+	const struct cpu_ring *cur; /* the ring being drained (rk_drain_aux_chunk) */
 	int ncpus;
 	struct cpu_ring *rings;
 	int *fds;
@@ -52,6 +58,10 @@ struct rk_drain *rk_drain__new(const struct rk_evsel *evs, int n, size_t ring_si
 	d->evs = evs;
 	d->nev = n;
 	d->ring_size = ring_size;
+	d->aux_idx = -1;
+	for (c = 0; c < n; c++)
+		if (evs[c].aux && d->aux_idx < 0)
+			d->aux_idx = c;
 	d->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	if (d->ncpus < 1)
 		d->ncpus = 1;
@@ -165,16 +175,55 @@ static const char *open_hint(int err, const struct rk_evsel *ev)
 	return strerror(err);
 }
 
+int rk_drain_set_aux(struct rk_drain *d, size_t aux_size)
+{
+	if (aux_size < RK_PAGE_SIZE || aux_size & (aux_size - 1))
+		return -EINVAL;
+	d->aux_size = aux_size;
+	return 0;
+}
+
+/* Map the AUX ring of @fd (the CPU's ring owner, an AUX event) after its data ring. */
+static int map_aux(struct rk_drain *d, struct cpu_ring *r, int fd, int c, char *errbuf,
+		   size_t errlen)
+{
+	void *p;
+	int err;
+
+	r->pg->aux_offset = RK_PAGE_SIZE + r->size;
+	r->pg->aux_size = d->aux_size;
+	/* Writable: the kernel honours aux_tail and never overwrites unread data. */
+	p = mmap(NULL, d->aux_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)r->pg->aux_offset);
+	if (p == MAP_FAILED) {
+		err = errno;
+		snprintf(errbuf, errlen, "cannot map the cpu %d AUX ring (%zu KiB): %s%s", c,
+			 d->aux_size >> 10, strerror(err),
+			 err == EPERM || err == ENOMEM ? " (locked memory: lower --cpu-aux)" : "");
+		return -err;
+	}
+	r->aux = p;
+	r->aux_size = d->aux_size;
+	return 0;
+}
+
 int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
 {
 	__u8 attr[RK_PERF_ATTR_SIZE];
-	int c, e, fd, err;
+	int c, i, e, fd, err;
 
+	if (d->aux_idx >= 0 && !d->aux_size) {
+		snprintf(errbuf, errlen, "no AUX ring size set for '%s'", d->evs[d->aux_idx].name);
+		return -EINVAL;
+	}
 	for (c = 0; c < d->ncpus; c++) {
 		struct cpu_ring *r = &d->rings[c];
 
-		for (e = 0; e < d->nev; e++) {
+		/* The AUX event opens first: only its fd can map the CPU's AUX ring. */
+		for (i = 0; i < d->nev; i++) {
 			__u64 id;
+
+			e = d->aux_idx < 0 ? i : i == 0 ? d->aux_idx : i <= d->aux_idx ? i - 1 : i;
 
 			rk_evsel_to_attr(&d->evs[e], attr);
 			if (r->fd < 0) {
@@ -230,6 +279,11 @@ int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
 				r->pg = r->base;
 				r->data = (__u8 *)r->base + RK_PAGE_SIZE;
 				r->size = d->ring_size;
+				if (d->evs[e].aux) {
+					err = map_aux(d, r, fd, c, errbuf, errlen);
+					if (err)
+						return err;
+				}
 			} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
 				err = errno;
 				snprintf(errbuf, errlen, "PERF_EVENT_IOC_SET_OUTPUT for '%s': %s",
@@ -303,10 +357,12 @@ long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
 
 	for (c = 0; c < d->ncpus; c++) {
 		struct cpu_ring *r = &d->rings[c];
-		__u64 head, tail, mask;
+		__u64 head, tail, mask, aux_tail;
 
-		if (r->fd < 0)
+		if (!r->pg)
 			continue;
+		d->cur = r;
+		aux_tail = r->aux ? r->pg->aux_tail : 0;
 		mask = r->size - 1;
 		/* Pairs with the kernel's smp_store_release() of data_head. */
 		head = __atomic_load_n(&r->pg->data_head, __ATOMIC_ACQUIRE);
@@ -337,11 +393,69 @@ long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
 				fn(ctx, ev, &d->rec.h, pid, tid);
 				delivered++;
 			}
+			if (d->rec.h.type == PERF_RECORD_AUX && r->aux &&
+			    d->rec.h.size >= sizeof(hdr) + 24) {
+				__u64 ao, as;
+
+				memcpy(&ao, d->rec.b + sizeof(hdr), 8);
+				memcpy(&as, d->rec.b + sizeof(hdr) + 8, 8);
+				if (ao + as > aux_tail)
+					aux_tail = ao + as;
+			}
 		}
-		/* Free the space only after we copied; pairs with the kernel's read of data_tail. */
+		d->cur = NULL;
+		/*
+		 * Free the space only after we copied (release orders the copies
+		 * before it); pairs with the kernel's read of data_tail/aux_tail.
+		 */
+		if (r->aux)
+			__atomic_store_n(&r->pg->aux_tail, aux_tail, __ATOMIC_RELEASE);
 		__atomic_store_n(&r->pg->data_tail, tail, __ATOMIC_RELEASE);
 	}
 	return delivered;
+}
+
+int rk_drain_aux_chunk(const struct rk_drain *d, const struct perf_event_header *h,
+		       struct rk_aux_chunk *ck)
+{
+	const struct cpu_ring *r = d->cur;
+	__u64 off;
+
+	memset(ck, 0, sizeof(*ck));
+	if (h->type != PERF_RECORD_AUX || h->size < sizeof(*h) + 24)
+		return -EINVAL;
+	memcpy(&ck->offset, (const __u8 *)h + sizeof(*h), 8);
+	memcpy(&ck->size, (const __u8 *)h + sizeof(*h) + 8, 8);
+	memcpy(&ck->flags, (const __u8 *)h + sizeof(*h) + 16, 8);
+	if (!r || !r->aux)
+		return -ENODATA;
+	if (ck->size > r->aux_size)
+		return -EBADMSG;
+	off = ck->offset & (r->aux_size - 1);
+	ck->p[0] = r->aux + off;
+	ck->n[0] = (size_t)(ck->size < r->aux_size - off ? ck->size : r->aux_size - off);
+	ck->p[1] = r->aux;
+	ck->n[1] = (size_t)ck->size - ck->n[0];
+	return 0;
+}
+
+int rk_drain_attach_mem(struct rk_drain *d, int cpu, void *base, size_t data_size, void *aux,
+			size_t aux_size)
+{
+	struct cpu_ring *r;
+
+	if (cpu < 0 || cpu >= d->ncpus || (data_size & (data_size - 1)) ||
+	    (aux_size & (aux_size - 1)))
+		return -EINVAL;
+	r = &d->rings[cpu];
+	r->mem = 1;
+	r->base = base;
+	r->pg = base;
+	r->data = (__u8 *)base + RK_PAGE_SIZE;
+	r->size = data_size;
+	r->aux = aux;
+	r->aux_size = aux ? aux_size : 0;
+	return 0;
 }
 
 void rk_drain__free(struct rk_drain *d)
@@ -350,9 +464,16 @@ void rk_drain__free(struct rk_drain *d)
 
 	if (!d)
 		return;
-	for (c = 0; c < d->ncpus; c++)
-		if (d->rings[c].base)
-			munmap(d->rings[c].base, RK_PAGE_SIZE + d->rings[c].size);
+	for (c = 0; c < d->ncpus; c++) {
+		struct cpu_ring *r = &d->rings[c];
+
+		if (r->mem)
+			continue;
+		if (r->aux)
+			munmap(r->aux, r->aux_size);
+		if (r->base)
+			munmap(r->base, RK_PAGE_SIZE + r->size);
+	}
 	for (i = 0; i < d->nfds; i++)
 		close(d->fds[i]);
 	free(d->fds);

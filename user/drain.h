@@ -68,6 +68,42 @@ int rk_drain_add_id(struct rk_drain *d, __u64 id, int evsel_idx);
 /** rk_drain_tracking_id() - an id of the tracking source (for synthesized records). */
 __u64 rk_drain_tracking_id(const struct rk_drain *d);
 
+/**
+ * rk_drain_set_aux() - the AUX ring size of each CPU (needed when a source
+ * is an AUX event, before the first rk_drain_open_task()).
+ * Return: 0, or -EINVAL (not a power of two of at least a page).
+ */
+int rk_drain_set_aux(struct rk_drain *d, size_t aux_size);
+
+/**
+ * struct rk_aux_chunk - the AUX bytes a PERF_RECORD_AUX names, in the CPU's
+ * AUX ring: @p[0]/@n[0], then @p[1]/@n[1] if the range wraps.
+ * @offset, @size, @flags: the record's fields (PERF_AUX_FLAG_*).
+ */
+struct rk_aux_chunk {
+	const __u8 *p[2];
+	size_t n[2];
+	__u64 offset, size, flags;
+};
+
+/**
+ * rk_drain_aux_chunk() - for a PERF_RECORD_AUX being routed: where its bytes
+ * are. Valid only inside the route callback; the ring space is freed
+ * (aux_tail) after the callback returns.
+ * Return: 0; -EINVAL (not an AUX record); -ENODATA (the CPU has no AUX
+ * ring: @ck has the fields only); -EBADMSG (a range larger than the ring).
+ */
+int rk_drain_aux_chunk(const struct rk_drain *d, const struct perf_event_header *h,
+		       struct rk_aux_chunk *ck);
+
+/**
+ * rk_drain_attach_mem() - use memory as CPU @cpu's ring (tests: a synthetic
+ * user page + data ring at @base, and an AUX ring at @aux, may be NULL).
+ * Return: 0, or -EINVAL.
+ */
+int rk_drain_attach_mem(struct rk_drain *d, int cpu, void *base, size_t data_size, void *aux,
+			size_t aux_size);
+
 /** rk_drain__free() - close fds, unmap rings; NULL is a no-op. */
 void rk_drain__free(struct rk_drain *d);
 

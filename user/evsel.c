@@ -119,6 +119,100 @@ static void base_attr(struct rk_perf_event_attr *a, const struct rk_evsel_opts *
 	a->exclude_hv = 1;
 }
 
+/*
+ * strtok_r on commas, except inside PMU/terms/ (perf's "intel_pt/tsc,mtc=0/u").
+ * Empty tokens are skipped, as strtok_r does.
+ */
+static char *next_event(char *str, char **save)
+{
+	char *p = str ? str : *save, *start;
+	int in_terms = 0;
+
+	while (p && *p == ',')
+		p++;
+	if (!p || !*p) {
+		*save = p;
+		return NULL;
+	}
+	start = p;
+	for (; *p; p++) {
+		if (*p == '/')
+			in_terms = !in_terms;
+		else if (*p == ',' && !in_terms)
+			break;
+	}
+	if (*p)
+		*p++ = '\0';
+	*save = p;
+	return start;
+}
+
+/*
+ * intel_pt/TERMS/[MODS]: perf's default config, then the terms; the
+ * descriptor (cpuid, caps, format, TSC conversion) goes into the entry.
+ */
+static int pt_attr(const char *tok, const struct rk_evsel_opts *o, struct rk_evsel *ev,
+		   char *errbuf, size_t errlen)
+{
+	const char *sysdir = o->pt_sysfs ? o->pt_sysfs : RK_PT_SYSFS;
+	struct rk_perf_event_attr *a = &ev->entry.attr;
+	const char *terms = tok + 9, *close = strchr(terms, '/'), *m;
+	char path[512], tbuf[256];
+	struct rk_pt_desc d;
+	uint64_t type;
+	int err;
+
+	if (rk_pt_desc_read(&d, sysdir)) {
+		snprintf(errbuf, errlen,
+			 "'%s': the intel_pt PMU is not present on this machine (no %s)", tok,
+			 sysdir);
+		return -EOPNOTSUPP;
+	}
+	snprintf(path, sizeof(path), "%s/type", sysdir);
+	if (rk_read_u64_file(path, &type)) {
+		snprintf(errbuf, errlen, "'%s': cannot read %s", tok, path);
+		return -EOPNOTSUPP;
+	}
+	if (!close || (size_t)(close - terms) >= sizeof(tbuf)) {
+		snprintf(errbuf, errlen, "'%s': intel_pt/TERMS/ expected", tok);
+		return -EINVAL;
+	}
+	memcpy(tbuf, terms, (size_t)(close - terms));
+	tbuf[close - terms] = '\0';
+	a->size = RK_PERF_ATTR_SIZE;
+	a->type = (__u32)type;
+	a->config = rk_pt_default_config(&d);
+	err = rk_pt_parse_terms(&d, tbuf, &a->config, errbuf, errlen);
+	if (err)
+		return err;
+	for (m = close + 1; *m; m++) {
+		if (*m == 'u') {
+			a->exclude_kernel = 1;
+		} else if (*m == 'k') {
+			a->exclude_user = 1;
+		} else {
+			snprintf(errbuf, errlen, "'%s': unknown modifier '%c' (u or k)", tok, *m);
+			return -EINVAL;
+		}
+	}
+	if (o->exclude_kernel)
+		a->exclude_kernel = 1;
+	a->sample_type = RK_EV_SAMPLE_TYPE;
+	a->sample_period = 1; /* as perf: PT makes no samples, only AUX data */
+	a->sample_id_all = 1;
+	a->inherit = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_hv = 1;
+	if (rk_pt_desc_time(&d))
+		rk_info("intel_pt: no TSC conversion from a perf user page; timestamps stay raw");
+	memcpy(ev->entry.desc, &d, sizeof(d));
+	ev->entry.info.pmu_descsz = sizeof(d);
+	ev->aux = 1;
+	snprintf(ev->dir, sizeof(ev->dir), "intel_pt");
+	return 0;
+}
+
 int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out, int max,
 		   int *n, char *errbuf, size_t errlen)
 {
@@ -127,7 +221,21 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 
 	if (!copy)
 		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	*n = 0;
+	if (strchr(list, '/')) {
+		/* A PMU event's terms hold commas: check its slashes pair up first. */
+		size_t slashes = 0;
+		const char *c;
+
+		for (c = list; *c; c++)
+			slashes += *c == '/';
+		if (slashes % 2) {
+			snprintf(errbuf, errlen, "'%s': PMU/terms/ without its closing '/'", list);
+			free(copy);
+			return -EINVAL;
+		}
+	}
+	for (tok = next_event(copy, &save); tok; tok = next_event(NULL, &save)) {
 		struct rk_evsel *ev;
 		struct rk_perf_event_attr *a;
 		size_t i;
@@ -153,29 +261,24 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 		ev = &out[cnt];
 		memset(ev, 0, sizeof(*ev));
 		snprintf(ev->name, sizeof(ev->name), "%s", tok);
+		snprintf(ev->dir, sizeof(ev->dir), "%s", tok);
 		ev->src = cnt + 1;
 		ev->tracking = cnt == 0;
 		ev->entry.info.note_size = RK_PMU_INFO_NOTE_SIZE;
 		a = &ev->entry.attr;
 		if (!strncmp(tok, "intel_pt/", 9)) {
-			/* perf's syntax; the AUX path per CPU is the next step (issue 6). */
-			if (!rk_pt_present(NULL)) {
-				snprintf(
-					errbuf, errlen,
-					"'%s': the intel_pt PMU is not present on this machine (no "
-					"%s)",
-					tok, RK_PT_SYSFS);
-				err = -EOPNOTSUPP;
-			} else {
-				snprintf(errbuf, errlen,
-					 "'%s': recording Intel PT (its per-CPU AUX rings) is not "
-					 "implemented yet; 'ringkeeper pmu' shows its descriptor",
-					 tok);
-				err = -EOPNOTSUPP;
+			err = pt_attr(tok, o, ev, errbuf, errlen);
+			if (err)
+				goto out;
+			for (k = 0; k < cnt; k++) {
+				if (out[k].aux) {
+					snprintf(errbuf, errlen,
+						 "only one AUX event (intel_pt) per session");
+					err = -EINVAL;
+					goto out;
+				}
 			}
-			goto out;
-		}
-		if (strchr(tok, ':')) {
+		} else if (strchr(tok, ':')) {
 			__u64 id;
 
 			err = tracepoint_id(tok, &id, errbuf, errlen);

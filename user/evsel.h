@@ -22,6 +22,7 @@ struct rk_evsel_opts {
 	__u64 period; /* -c; 0: not given */
 	int callgraph; /* -g */
 	int exclude_kernel;
+	const char *pt_sysfs; /* the intel_pt PMU's sysfs directory; NULL: RK_PT_SYSFS */
 };
 
 /**
@@ -30,16 +31,20 @@ struct rk_evsel_opts {
  * @src: its index in the pmu_info map key (1..RK_MAX_SRC-1; 0 is sched).
  * @entry: pmu_info/attr/descriptor, as every buffer of this source holds it.
  * @tracking: carries mmap2/comm/task records (the first perf source).
+ * @aux: writes AUX data (intel_pt): per-CPU AUX rings, per-thread AUX areas.
  */
 struct rk_evsel {
 	char name[64];
+	char dir[64]; /* its directory in a session: the name, "intel_pt" for intel_pt/.../ */
 	int src;
 	int tracking;
+	int aux;
 	struct rk_pmu_entry entry;
 };
 
 /**
- * rk_evsel_parse() - parse "EVENT[,EVENT...]".
+ * rk_evsel_parse() - parse "EVENT[,EVENT...]"; EVENT may be a PMU event with
+ * perf's syntax, "intel_pt/TERM[=VALUE],.../[u|k]".
  * @list: the -e argument; @o: sampling options.
  * @out: room for @max sources; *@n gets how many.
  * @err: a message for people on failure (static or in @errbuf).

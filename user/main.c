@@ -53,7 +53,9 @@ static void usage_record(FILE *f)
 		"  -p, --pid PID          trace this existing process\n"
 		"  -e, --event LIST       also record perf events, per thread: software events\n"
 		"                         (cpu-clock, task-clock, page-faults, ...), tracepoints\n"
-		"                         (sched:sched_wakeup), hardware events where a PMU exists\n"
+		"                         (sched:sched_wakeup), hardware events where a PMU exists,\n"
+		"                         Intel PT as perf writes it (intel_pt//, intel_pt/cyc,\n"
+		"                         mtc_period=0/u) where the intel_pt PMU exists\n"
 		"  -F, --freq HZ          sampling frequency of -e events (default 4000)\n"
 		"  -c, --count N          sample every N events instead (tracepoints: 1)\n"
 		"  -g                     record user (and kernel) call chains\n"
@@ -63,8 +65,9 @@ static void usage_record(FILE *f)
 		"                         a K/M/G suffix; rounded up to a power of two (default:\n"
 		"                         512K, or less so that a thread's buffers fit in one\n"
 		"                         CPU's share of the budget)\n"
-		"      --aux SIZE         AUX area per thread, for events that have one\n"
-		"                         (intel_pt, not yet available); the sched source has none\n"
+		"      --aux SIZE         AUX area of each thread's intel_pt file (power of two;\n"
+		"                         default 256K); the history of PT kept per thread\n"
+		"      --cpu-aux SIZE     kernel AUX ring per CPU for intel_pt (default 1M)\n"
 		"      --mlock-kb KB      locked-memory budget per user, in KiB (default:\n"
 		"                         perf_event_mlock_kb x online CPUs)\n"
 		"      --workers N        pin worker threads (default: online CPUs)\n"
@@ -134,6 +137,7 @@ static int cmd_record(int argc, char **argv)
 		{ "keep", no_argument, NULL, 9 },
 		{ "ready-fd", required_argument, NULL, 10 },
 		{ "aux", required_argument, NULL, 11 },
+		{ "cpu-aux", required_argument, NULL, 18 },
 		{ "on-exit", required_argument, NULL, 14 },
 		{ "resume", required_argument, NULL, 17 },
 		{ "max-threads", required_argument, NULL, 15 },
@@ -160,7 +164,7 @@ static int cmd_record(int argc, char **argv)
 	int have_m = 0;
 	unsigned long long v;
 	char b1[32], b2[32], b3[32];
-	int c, have_budget = 0;
+	int c, have_budget = 0, aux_ev = 0;
 
 	while ((c = getopt_long(argc, argv, "+p:m:d:e:F:c:gvh", lo, NULL)) != -1) {
 		switch (c) {
@@ -259,20 +263,18 @@ static int cmd_record(int argc, char **argv)
 			o.ready_fd = (int)v;
 			break;
 		case 11:
+		case 18:
 			if (rk_parse_size(optarg, 1, &size) || size < RK_PAGE_SIZE ||
-			    size > (1ull << 30)) {
-				rk_err("--aux: not a usable size: '%s' (one page to 1 GiB)",
-				       optarg);
+			    size > (1ull << 30) || round_pow2(size) != size) {
+				rk_err("--%s: need a power of two from 4K to 1G, got '%s'",
+				       c == 11 ? "aux" : "cpu-aux", optarg);
 				return 2;
 			}
-			/*
-			 * Validated now so scripts get the same answer later;
-			 * only AUX-capable events (intel_pt) will use it.
-			 */
-			rk_err("--aux %s: no selected source has an AUX area (the sched source has "
-			       "none; intel_pt is not supported yet)",
-			       optarg);
-			return 2;
+			if (c == 11)
+				o.aux_size = size;
+			else
+				o.cpu_aux = size;
+			break;
 		case 'd':
 			if (parse_uint(optarg, 365ull * 86400, &v) || !v) {
 				rk_err("--duration: not a number of seconds: '%s'", optarg);
@@ -383,8 +385,19 @@ static int cmd_record(int argc, char **argv)
 		rk_err("-e: %s", msg);
 		return 2;
 	}
-	for (c = 0; c < o.nev; c++)
+	for (c = 0; c < o.nev; c++) {
 		o.evs[c].entry.attr.inherit = o.inherit ? 1 : 0;
+		aux_ev |= o.evs[c].aux;
+	}
+	if ((o.aux_size || o.cpu_aux) && !aux_ev) {
+		rk_err("--aux/--cpu-aux: no selected event has an AUX area (only intel_pt has; "
+		       "the sched source has none)");
+		return 2;
+	}
+	if (aux_ev && !o.aux_size)
+		o.aux_size = 256 * 1024;
+	if (aux_ev && !o.cpu_aux)
+		o.cpu_aux = 1u << 20;
 	if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &cpu_kb))
 		cpu_kb = 516; /* the kernel's default */
 	if (!have_budget)
@@ -397,15 +410,15 @@ static int cmd_record(int argc, char **argv)
 		uint64_t share = mlock_kb * 1024 / rk_online_cpus();
 
 		while (o.data_size > RK_PAGE_SIZE &&
-		       (o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + o.nev) > share)
+		       (o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + o.nev) + o.aux_size > share)
 			o.data_size >>= 1;
 	}
 	o.budget = mlock_kb * 1024;
 	/* A running thread wants all its buffers (sched + each -e event) locked. */
-	size = rk_bufile_layout_size(o.data_size, 0) * (uint64_t)(1 + o.nev);
+	size = rk_bufile_layout_size(o.data_size, 0) * (uint64_t)(1 + o.nev) + o.aux_size;
 	if (o.budget < size) {
 		rk_err("budget %s is smaller than one thread's buffers, %s (-m %s + one page, "
-		       "per source): raise --mlock-kb or lower -m",
+		       "per source, + --aux): raise --mlock-kb or lower -m/--aux",
 		       rk_fmt_size(o.budget, b1, sizeof(b1)), rk_fmt_size(size, b2, sizeof(b2)),
 		       rk_fmt_size(o.data_size, b3, sizeof(b3)));
 		return 2;

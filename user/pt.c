@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include "pt.h"
 #include "util.h"
 
@@ -125,6 +128,127 @@ long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64
 				   ((hi - lo == 63) ? ~0ull : (1ull << (hi - lo + 1)) - 1));
 	}
 	return -1;
+}
+
+int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config)
+{
+	int i;
+
+	for (i = 0; i < RK_PT_NFMT; i++) {
+		unsigned int lo = d->fmt[i][0], hi = d->fmt[i][1] & 0x7f;
+		__u64 mask;
+
+		if (!*fmt_names[i] || strcmp(fmt_names[i], name) || !(d->fmt[i][1] & 0x80))
+			continue;
+		mask = hi - lo == 63 ? ~0ull : (1ull << (hi - lo + 1)) - 1;
+		if (value & ~mask)
+			return -ERANGE;
+		*config = (*config & ~(mask << lo)) | value << lo;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* A period term is valid only if the caps/ bitmap of its PMU has that bit. */
+static int period_ok(__u32 bitmap, __u64 v)
+{
+	return !bitmap || (v < 32 && (bitmap >> v) & 1);
+}
+
+__u64 rk_pt_default_config(const struct rk_pt_desc *d)
+{
+	__u64 c = 0;
+
+	/* perf's default for intel_pt//: tsc,mtc,mtc_period=3,psb_period=3,pt,branch. */
+	rk_pt_config_set(d, "tsc", 1, &c);
+	if (d->caps & RK_PT_CAP_MTC && d->cpuid_0x15_eax && d->cpuid_0x15_ebx &&
+	    period_ok(d->mtc_periods, 3)) {
+		rk_pt_config_set(d, "mtc", 1, &c);
+		rk_pt_config_set(d, "mtc_period", 3, &c);
+	}
+	if (d->psb_periods && period_ok(d->psb_periods, 3))
+		rk_pt_config_set(d, "psb_period", 3, &c);
+	rk_pt_config_set(d, "pt", 1, &c);
+	rk_pt_config_set(d, "branch", 1, &c);
+	return c;
+}
+
+int rk_pt_parse_terms(const struct rk_pt_desc *d, const char *terms, __u64 *config, char *errbuf,
+		      size_t errlen)
+{
+	char buf[256], *save = NULL, *t;
+
+	if (strlen(terms) >= sizeof(buf)) {
+		snprintf(errbuf, errlen, "intel_pt terms too long");
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", terms);
+	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '='), *end;
+		unsigned long long v = 1;
+		int err;
+
+		if (eq) {
+			*eq = '\0';
+			errno = 0;
+			v = strtoull(eq + 1, &end, 0);
+			if (errno || end == eq + 1 || *end) {
+				snprintf(errbuf, errlen, "intel_pt term '%s': '%s' is not a number",
+					 t, eq + 1);
+				return -EINVAL;
+			}
+		}
+		if ((!strcmp(t, "mtc_period") && !period_ok(d->mtc_periods, v)) ||
+		    (!strcmp(t, "psb_period") && !period_ok(d->psb_periods, v)) ||
+		    (!strcmp(t, "cyc_thresh") && !period_ok(d->cyc_thresholds, v))) {
+			snprintf(errbuf, errlen,
+				 "intel_pt term %s=%llu: not supported by this CPU (see "
+				 "%s/caps/)",
+				 t, v, RK_PT_SYSFS);
+			return -EINVAL;
+		}
+		err = rk_pt_config_set(d, t, v, config);
+		if (err == -ENOENT) {
+			snprintf(errbuf, errlen,
+				 "intel_pt has no term '%s' on this machine (see %s/format/)", t,
+				 RK_PT_SYSFS);
+			return -EINVAL;
+		}
+		if (err) {
+			snprintf(errbuf, errlen, "intel_pt term %s=%llu: value too large", t, v);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int rk_pt_desc_time(struct rk_pt_desc *d)
+{
+	struct rk_perf_event_attr a;
+	struct perf_event_mmap_page *pg;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.size = RK_PERF_ATTR_SIZE;
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY;
+	a.exclude_kernel = 1;
+	fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	pg = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+	if (pg == MAP_FAILED) {
+		close(fd);
+		return -errno;
+	}
+	if (pg->cap_user_time_zero) {
+		d->time_shift = pg->time_shift;
+		d->time_mult = pg->time_mult;
+		d->time_zero = pg->time_zero;
+	}
+	munmap(pg, (size_t)sysconf(_SC_PAGESIZE));
+	close(fd);
+	return 0;
 }
 
 int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config *cfg,

@@ -31,6 +31,30 @@ int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir);
 long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config);
 
 /**
+ * rk_pt_config_set() - set format field @name of @config to @value.
+ * Return: 0; -ENOENT (no such field in the descriptor), -ERANGE (too wide).
+ */
+int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config);
+
+/** rk_pt_default_config() - perf's default for intel_pt//, as far as @d has it. */
+__u64 rk_pt_default_config(const struct rk_pt_desc *d);
+
+/**
+ * rk_pt_parse_terms() - apply perf-style terms "tsc,mtc_period=3,cyc=0" to @config.
+ * A term without a value sets 1; periods are checked against the caps bitmaps.
+ * Return: 0, or -EINVAL with a message in @errbuf.
+ */
+int rk_pt_parse_terms(const struct rk_pt_desc *d, const char *terms, __u64 *config, char *errbuf,
+		      size_t errlen);
+
+/**
+ * rk_pt_desc_time() - fill time_shift/time_mult/time_zero (TSC to perf
+ * time) from a perf user page of this machine.
+ * Return: 0, or -errno from perf_event_open/mmap.
+ */
+int rk_pt_desc_time(struct rk_pt_desc *d);
+
+/**
  * rk_pt_config() - libipt's pt_config for a trace of @config, from @d.
  * @desc, @descsz: the descriptor as the buffer holds it (may be absent).
  * @why: on failure, what is wrong with the descriptor, for people.

@@ -180,7 +180,24 @@ static int nsrc(const struct rk_rec *r)
 
 static const char *src_dir(const struct rk_rec *r, int k)
 {
-	return k == RK_SRC_SCHED ? RK_SCHED_DIR : r->o->evs[k - 1].name;
+	return k == RK_SRC_SCHED ? RK_SCHED_DIR : r->o->evs[k - 1].dir;
+}
+
+/* AUX area bytes of source @k's files (0 but for the AUX event). */
+static uint64_t src_aux(const struct rk_rec *r, int k)
+{
+	return k != RK_SRC_SCHED && r->o->evs[k - 1].aux ? r->o->aux_size : 0;
+}
+
+/* Bytes of buffer files one thread gets: one file per source. */
+static uint64_t thread_bytes(const struct rk_rec *r)
+{
+	uint64_t n = 0;
+	int k;
+
+	for (k = 0; k < nsrc(r); k++)
+		n += rk_bufile_layout_size(r->o->data_size, src_aux(r, k));
+	return n;
 }
 
 static const struct rk_pmu_entry *src_entry(const struct rk_rec *r, int k)
@@ -253,7 +270,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		return prev;
 	if (prev && prev->refused)
 		return NULL;
-	if (r->o->max_shm && r->st->shm_bytes + (uint64_t)nsrc(r) * r->file_size > r->o->max_shm) {
+	if (r->o->max_shm && r->st->shm_bytes + thread_bytes(r) > r->o->max_shm) {
 		refuse(r, tid, "--max-shm");
 		return NULL;
 	}
@@ -280,7 +297,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, src_dir(r, k), tid);
 		/* A reused tid: the earlier thread's file (even if reclaimed) stays. */
 		move_aside(path, tid);
-		bf = rk_bufile__create(path, r->o->data_size, 0, src_entry(r, k), &id);
+		bf = rk_bufile__create(path, r->o->data_size, src_aux(r, k), src_entry(r, k), &id);
 		if (!bf) {
 			int err = errno;
 
@@ -329,7 +346,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	r->all = t;
 	r->st->threads++;
 	r->st->threads_live++;
-	r->st->shm_bytes += (uint64_t)nsrc(r) * r->file_size;
+	r->st->shm_bytes += thread_bytes(r);
 	return t;
 }
 
@@ -839,6 +856,46 @@ static void put_sideband(struct rk_rec *r, __u32 pid, const struct perf_event_he
 	r->st->sideband++;
 }
 
+/*
+ * PERF_RECORD_AUX: the range of the CPU's AUX ring it names goes into the
+ * AUX area of its thread's file (tid from sample_id: the task the AUX
+ * event ran for), the record itself into the data ring.
+ */
+static void route_aux(struct rk_rec *r, const struct rk_evsel *ev,
+		      const struct perf_event_header *h, __u32 pid, __u32 tid)
+{
+	struct rk_aux_chunk ck;
+	struct rk_thread *t;
+	int err;
+
+	r->st->aux_records++;
+	err = rk_drain_aux_chunk(r->drain, h, &ck);
+	if (ck.flags & PERF_AUX_FLAG_TRUNCATED)
+		r->st->aux_truncated++;
+	if (err || !ev || !ev->aux || tid == (__u32)-1) {
+		r->st->aux_dropped += ck.size;
+		return;
+	}
+	t = thread_find(r, tid);
+	if (!t) {
+		t = thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+		if (!t) {
+			r->st->aux_dropped += ck.size;
+			return;
+		}
+	}
+	if (t->refused || t->dead) {
+		r->st->aux_dropped += ck.size;
+		return;
+	}
+	if (rk_bufile__write_aux_rec(t->b[ev->src].bf, h, ck.p[0], ck.n[0], ck.p[1], ck.n[1])) {
+		r->st->aux_dropped += ck.size;
+		return;
+	}
+	r->st->aux_bytes += ck.size;
+	r->st->records++;
+}
+
 /* A drained perf record: to its thread's file, or to its process's sideband. */
 static void route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h,
 		  __u32 pid, __u32 tid)
@@ -888,6 +945,15 @@ static void route(void *ctx, const struct rk_evsel *ev, const struct perf_event_
 		}
 		return;
 	}
+	case PERF_RECORD_AUX:
+		route_aux(r, ev, h, pid, tid);
+		return;
+	case PERF_RECORD_ITRACE_START:
+		/* Which task a CPU's AUX data starts with: the thread's own file. */
+		t = ev && ev->aux && tid != (__u32)-1 ? thread_find(r, tid) : NULL;
+		if (t && !t->dead && !t->refused)
+			put_rec_src(r, t, ev->src, h, h->size);
+		return;
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_COMM:
@@ -1640,6 +1706,8 @@ int rk_record(const struct rk_record_opts *opts)
 	r->st->max_shm = o->max_shm;
 	r->st->on_exit_drop = (__u32)o->on_exit_drop;
 	r->st->cpu_ring = o->nev ? o->cpu_ring : 0;
+	r->st->aux_size = o->aux_size;
+	r->st->cpu_aux = o->aux_size ? o->cpu_aux : 0;
 	for (k = 0; k < o->nev; k++) {
 		size_t len = strlen(r->st->events);
 
@@ -1713,6 +1781,11 @@ setup_pool:
 		if (!r->drain) {
 			err = -errno;
 			rk_err("cannot set up the perf rings: %s", strerror(errno));
+			goto out_pool;
+		}
+		if (o->aux_size && rk_drain_set_aux(r->drain, o->cpu_aux)) {
+			err = -EINVAL;
+			rk_err("--cpu-aux: not a power of two of at least a page");
 			goto out_pool;
 		}
 	}

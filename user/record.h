@@ -25,6 +25,8 @@
  * @ready_fd: if >= 0, "ready\n" is written here once tracing is on.
  * @evs, @nev: perf event sources (-e), src 1..@nev.
  * @cpu_ring: data bytes of each per-CPU kernel ring for them.
+ * @aux_size: AUX area of each thread's file of the AUX event (0: none).
+ * @cpu_aux: AUX ring of each CPU for it.
  * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
  * @max_shm: create at most this many bytes of buffer files (0: no cap).
@@ -49,6 +51,8 @@ struct rk_record_opts {
 	struct rk_evsel evs[RK_MAX_SRC - 1];
 	int nev;
 	uint64_t cpu_ring;
+	uint64_t aux_size;
+	uint64_t cpu_aux;
 	int on_exit_drop;
 	uint32_t max_threads;
 	uint64_t max_shm;

@@ -18,10 +18,13 @@ int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	memset(st, 0, sizeof(*st));
 	n = pread(fd, st, sizeof(*st), 0);
 	close(fd);
-	if (n != (ssize_t)sizeof(*st) || st->magic != RK_STAT_MAGIC ||
-	    st->version != RK_STAT_VERSION || st->size != sizeof(*st))
+	/* Fields are only ever appended: an older, shorter file reads the new ones as 0. */
+	if (n < (ssize_t)RK_STAT_SIZE_V1 || st->magic != RK_STAT_MAGIC ||
+	    st->version != RK_STAT_VERSION || st->size < RK_STAT_SIZE_V1 ||
+	    st->size > sizeof(*st) || (ssize_t)st->size != n)
 		return -EBADMSG;
 	st->command[sizeof(st->command) - 1] = '\0';
 	return 0;
@@ -54,29 +57,33 @@ static const char *state_name(const struct rk_session_stat *st)
 	return st->state == RK_SESSION_ENDED ? "ended" : "dead-loader";
 }
 
-#define FIELDS(X)                                            \
-	X(bpf_signals, "signals (BPF)")                      \
-	X(bpf_drops, "signals dropped (BPF ringbuf full)")   \
-	X(bpf_forks, "children added (BPF)")                 \
-	X(bpf_fork_fail, "children not added (map full)")    \
-	X(bpf_exits, "exits (BPF)")                          \
-	X(signals, "signals handled")                        \
-	X(records, "records written")                        \
-	X(unpaired, "switches with no opposite (kernel)")    \
-	X(perf_records, "perf records drained")              \
-	X(perf_lost, "perf records lost (PERF_RECORD_LOST)") \
-	X(sideband, "sideband records (mmap, comm, task)")   \
-	X(overwritten, "records overwritten (ring wrap)")    \
-	X(lost, "records lost (too big / no file)")          \
-	X(threads, "threads traced")                         \
-	X(threads_live, "threads live")                      \
-	X(file_errors, "buffer files not created")           \
-	X(pins, "pins (mlock)")                              \
-	X(unpins, "unpins (munlock)")                        \
-	X(refusals, "pins refused by budget")                \
-	X(evictions, "early unpins for budget")              \
-	X(lock_errors, "mlock failures")                     \
-	X(coalesced, "switches with no syscall")
+#define FIELDS(X)                                             \
+	X(bpf_signals, "signals (BPF)")                       \
+	X(bpf_drops, "signals dropped (BPF ringbuf full)")    \
+	X(bpf_forks, "children added (BPF)")                  \
+	X(bpf_fork_fail, "children not added (map full)")     \
+	X(bpf_exits, "exits (BPF)")                           \
+	X(signals, "signals handled")                         \
+	X(records, "records written")                         \
+	X(unpaired, "switches with no opposite (kernel)")     \
+	X(perf_records, "perf records drained")               \
+	X(perf_lost, "perf records lost (PERF_RECORD_LOST)")  \
+	X(sideband, "sideband records (mmap, comm, task)")    \
+	X(overwritten, "records overwritten (ring wrap)")     \
+	X(lost, "records lost (too big / no file)")           \
+	X(threads, "threads traced")                          \
+	X(threads_live, "threads live")                       \
+	X(file_errors, "buffer files not created")            \
+	X(pins, "pins (mlock)")                               \
+	X(unpins, "unpins (munlock)")                         \
+	X(refusals, "pins refused by budget")                 \
+	X(evictions, "early unpins for budget")               \
+	X(lock_errors, "mlock failures")                      \
+	X(coalesced, "switches with no syscall")              \
+	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
+	X(aux_bytes, "AUX bytes into thread files")           \
+	X(aux_truncated, "AUX records truncated (ring full)") \
+	X(aux_dropped, "AUX bytes with no traced thread")
 
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
 {
@@ -110,6 +117,10 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 	if (st->nev)
 		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events,
 			st->nfds, rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
+	if (st->aux_size)
+		fprintf(f, "  AUX: %s ring per CPU, %s area per thread\n",
+			rk_fmt_size(st->cpu_aux, b1, sizeof(b1)),
+			rk_fmt_size(st->aux_size, b2, sizeof(b2)));
 	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
 		rk_fmt_size(st->data_size, b1, sizeof(b1)),
 		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers,

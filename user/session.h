@@ -10,6 +10,7 @@
 #define RK_SESSION_H
 
 #include <linux/types.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #define RK_STAT_MAGIC 0x5441545350454b52ULL /* "RKPESTAT" */
@@ -81,7 +82,17 @@ struct rk_session_stat {
 	__u32 on_exit_drop;
 	char events[128];
 	char command[256];
+	/* AUX (intel_pt); a stat file written before these existed reads them as 0 */
+	__u64 aux_size; /* AUX area of each thread's file of the AUX source */
+	__u64 cpu_aux; /* AUX ring per CPU */
+	__u64 aux_records; /* PERF_RECORD_AUX drained */
+	__u64 aux_bytes; /* AUX bytes copied into thread files */
+	__u64 aux_truncated; /* PERF_RECORD_AUX with the TRUNCATED flag: the CPU ring was full */
+	__u64 aux_dropped; /* AUX bytes with no traced thread to go to */
 };
+
+/* The size of the first stat files, without the AUX counters. */
+#define RK_STAT_SIZE_V1 offsetof(struct rk_session_stat, aux_size)
 
 /**
  * rk_session_stat_read() - read and check <dir>/stat.

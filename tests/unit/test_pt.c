@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
+#include "drain.h"
+#include "evsel.h"
 #include "pmu.h"
 #include "pt.h"
 
@@ -41,6 +43,7 @@ static void fake_sysfs(void)
 	mkdir(p, 0755);
 	snprintf(p, sizeof(p), "%s/format", dir);
 	mkdir(p, 0755);
+	put("type", "8\n");
 	put("caps/max_nonturbo_ratio", "24\n");
 	put("caps/mtc_periods", "249\n");
 	put("caps/cycle_thresholds", "3fff\n");
@@ -309,4 +312,300 @@ Test(pt, truncated_stream_resyncs_at_the_next_psb)
 	/* Nothing to sync on at all. */
 	dump_lines(stream + 20, 10, &dcfg, &got, &n);
 	cr_assert_lt(n, 0, "no PSB: an error, not an empty success");
+}
+
+Test(pt, evsel_parses_intel_pt_terms_like_perf)
+{
+	struct rk_evsel ev[RK_MAX_SRC - 1];
+	struct rk_evsel_opts o = { .pt_sysfs = dir };
+	struct rk_pt_desc d;
+	__u64 c;
+	char msg[512];
+	int n = -1;
+
+	cr_assert_eq(rk_evsel_parse("intel_pt//", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), 0,
+		     "%s", msg);
+	cr_assert_eq(n, 1);
+	cr_assert(ev[0].aux);
+	cr_assert_str_eq(ev[0].name, "intel_pt//");
+	cr_assert_str_eq(ev[0].dir, "intel_pt", "a session directory, no slashes");
+	cr_assert_eq(ev[0].entry.attr.type, 8, "the PMU's type from sysfs");
+	cr_assert_eq(ev[0].entry.attr.sample_period, 1);
+	cr_assert(ev[0].entry.attr.sample_id_all);
+	cr_assert(ev[0].entry.attr.mmap2, "the first source tracks mappings");
+	cr_assert_eq(ev[0].entry.info.pmu_descsz, sizeof(d));
+	memcpy(&d, ev[0].entry.desc, sizeof(d));
+	cr_assert_eq(d.version, RK_PT_DESC_VERSION);
+	cr_assert_eq(d.max_nonturbo_ratio, 24);
+	/* perf's default: tsc, pt, branch, psb_period=3 (and mtc where CPUID 0x15 has a ratio). */
+	c = ev[0].entry.attr.config;
+	cr_assert_eq(rk_pt_config_field(&d, "tsc", c), 1);
+	cr_assert_eq(rk_pt_config_field(&d, "pt", c), 1);
+	cr_assert_eq(rk_pt_config_field(&d, "branch", c), 1);
+	cr_assert_eq(rk_pt_config_field(&d, "psb_period", c), 3);
+	cr_assert_eq(rk_pt_config_field(&d, "mtc", c), d.cpuid_0x15_eax && d.cpuid_0x15_ebx);
+	cr_assert_eq(rk_pt_config_field(&d, "cyc", c), 0);
+
+	/* Terms override the defaults; commas inside the slashes do not split events. */
+	cr_assert_eq(rk_evsel_parse("intel_pt/cyc,mtc=0,psb_period=5,mtc_period=9/u,cpu-clock", &o,
+				    ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     0, "%s", msg);
+	cr_assert_eq(n, 2);
+	c = ev[0].entry.attr.config;
+	cr_assert_eq(rk_pt_config_field(&d, "cyc", c), 1);
+	cr_assert_eq(rk_pt_config_field(&d, "mtc", c), 0);
+	cr_assert_eq(rk_pt_config_field(&d, "psb_period", c), 5);
+	cr_assert_eq(rk_pt_config_field(&d, "mtc_period", c), 9);
+	cr_assert_eq(rk_pt_config_field(&d, "tsc", c), 1, "a default kept");
+	cr_assert(ev[0].entry.attr.exclude_kernel, ":u");
+	cr_assert_str_eq(ev[1].name, "cpu-clock");
+	cr_assert_not(ev[1].aux);
+
+	/* Errors a user can act on. */
+	cr_assert_eq(rk_evsel_parse("intel_pt/bogus/", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     -EINVAL);
+	cr_assert_not_null(strstr(msg, "no term 'bogus'"), "%s", msg);
+	cr_assert_eq(rk_evsel_parse("intel_pt/mtc_period=1/", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     -EINVAL, "mtc_periods 0x249 has no bit 1");
+	cr_assert_not_null(strstr(msg, "not supported by this CPU"), "%s", msg);
+	cr_assert_eq(rk_evsel_parse("intel_pt/tsc=x/", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     -EINVAL);
+	cr_assert_eq(rk_evsel_parse("intel_pt/branch=2/", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     -EINVAL, "a one-bit field");
+	cr_assert_eq(rk_evsel_parse("intel_pt//x", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EINVAL);
+	cr_assert_eq(rk_evsel_parse("intel_pt/tsc", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EINVAL);
+	cr_assert_eq(rk_evsel_parse("intel_pt//,intel_pt/cyc/", &o, ev, RK_MAX_SRC - 1, &n, msg,
+				    sizeof(msg)),
+		     -EINVAL);
+	cr_assert_not_null(strstr(msg, "only one AUX event"), "%s", msg);
+	o.pt_sysfs = "/nonexistent/intel_pt";
+	cr_assert_eq(rk_evsel_parse("intel_pt//", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)),
+		     -EOPNOTSUPP);
+	cr_assert_not_null(strstr(msg, "intel_pt PMU is not present"), "%s", msg);
+	cr_assert_eq(n, 0);
+}
+
+/*
+ * The AUX path of the recorder, without PT hardware: a CPU's user page,
+ * data ring and AUX ring in memory, filled the way the kernel fills them
+ * (AUX bytes at aux_head, then a PERF_RECORD_AUX naming the range, its
+ * sample_id giving the task), drained by rk_drain_all(), each range copied
+ * into its thread's file by rk_bufile__write_aux_rec() as the loader does.
+ */
+#define CPU_AUX 8192u
+#define CPU_DATA 8192u
+#define PT_ID 0x77ull
+
+struct aux_sink {
+	struct rk_drain *d;
+	struct rk_bufile *bf[2]; /* tid 101, 102 */
+	long truncated, dropped, records;
+};
+
+static void aux_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h,
+		      __u32 pid, __u32 tid)
+{
+	struct aux_sink *s = ctx;
+	struct rk_aux_chunk ck;
+
+	(void)pid;
+	cr_assert_eq(h->type, PERF_RECORD_AUX);
+	cr_assert_not_null(ev, "the id names the source");
+	cr_assert_eq(rk_drain_aux_chunk(s->d, h, &ck), 0);
+	s->records++;
+	if (ck.flags & PERF_AUX_FLAG_TRUNCATED)
+		s->truncated++;
+	if (tid != 101 && tid != 102) {
+		s->dropped += (long)ck.size; /* no file for it: counted, ring freed anyway */
+		return;
+	}
+	cr_assert_eq(rk_bufile__write_aux_rec(s->bf[tid - 101], h, ck.p[0], ck.n[0], ck.p[1],
+					      ck.n[1]),
+		     0);
+}
+
+/* A thread's AUX records in its file: contiguous, in file coordinates, flags kept. */
+struct aux_walk {
+	__u64 next;
+	int n, truncated;
+};
+
+static int walk_aux(const struct perf_event_header *h, void *ctx)
+{
+	struct aux_walk *w = ctx;
+	__u64 off, size, flags;
+
+	cr_assert_eq(h->type, PERF_RECORD_AUX);
+	memcpy(&off, (const __u8 *)h + 8, 8);
+	memcpy(&size, (const __u8 *)h + 16, 8);
+	memcpy(&flags, (const __u8 *)h + 24, 8);
+	if (w->n)
+		cr_assert_eq(off, w->next, "chunk %d follows the previous one", w->n);
+	w->next = off + size;
+	w->truncated += !!(flags & PERF_AUX_FLAG_TRUNCATED);
+	w->n++;
+	return 0;
+}
+
+Test(pt, drain_copies_aux_ranges_into_each_threads_file)
+{
+	static __u8 stream[2][16384], cpu_aux[CPU_AUX], lin[32768];
+	static char want[2][4096][128];
+	static struct lines got;
+	struct rk_evsel ev[RK_MAX_SRC - 1];
+	struct rk_evsel_opts o = { .pt_sysfs = dir };
+	struct rk_thread_ident id = { .tgid = 100 };
+	struct aux_sink s = { 0 };
+	struct perf_event_mmap_page *pg;
+	struct pt_config ecfg, dcfg;
+	struct rk_pt_desc d;
+	size_t len[2] = { 0 }, used[2] = { 0 }, nw[2] = { 0 }, psb[2][512], npsb[2] = { 0 };
+	__u64 cpu_head = 3 * CPU_AUX - 5000; /* the kernel's offsets are monotonic */
+	__u64 data_head = 0, ranges = 0;
+	const char *why;
+	char path[128], msg[256];
+	void *base = NULL;
+	int t, n, chunk = 0, round;
+	long pk;
+
+	/* Two threads' streams, each with its own timestamps. */
+	for (t = 0; t < 2; t++) {
+		struct pt_encoder *enc;
+
+		pt_config_init(&ecfg);
+		ecfg.begin = stream[t];
+		ecfg.end = stream[t] + sizeof(stream[t]);
+		enc = pt_alloc_encoder(&ecfg);
+		cr_assert_not_null(enc);
+		while (len[t] < 12000) {
+			cr_assert_lt(npsb[t], 512);
+			cr_assert_lt(nw[t] + 10, 4096);
+			psb[t][npsb[t]++] = len[t];
+			len[t] += encode_block(enc, 0x100000 * (t + 1) + npsb[t], want[t], &nw[t]);
+		}
+		pt_free_encoder(enc);
+	}
+
+	cr_assert_eq(rk_evsel_parse("intel_pt//", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), 0,
+		     "%s", msg);
+	desc_for_test(&d); /* decodable on any machine: a Skylake with CPUID 0x15 */
+	memcpy(ev[0].entry.desc, &d, sizeof(d));
+	ev[0].entry.attr.config = 1ull << 10;
+	s.d = rk_drain__new(ev, 1, CPU_DATA);
+	cr_assert_not_null(s.d);
+	cr_assert_eq(rk_drain_add_id(s.d, PT_ID, 0), 0);
+	cr_assert_eq(posix_memalign(&base, 4096, 4096 + CPU_DATA), 0);
+	memset(base, 0, 4096 + CPU_DATA);
+	pg = base;
+	pg->aux_tail = cpu_head;
+	cr_assert_eq(rk_drain_attach_mem(s.d, 0, base, CPU_DATA, cpu_aux, CPU_AUX), 0);
+	for (t = 0; t < 2; t++) {
+		id.tid = 101 + t;
+		snprintf(path, sizeof(path), "%s/pt.%d", dir, 101 + t);
+		/* Thread 101's area is smaller than its trace: its file wraps too. */
+		s.bf[t] = rk_bufile__create(path, 8192, t ? 32768 : 8192, &ev[0].entry, &id);
+		cr_assert_not_null(s.bf[t]);
+	}
+
+	/* Rounds of: ranges into the CPU ring while it has room, then one drain. */
+	for (round = 0; used[0] < len[0] || used[1] < len[1]; round++) {
+		cr_assert_lt(round, 100);
+		for (;;) {
+			union {
+				struct perf_event_header h;
+				__u64 q[8];
+			} rec;
+			__u32 tid;
+			size_t want_n, i;
+
+			t = chunk % 3 == 2 ? -1 :
+					     chunk % 3; /* every third: a task without a file */
+			want_n = t < 0 ? 700 : 300 + (size_t)(chunk * 7919) % 2500;
+			if (t >= 0 && want_n > len[t] - used[t])
+				want_n = len[t] - used[t];
+			if (t >= 0 && !want_n) {
+				chunk++;
+				if (used[0] == len[0] && used[1] == len[1])
+					break;
+				continue;
+			}
+			if (cpu_head + want_n - pg->aux_tail > CPU_AUX ||
+			    data_head + 64 - pg->data_tail > CPU_DATA)
+				break; /* full: the kernel would wait for us (or truncate) */
+			for (i = 0; i < want_n; i++)
+				cpu_aux[(cpu_head + i) & (CPU_AUX - 1)] =
+					t < 0 ? 0xee : stream[t][used[t] + i];
+			memset(&rec, 0, sizeof(rec));
+			rec.h.type = PERF_RECORD_AUX;
+			rec.h.size = 64;
+			rec.q[1] = cpu_head;
+			rec.q[2] = want_n;
+			rec.q[3] = chunk == 4 ? PERF_AUX_FLAG_TRUNCATED : 0;
+			tid = t < 0 ? 999 : (__u32)(101 + t);
+			rec.q[4] = (__u64)tid << 32 | 100; /* sample_id: pid, tid */
+			rec.q[5] = 1000 + (__u64)chunk; /* time */
+			rec.q[6] = 0; /* cpu */
+			rec.q[7] = PT_ID; /* identifier */
+			for (i = 0; i < 64; i++)
+				((__u8 *)base)[4096 + ((data_head + i) & (CPU_DATA - 1))] =
+					((__u8 *)&rec)[i];
+			cpu_head += want_n;
+			data_head += 64;
+			if (t >= 0)
+				used[t] += want_n;
+			ranges++;
+			chunk++;
+		}
+		__atomic_store_n(&pg->aux_head, cpu_head, __ATOMIC_RELEASE);
+		__atomic_store_n(&pg->data_head, data_head, __ATOMIC_RELEASE);
+		rk_drain_all(s.d, aux_route, &s);
+		cr_assert_eq(pg->data_tail, data_head, "every record consumed");
+		cr_assert_eq(pg->aux_tail, cpu_head, "the AUX ring freed up to the last range");
+	}
+	cr_assert_gt(cpu_head - (3 * CPU_AUX - 5000), 2 * CPU_AUX,
+		     "the CPU ring wrapped several times (%d rounds)", round);
+	cr_assert_eq(s.records, (long)ranges);
+	cr_assert_eq(s.truncated, 1);
+	cr_assert_gt(s.dropped, 0);
+
+	for (t = 0; t < 2; t++) {
+		struct aux_walk w = { 0 };
+		__u64 head = s.bf[t]->pg->aux_head, tail = s.bf[t]->pg->aux_tail;
+		size_t k, first, i;
+		ssize_t got_n;
+
+		cr_assert_eq(head, len[t], "thread %d: all its bytes, none of the others'", t);
+		got_n = rk_bufile__read_aux(s.bf[t], lin, sizeof(lin));
+		cr_assert_eq((__u64)got_n, head - tail);
+		cr_assert_eq(memcmp(lin, stream[t] + tail, (size_t)got_n), 0,
+			     "thread %d: its own stream, in order", t);
+		cr_assert_eq(rk_bufile__for_each(s.bf[t], walk_aux, &w), 0);
+		cr_assert_gt(w.n, 1);
+		cr_assert_eq(w.next, head, "the last record ends at the AUX head");
+		cr_assert_eq(w.truncated, t == 1, "the TRUNCATED flag stays with its chunk");
+		/* Decode from the file alone, from its oldest PSB. */
+		cr_assert_eq(rk_pt_config(s.bf[t]->pmu->desc, s.bf[t]->pmu->info.pmu_descsz,
+					  s.bf[t]->pmu->attr.config, &dcfg, &why),
+			     0, "%s", why);
+		dump_lines(lin, (size_t)got_n, &dcfg, &got, &pk);
+		for (k = 0; k < npsb[t] && psb[t][k] < tail; k++)
+			;
+		first = k * 10;
+		cr_assert_gt(pk, 0);
+		cr_assert_geq((size_t)pk, nw[t] - first - 10,
+			      "thread %d: %ld packets, want %zu - %zu (tail %llu)", t, pk, nw[t],
+			      first, (unsigned long long)tail);
+		for (i = 0; i < (size_t)pk && first + i < nw[t]; i++)
+			cr_assert_str_eq(got.v[i], want[t][first + i], "thread %d packet %zu", t,
+					 i);
+		rk_bufile__free(s.bf[t]);
+	}
+	rk_drain__free(s.d);
+	free(base);
 }
