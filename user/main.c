@@ -608,7 +608,7 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		{ "session", required_argument, NULL, 's' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "event", required_argument, NULL, 'e' },
-		{ "pt", no_argument, NULL, 'P' },
+		{ "pt", optional_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -624,7 +624,16 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		case 'P':
 			if (!session)
 				goto bad;
-			show_pt = 1;
+			if (!optarg || !strcmp(optarg, "packets")) {
+				show_pt = 1;
+			} else if (!strcmp(optarg, "insn")) {
+				show_pt = 2;
+			} else if (!strcmp(optarg, "branches")) {
+				show_pt = 3;
+			} else {
+				rk_err("--pt=%s: packets, insn or branches", optarg);
+				return -2;
+			}
 			break;
 		case 'j':
 			*json = 1;
@@ -733,6 +742,79 @@ static int cmd_stat(int argc, char **argv)
 	return 0;
 }
 
+/* Symbols of a thread file's process: <session>/sideband/<tgid> next to <session>/<src>/<tid>. */
+static struct rk_symbols *thread_symbols(const char *path, const struct rk_bufile *bf)
+{
+	char sb[PATH_MAX + 400], *p;
+
+	snprintf(sb, sizeof(sb), "%s", path);
+	p = strrchr(sb, '/');
+	if (p) {
+		*p = '\0';
+		p = strrchr(sb, '/');
+	}
+	if (!p)
+		return rk_symbols__new(NULL);
+	snprintf(p + 1, sizeof(sb) - (size_t)(p + 1 - sb), "%s/%u", RK_SIDEBAND_DIR,
+		 bf->ident->tgid);
+	return rk_symbols__new(sb);
+}
+
+/* show --pt: the AUX area of @bf as packets, instructions or branches. */
+static int show_pt_trace(const char *path, struct rk_bufile *bf)
+{
+	struct rk_symbols *syms = NULL;
+	struct pt_image *img = NULL;
+	struct pt_config cfg;
+	const char *why = NULL;
+	ssize_t n;
+	long pk;
+	__u8 *aux;
+
+	if (!bf->pg->aux_size) {
+		rk_err("%s has no AUX area: not an Intel PT buffer", path);
+		return 1;
+	}
+	if (rk_pt_config(bf->pmu->desc, bf->pmu->info.pmu_descsz, bf->pmu->attr.config, &cfg,
+			 &why)) {
+		rk_err("%s: cannot decode its Intel PT: %s", path, why);
+		return 1;
+	}
+	aux = malloc(bf->pg->aux_size);
+	n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size) : -ENOMEM;
+	if (n < 0) {
+		rk_err("%s: %s", path, strerror((int)-n));
+		free(aux);
+		return 1;
+	}
+	if (show_pt == 1) {
+		pk = rk_pt_dump(stdout, aux, (size_t)n,
+				__atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) - (__u64)n,
+				&cfg);
+	} else {
+		syms = thread_symbols(path, bf);
+		img = pt_image_alloc(path);
+		if (!syms || !img) {
+			pk = -pte_nomem;
+		} else {
+			if (!rk_pt_image_add_maps(img, syms))
+				rk_err("%s: no mapped files in the sideband of process %u: only "
+				       "events decode",
+				       path, bf->ident->tgid);
+			pk = rk_pt_insn(stdout, aux, (size_t)n, &cfg, img, syms,
+					show_pt == 3 ? RK_PT_BRANCHES : RK_PT_INSN);
+		}
+		pt_image_free(img);
+		rk_symbols__free(syms);
+	}
+	free(aux);
+	if (pk < 0) {
+		rk_err("%s: %s", path, pt_errstr(pt_errcode((int)pk)));
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_show(int argc, char **argv)
 {
 	static const char usage[] =
@@ -744,8 +826,13 @@ static int cmd_show(int argc, char **argv)
 		"the sideband of the thread's process and the mapped files. A TID is looked up\n"
 		"in the newest session that has it (or in --session), in the sched buffers or,\n"
 		"with -e, in those of that event (e.g. -e cpu-clock).\n"
-		"  --pt   dump the AUX area as Intel PT packets (like ptdump), configured by\n"
-		"         the intel_pt descriptor in the file's own pmu_info\n";
+		"  --pt[=packets|insn|branches]\n"
+		"         decode the AUX area as Intel PT, configured by the intel_pt\n"
+		"         descriptor in the file's own pmu_info, from its oldest PSB on:\n"
+		"         packets (like ptdump; the default), instructions (like ptxed) or\n"
+		"         taken branches; insn and branches read the code from the files the\n"
+		"         process had mapped (its sideband's MMAP2 records), as they are on\n"
+		"         disk now; kernel code is not decoded (an error line, then resync)\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
@@ -793,57 +880,13 @@ static int cmd_show(int argc, char **argv)
 		return 1;
 	}
 	if (show_pt) {
-		struct pt_config cfg;
-		const char *why = NULL;
-		ssize_t n;
-		long pk;
-		__u8 *aux;
-
-		if (!bf->pg->aux_size) {
-			rk_err("%s has no AUX area: not an Intel PT buffer", path);
-			rk_bufile__free(bf);
-			return 1;
-		}
-		if (rk_pt_config(bf->pmu->desc, bf->pmu->info.pmu_descsz, bf->pmu->attr.config,
-				 &cfg, &why)) {
-			rk_err("%s: cannot decode its Intel PT: %s", path, why);
-			rk_bufile__free(bf);
-			return 1;
-		}
-		aux = malloc(bf->pg->aux_size);
-		n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size) : -ENOMEM;
-		pk = n >= 0 ? rk_pt_dump(stdout, aux, (size_t)n,
-					 __atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) -
-						 (__u64)n,
-					 &cfg) :
-			      0;
-		free(aux);
+		r = show_pt_trace(path, bf);
 		rk_bufile__free(bf);
-		if (n < 0 || pk < 0) {
-			rk_err("%s: %s", path,
-			       n < 0 ? strerror((int)-n) : pt_errstr(pt_errcode((int)pk)));
-			return 1;
-		}
-		return 0;
+		return r;
 	}
-	/* Addresses resolve through the sideband of the thread's process: <session>/sideband/<tgid>. */
-	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP) {
-		char sb[PATH_MAX + 400], *p;
-
-		snprintf(sb, sizeof(sb), "%s", path);
-		p = strrchr(sb, '/');
-		if (p) {
-			*p = '\0';
-			p = strrchr(sb, '/');
-		}
-		if (p) {
-			snprintf(p + 1, sizeof(sb) - (size_t)(p + 1 - sb), "%s/%u", RK_SIDEBAND_DIR,
-				 bf->ident->tgid);
-			syms = rk_symbols__new(sb);
-		} else {
-			syms = rk_symbols__new(NULL);
-		}
-	}
+	/* Addresses resolve through the sideband of the thread's process. */
+	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
+		syms = thread_symbols(path, bf);
 	err = rk_show(stdout, bf, path, json, syms, NULL);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <linux/perf_event.h>
 #include "pt.h"
+#include "symbols.h"
 #include "util.h"
 
 static const char *const fmt_names[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
@@ -421,4 +422,214 @@ long rk_pt_dump(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 	}
 	pt_pkt_free_decoder(dec);
 	return n;
+}
+
+struct image_ctx {
+	struct pt_image *img;
+	int added;
+};
+
+static int add_map(void *ctx, const char *path, __u64 start, __u64 len, __u64 pgoff)
+{
+	struct image_ctx *c = ctx;
+	int err = pt_image_add_file(c->img, path, pgoff, len, NULL, start);
+
+	if (err < 0)
+		rk_info("PT image: %s at %#llx: %s", path, (unsigned long long)start,
+			pt_errstr(pt_errcode(err)));
+	else
+		c->added++;
+	return 0;
+}
+
+int rk_pt_image_add_maps(struct pt_image *img, const struct rk_symbols *s)
+{
+	struct image_ctx c = { .img = img };
+
+	rk_symbols_for_each_map(s, add_map, &c);
+	return c.added;
+}
+
+static const char *iclass_name(enum pt_insn_class c)
+{
+	switch (c) {
+	case ptic_other:
+		return "other";
+	case ptic_call:
+		return "call";
+	case ptic_return:
+		return "return";
+	case ptic_jump:
+		return "jump";
+	case ptic_cond_jump:
+		return "jcc";
+	case ptic_far_call:
+		return "far-call";
+	case ptic_far_return:
+		return "far-return";
+	case ptic_far_jump:
+		return "far-jump";
+	case ptic_ptwrite:
+		return "ptwrite";
+	default:
+		return "error";
+	}
+}
+
+static const char *event_name(const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		return ev->variant.enabled.resumed ? "resumed" : "enabled";
+	case ptev_disabled:
+		return "disabled";
+	case ptev_async_disabled:
+		return "async disabled";
+	case ptev_async_branch:
+		return "interrupt";
+	case ptev_paging:
+	case ptev_async_paging:
+		return "paging";
+	case ptev_overflow:
+		return "overflow";
+	case ptev_exec_mode:
+		return NULL; /* every PSB+ repeats it: noise */
+	case ptev_tsx:
+		return "tsx";
+	case ptev_stop:
+		return "stopped";
+	case ptev_exstop:
+		return "exstop";
+	case ptev_mwait:
+		return "mwait";
+	case ptev_pwre:
+		return "pwre";
+	case ptev_pwrx:
+		return "pwrx";
+	case ptev_ptwrite:
+		return "ptwrite";
+	case ptev_cbr:
+		return NULL;
+	default:
+		return "event";
+	}
+}
+
+/* Symbol of @ip through the sideband's files ("" if none). */
+static void sym_of(struct rk_symbols *syms, __u64 ip, char *s, size_t len)
+{
+	const char *dso;
+
+	s[0] = '\0';
+	if (syms && rk_symbols_resolve(syms, ip, s, len, &dso))
+		s[0] = '\0';
+}
+
+/* Print pending events; a branch waiting for its target ends at a disable. */
+static int drain_events(FILE *out, struct pt_insn_decoder *dec, int status, int mode, int *pending,
+			__u64 *from, struct rk_symbols *syms, long *lines)
+{
+	while (status & pts_event_pending) {
+		struct pt_event ev;
+		const char *name;
+
+		status = pt_insn_event(dec, &ev, sizeof(ev));
+		if (status < 0)
+			return status;
+		name = event_name(&ev);
+		if (!name)
+			continue;
+		if (mode == RK_PT_BRANCHES && *pending &&
+		    (ev.type == ptev_disabled || ev.type == ptev_async_disabled)) {
+			char s[256];
+
+			sym_of(syms, *from, s, sizeof(s));
+			fprintf(out, "%16llx %s -> [%s]\n", (unsigned long long)*from, s, name);
+			*pending = 0;
+			(*lines)++;
+			continue;
+		}
+		fprintf(out, "[%s]\n", name);
+		(*lines)++;
+	}
+	return status;
+}
+
+long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, struct pt_config *cfg, struct pt_image *img,
+		struct rk_symbols *syms, int mode)
+{
+	struct pt_insn_decoder *dec;
+	long lines = 0;
+	__u64 from = 0;
+	int status, pending = 0, synced = 0;
+
+	cfg->begin = (uint8_t *)buf;
+	cfg->end = (uint8_t *)buf + len;
+	dec = pt_insn_alloc_decoder(cfg);
+	if (!dec)
+		return -pte_nomem;
+	if (pt_insn_set_image(dec, img) < 0) {
+		pt_insn_free_decoder(dec);
+		return -pte_internal;
+	}
+	for (;;) {
+		struct pt_insn insn;
+
+		status = pt_insn_sync_forward(dec);
+		if (status < 0)
+			break;
+		synced = 1;
+		pending = 0;
+		for (;;) {
+			status =
+				drain_events(out, dec, status, mode, &pending, &from, syms, &lines);
+			if (status < 0)
+				break;
+			status = pt_insn_next(dec, &insn, sizeof(insn));
+			if (status < 0)
+				break;
+			if (mode == RK_PT_BRANCHES && pending) {
+				char s[256], t[256];
+
+				sym_of(syms, from, s, sizeof(s));
+				sym_of(syms, insn.ip, t, sizeof(t));
+				fprintf(out, "%16llx %s -> %16llx %s\n", (unsigned long long)from,
+					s, (unsigned long long)insn.ip, t);
+				pending = 0;
+				lines++;
+			}
+			if (mode == RK_PT_BRANCHES) {
+				if (insn.iclass != ptic_other && insn.iclass != ptic_ptwrite) {
+					from = insn.ip;
+					pending = 1;
+				}
+			} else {
+				char s[256], raw[3 * 15 + 1];
+				unsigned int i;
+
+				for (i = 0; i < insn.size && i < 15; i++)
+					snprintf(raw + 3 * i, 4, "%02x ", insn.raw[i]);
+				raw[3 * i] = '\0';
+				sym_of(syms, insn.ip, s, sizeof(s));
+				fprintf(out, "%16llx  %-10s %-24s %s\n",
+					(unsigned long long)insn.ip, iclass_name(insn.iclass), raw,
+					s);
+				lines++;
+			}
+		}
+		if (status == -pte_eos)
+			break;
+		{
+			uint64_t off = 0;
+
+			pt_insn_get_offset(dec, &off);
+			fprintf(out, "[%llx: error: %s]\n", (unsigned long long)off,
+				pt_errstr(pt_errcode(status)));
+			lines++;
+		}
+	}
+	pt_insn_free_decoder(dec);
+	if (!synced)
+		return status;
+	return lines;
 }

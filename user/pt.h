@@ -72,6 +72,31 @@ int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config 
  */
 long rk_pt_dump(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg);
 
+struct rk_symbols;
+
+/**
+ * rk_pt_image_add_maps() - add the file mappings of @s (a process's
+ * sideband) to @img, each file read from disk at its mapped offset.
+ * Return: files added (a missing file is skipped and reported on stderr).
+ */
+int rk_pt_image_add_maps(struct pt_image *img, const struct rk_symbols *s);
+
+#define RK_PT_INSN 0 /* every instruction, like ptxed */
+#define RK_PT_BRANCHES 1 /* taken branches as "from -> to", like perf script --itrace=b */
+
+/**
+ * rk_pt_insn() - decode @buf's trace into instructions of @img and print
+ * them: address, size, class, bytes and symbol (@syms, may be NULL); events
+ * (enabled, disabled, overflow, ...) in brackets. Starts at the first PSB;
+ * after an error (e.g. no image at an address: kernel code) it prints the
+ * error and resynchronizes at the next PSB, as ptxed does.
+ * @mode: RK_PT_INSN or RK_PT_BRANCHES.
+ * Return: lines printed, or a negative libipt error if nothing could be
+ * synchronized at all.
+ */
+long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, struct pt_config *cfg, struct pt_image *img,
+		struct rk_symbols *syms, int mode);
+
 /** rk_pt_packet_str() - one packet as rk_pt_dump prints it. */
 void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len);
 

@@ -352,6 +352,20 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 	return -ENOENT;
 }
 
+int rk_symbols_for_each_map(const struct rk_symbols *s, rk_map_fn fn, void *ctx)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < s->nmaps; i++) {
+		r = fn(ctx, s->maps[i].dso->path, s->maps[i].start, s->maps[i].len,
+		       s->maps[i].pgoff);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 void rk_symbols__free(struct rk_symbols *s)
 {
 	size_t i, k;

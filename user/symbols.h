@@ -26,6 +26,16 @@ struct rk_symbols *rk_symbols__new(const char *sideband_path);
 int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
 		       const char **dso);
 
+/** typedef rk_map_fn - one file mapping; non-zero stops the walk. */
+typedef int (*rk_map_fn)(void *ctx, const char *path, __u64 start, __u64 len, __u64 pgoff);
+
+/**
+ * rk_symbols_for_each_map() - the file mappings, ancestors' first, each
+ * process's in the order it made them (a later one covers an earlier one).
+ * Return: 0, or @fn's non-zero value.
+ */
+int rk_symbols_for_each_map(const struct rk_symbols *s, rk_map_fn fn, void *ctx);
+
 /** rk_symbols__free() - NULL is a no-op. */
 void rk_symbols__free(struct rk_symbols *s);
 

@@ -17,6 +17,7 @@
 #include "evsel.h"
 #include "pmu.h"
 #include "pt.h"
+#include "symbols.h"
 
 static char dir[64];
 
@@ -608,4 +609,195 @@ Test(pt, drain_copies_aux_ranges_into_each_threads_file)
 	}
 	rk_drain__free(s.d);
 	free(base);
+}
+
+/*
+ * Instruction decoding with the process image: a small code file of ours,
+ * mapped (per an MMAP2 record in the process's sideband) at 0x400000:
+ *   400000: 31 c0   xor %eax,%eax
+ *   400002: 74 03   jz  400007
+ *   400004: 90 90 90 (nop x3)
+ *   400007: 75 f9   jnz 400002
+ *   400009: ff e0   jmp *%rax
+ * and a trace through it: enabled at 400000, jz taken, jnz not taken,
+ * jmp to 400004, jnz taken, jz not taken, jnz not taken, jmp: disabled.
+ */
+static const __u8 code[] = { 0x31, 0xc0, 0x74, 0x03, 0x90, 0x90, 0x90, 0x75, 0xf9, 0xff, 0xe0 };
+
+static size_t encode_flow(__u8 *buf, size_t size)
+{
+	struct pt_packet pk[12];
+	struct pt_config ecfg;
+	struct pt_encoder *enc;
+	size_t i, n = 0, bytes = 0;
+
+	memset(pk, 0, sizeof(pk));
+	pk[n++].type = ppt_psb;
+	pk[n].type = ppt_tsc;
+	pk[n++].payload.tsc.tsc = 0x1234;
+	pk[n++].type = ppt_psbend;
+	pk[n].type = ppt_mode;
+	pk[n].payload.mode.leaf = pt_mol_exec;
+	pk[n++].payload.mode.bits.exec.csl = 1;
+	pk[n].type = ppt_tip_pge;
+	pk[n].payload.ip.ipc = pt_ipc_sext_48;
+	pk[n++].payload.ip.ip = 0x400000;
+	pk[n].type = ppt_tnt_8;
+	pk[n].payload.tnt.bit_size = 2;
+	pk[n++].payload.tnt.payload = 0x2; /* oldest first: taken, not taken */
+	pk[n].type = ppt_tip;
+	pk[n].payload.ip.ipc = pt_ipc_sext_48;
+	pk[n++].payload.ip.ip = 0x400004;
+	pk[n].type = ppt_tnt_8;
+	pk[n].payload.tnt.bit_size = 3;
+	pk[n++].payload.tnt.payload = 0x4; /* taken, not taken, not taken */
+	pk[n].type = ppt_tip_pgd;
+	pk[n].payload.ip.ipc = pt_ipc_sext_48;
+	pk[n++].payload.ip.ip = 0x400100; /* where the jmp went: not traced */
+	/* The next periodic PSB+: the decoder reads past the disable to bind it. */
+	pk[n++].type = ppt_psb;
+	pk[n++].type = ppt_psbend;
+	pt_config_init(&ecfg);
+	ecfg.begin = buf;
+	ecfg.end = buf + size;
+	enc = pt_alloc_encoder(&ecfg);
+	cr_assert_not_null(enc);
+	for (i = 0; i < n; i++) {
+		int r = pt_enc_next(enc, &pk[i]);
+
+		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
+		bytes += (size_t)r;
+	}
+	pt_free_encoder(enc);
+	return bytes;
+}
+
+/* A sideband file whose one MMAP2 maps @file at @start, as the loader writes it. */
+static void put_sideband(const char *sb, const char *file, __u64 start, __u64 len)
+{
+	struct rk_thread_ident id = { .tid = 100, .tgid = 100 };
+	union {
+		struct perf_event_header h;
+		__u8 b[512];
+	} rec;
+	struct rk_pmu_entry e;
+	struct rk_bufile *bf;
+	__u32 pid = 100, prot = 5;
+	__u64 pgoff = 0;
+	size_t nlen = strlen(file) + 1;
+
+	rk_pmu_sched_entry(&e);
+	bf = rk_bufile__create(sb, 4096, 0, &e, &id);
+	cr_assert_not_null(bf);
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = PERF_RECORD_MMAP2;
+	rec.h.size = (__u16)RK_ALIGN8(8 + 8 + 24 + 24 + 8 + nlen);
+	memcpy(rec.b + 8, &pid, 4);
+	memcpy(rec.b + 12, &pid, 4);
+	memcpy(rec.b + 16, &start, 8);
+	memcpy(rec.b + 24, &len, 8);
+	memcpy(rec.b + 32, &pgoff, 8);
+	memcpy(rec.b + 64, &prot, 4);
+	memcpy(rec.b + 72, file, nlen);
+	cr_assert_eq(rk_bufile__write(bf, rec.b, rec.h.size), 0);
+	rk_bufile__free(bf);
+}
+
+/* Decode into a string with rk_pt_insn() in @mode. */
+static char *decode_flow(const __u8 *tr, size_t len, const char *sb, int mode, long *lines)
+{
+	struct rk_symbols *syms = rk_symbols__new(sb);
+	struct pt_image *img = pt_image_alloc("test");
+	struct pt_config cfg;
+	struct rk_pt_desc d;
+	const char *why;
+	char *mem = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&mem, &sz);
+
+	desc_for_test(&d);
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
+	cr_assert_not_null(syms);
+	cr_assert_eq(rk_pt_image_add_maps(img, syms), 1, "the one mapped file");
+	*lines = rk_pt_insn(f, tr, len, &cfg, img, syms, mode);
+	fclose(f);
+	pt_image_free(img);
+	rk_symbols__free(syms);
+	return mem;
+}
+
+Test(pt, instructions_decode_with_the_sideband_image)
+{
+	static const struct {
+		__u64 ip;
+		const char *cls;
+	} want[] = {
+		{ 0x400000, "other" }, { 0x400002, "jcc" },   { 0x400007, "jcc" },
+		{ 0x400009, "jump" },  { 0x400004, "other" }, { 0x400005, "other" },
+		{ 0x400006, "other" }, { 0x400007, "jcc" },   { 0x400002, "jcc" },
+		{ 0x400004, "other" }, { 0x400005, "other" }, { 0x400006, "other" },
+		{ 0x400007, "jcc" },   { 0x400009, "jump" },
+	};
+	__u8 tr[256];
+	char file[128], sb[128], *out, *line, *save = NULL;
+	size_t len = encode_flow(tr, sizeof(tr)), i = 0;
+	long lines;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/code.bin", dir);
+	snprintf(sb, sizeof(sb), "%s/sideband.100", dir);
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fwrite(code, 1, sizeof(code), f);
+	fclose(f);
+	put_sideband(sb, file, 0x400000, 0x1000);
+
+	out = decode_flow(tr, len, sb, RK_PT_INSN, &lines);
+	cr_assert_eq(lines, 16, "[enabled], 14 instructions, [disabled]:\n%s", out);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long ip;
+		char cls[32];
+
+		if (line[0] == '[') {
+			cr_assert_str_eq(line, i ? "[disabled]" : "[enabled]");
+			continue;
+		}
+		cr_assert_lt(i, sizeof(want) / sizeof(want[0]));
+		cr_assert_eq(sscanf(line, "%llx %31s", &ip, cls), 2, "%s", line);
+		cr_assert_eq(ip, want[i].ip, "insn %zu: %s", i, line);
+		cr_assert_str_eq(cls, want[i].cls, "insn %zu: %s", i, line);
+		i++;
+	}
+	cr_assert_eq(i, sizeof(want) / sizeof(want[0]));
+	free(out);
+
+	/* Branches: every taken one as from -> to; the last ends at the disable. */
+	out = decode_flow(tr, len, sb, RK_PT_BRANCHES, &lines);
+	cr_assert_not_null(strstr(out, "400002  ->           400007"), "%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->           400009"),
+			   "not taken: falls through\n%s", out);
+	cr_assert_not_null(strstr(out, "400009  ->           400004"), "%s", out);
+	cr_assert_not_null(strstr(out, "400009  -> [disabled]"), "%s", out);
+	free(out);
+
+	/* Without the image the flow cannot be followed: a clear error, no guessing. */
+	unlink(file);
+	{
+		struct pt_config cfg;
+		struct pt_image *img = pt_image_alloc("empty");
+		struct rk_pt_desc d;
+		const char *why;
+		char *mem = NULL;
+		size_t sz = 0;
+
+		f = open_memstream(&mem, &sz);
+		desc_for_test(&d);
+		cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
+		lines = rk_pt_insn(f, tr, len, &cfg, img, NULL, RK_PT_INSN);
+		fclose(f);
+		cr_assert_not_null(strstr(mem, "error: no memory mapped at this address"), "%s",
+				   mem);
+		free(mem);
+		pt_image_free(img);
+	}
 }
