@@ -18,12 +18,38 @@
 #include <unistd.h>
 #include "bufile.h"
 #include "export.h"
+#include "pt.h"
 #include "session.h"
 #include "util.h"
 
 #define PERF_MAGIC2 0x32454c4946524550ULL /* "PERFILE2" */
 #define EXPORT_ATTR_SIZE PERF_ATTR_SIZE_VER7 /* what perf 6.1 knows */
 #define MAX_ATTRS (RK_MAX_SRC)
+/* perf's records for AUX area traces (tools/lib/perf/include/perf/event.h). */
+#define PERF_RECORD_AUXTRACE_INFO_ 70
+#define PERF_RECORD_AUXTRACE_ 71
+#define PERF_AUXTRACE_INTEL_PT_ 1
+/* tools/perf/util/intel-pt.h: the priv[] of intel_pt's auxtrace_info. */
+enum {
+	PT_PMU_TYPE,
+	PT_TIME_SHIFT,
+	PT_TIME_MULT,
+	PT_TIME_ZERO,
+	PT_CAP_USER_TIME_ZERO,
+	PT_TSC_BIT,
+	PT_NORETCOMP_BIT,
+	PT_HAVE_SCHED_SWITCH,
+	PT_SNAPSHOT_MODE,
+	PT_PER_CPU_MMAPS,
+	PT_MTC_BIT,
+	PT_MTC_FREQ_BITS,
+	PT_TSC_CTC_N,
+	PT_TSC_CTC_D,
+	PT_CYC_BIT,
+	PT_MAX_NONTURBO_RATIO,
+	PT_FILTER_STR_LEN,
+	PT_PRIV_MAX,
+};
 
 struct file_section {
 	__u64 offset, size;
@@ -60,6 +86,8 @@ struct exp {
 	__u64 cur_sample_type;
 	__u32 pids[1024]; /* processes of the exported threads: their sideband goes too */
 	unsigned int npids;
+	int auxtrace_info; /* written (one intel_pt source per session) */
+	__u32 aux_idx; /* AUXTRACE buffers so far: perf's queue index, one per thread */
 };
 
 static __u64 attr_sample_type(const __u8 *attr)
@@ -89,17 +117,24 @@ static __u64 rec_time(__u64 st, const struct perf_event_header *h)
 	return t;
 }
 
-static int on_record(const struct perf_event_header *h, void *ctx)
+/*
+ * Append @len bytes (a record, @h, and what follows it) to the output at
+ * @time; with @set_id, the record's IDENTIFIER becomes its attr's one id.
+ */
+static int push(struct exp *e, const struct perf_event_header *h, const void *tail, size_t tail_len,
+		__u64 time, int set_id)
 {
-	struct exp *e = ctx;
+	size_t len = h->size + tail_len;
 	struct rec_ref *ref;
 	__u64 id = e->cur_attr + 1;
 
-	if (e->buf_len + h->size > e->buf_cap) {
+	if (len > UINT32_MAX)
+		return -E2BIG;
+	if (e->buf_len + len > e->buf_cap) {
 		size_t cap = e->buf_cap ? e->buf_cap * 2 : 1 << 20;
 		__u8 *n;
 
-		while (cap < e->buf_len + h->size)
+		while (cap < e->buf_len + len)
 			cap *= 2;
 		n = realloc(e->buf, cap);
 		if (!n)
@@ -117,24 +152,114 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->caprefs = cap;
 	}
 	memcpy(e->buf + e->buf_len, h, h->size);
+	if (tail_len)
+		memcpy(e->buf + e->buf_len + h->size, tail, tail_len);
 	/* One id per attr: samples start with IDENTIFIER, other records end with it. */
-	if (e->cur_sample_type & PERF_SAMPLE_IDENTIFIER) {
+	if (set_id && e->cur_sample_type & PERF_SAMPLE_IDENTIFIER) {
 		if (h->type == PERF_RECORD_SAMPLE)
 			memcpy(e->buf + e->buf_len + sizeof(*h), &id, 8);
 		else
 			memcpy(e->buf + e->buf_len + h->size - 8, &id, 8);
 	}
 	ref = &e->refs[e->nrefs];
-	ref->time = rec_time(e->cur_sample_type, h);
+	ref->time = time;
 	ref->seq = e->nrefs;
 	ref->off = e->buf_len;
-	ref->len = h->size;
+	ref->len = (__u32)len;
 	ref->attr = e->cur_attr;
 	e->nrefs++;
-	e->buf_len += h->size;
+	e->buf_len += len;
 	e->st->records++;
 	e->st->samples += h->type == PERF_RECORD_SAMPLE;
 	return 0;
+}
+
+static int on_record(const struct perf_event_header *h, void *ctx)
+{
+	struct exp *e = ctx;
+
+	return push(e, h, NULL, 0, rec_time(e->cur_sample_type, h), 1);
+}
+
+/*
+ * An intel_pt file's AUX area: perf's AUXTRACE_INFO (once: how to decode,
+ * from the file's descriptor) and one AUXTRACE record carrying the bytes
+ * [aux_tail, aux_head) for the thread, at time 0 so they precede the
+ * records that refer to them. perf decodes it per thread (per_cpu_mmaps 0).
+ */
+static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
+{
+	struct rk_pt_desc d;
+	const char *why;
+	struct pt_config cfg;
+	__u8 *aux;
+	ssize_t n;
+	int err;
+
+	if (rk_pt_config(bf->pmu->desc, bf->pmu->info.pmu_descsz, bf->pmu->attr.config, &cfg,
+			 &why)) {
+		rk_warn("export: %s: its AUX area is left out: %s", path, why);
+		return 0;
+	}
+	memcpy(&d, bf->pmu->desc, sizeof(d));
+	if (!e->auxtrace_info) {
+		struct {
+			struct perf_event_header h;
+			__u32 type, reserved;
+			__u64 priv[PT_PRIV_MAX];
+		} info = { 0 };
+
+		info.h.type = PERF_RECORD_AUXTRACE_INFO_;
+		info.h.size = sizeof(info);
+		info.type = PERF_AUXTRACE_INTEL_PT_;
+		info.priv[PT_PMU_TYPE] = bf->pmu->attr.type;
+		info.priv[PT_TIME_SHIFT] = d.time_shift;
+		info.priv[PT_TIME_MULT] = d.time_mult;
+		info.priv[PT_TIME_ZERO] = d.time_zero;
+		info.priv[PT_CAP_USER_TIME_ZERO] = d.time_mult != 0;
+		info.priv[PT_TSC_BIT] = rk_pt_field_mask(&d, "tsc");
+		info.priv[PT_NORETCOMP_BIT] = rk_pt_field_mask(&d, "noretcomp");
+		info.priv[PT_PER_CPU_MMAPS] = 0; /* a buffer per thread */
+		info.priv[PT_MTC_BIT] = rk_pt_field_mask(&d, "mtc");
+		info.priv[PT_MTC_FREQ_BITS] = rk_pt_field_mask(&d, "mtc_period");
+		info.priv[PT_TSC_CTC_N] = d.cpuid_0x15_ebx;
+		info.priv[PT_TSC_CTC_D] = d.cpuid_0x15_eax;
+		info.priv[PT_CYC_BIT] = rk_pt_field_mask(&d, "cyc");
+		info.priv[PT_MAX_NONTURBO_RATIO] = d.max_nonturbo_ratio;
+		err = push(e, &info.h, NULL, 0, 0, 0);
+		if (err)
+			return err;
+		e->auxtrace_info = 1;
+	}
+	aux = malloc(bf->pg->aux_size + 8);
+	if (!aux)
+		return -ENOMEM;
+	n = rk_bufile__read_aux(bf, aux, bf->pg->aux_size);
+	if (n > 0) {
+		struct {
+			struct perf_event_header h;
+			__u64 size, offset, reference;
+			__u32 idx, tid, cpu, reserved;
+		} at = { 0 };
+		size_t pad = (8 - (size_t)n % 8) % 8;
+
+		memset(aux + n, 0, pad);
+		at.h.type = PERF_RECORD_AUXTRACE_;
+		at.h.size = sizeof(at); /* the data follows, size bytes */
+		at.size = (__u64)n + pad;
+		at.offset = __atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) - (__u64)n;
+		at.reference = bf->ident->start_ns;
+		at.idx = e->aux_idx++;
+		at.tid = bf->ident->tid;
+		at.cpu = (__u32)-1;
+		err = push(e, &at.h, aux, (size_t)n + pad, 0, 0);
+		if (!err)
+			e->st->aux_bytes += (__u64)n;
+	} else {
+		err = n < 0 ? (int)n : 0;
+	}
+	free(aux);
+	return err;
 }
 
 /* The attr index of a source, registering it from its file's pmu_info. */
@@ -214,6 +339,13 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 	}
 	e->cur_attr = (unsigned int)idx;
 	e->cur_sample_type = attr_sample_type(e->attrs[idx]);
+	if (!sideband && bf->pg->aux_size) {
+		err = add_aux(e, path, bf);
+		if (err) {
+			rk_bufile__free(bf);
+			return err;
+		}
+	}
 	err = rk_bufile__for_each(bf, on_record, e);
 	if (err == -EBADMSG) {
 		rk_warn("export: %s: records past a corrupt one are left out", path);

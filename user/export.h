@@ -27,6 +27,7 @@ struct rk_export_stats {
 	unsigned long long samples;
 	unsigned long long threads;
 	unsigned long long skipped; /* files that did not parse (reported) */
+	unsigned long long aux_bytes; /* Intel PT bytes, in AUXTRACE records */
 	unsigned int attrs;
 };
 

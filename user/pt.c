@@ -150,6 +150,26 @@ int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, 
 	return -ENOENT;
 }
 
+__u64 rk_pt_field_mask(const struct rk_pt_desc *d, const char *name)
+{
+	__u64 m = 0;
+
+	if (rk_pt_config_set(d, name, 0, &m))
+		return 0;
+	/* Set every bit the field has: the widest value that fits. */
+	{
+		int i;
+
+		for (i = 0; i < 64; i++) {
+			__u64 t = 0;
+
+			if (!rk_pt_config_set(d, name, 1ull << i, &t))
+				m |= t;
+		}
+	}
+	return m;
+}
+
 /* A period term is valid only if the caps/ bitmap of its PMU has that bit. */
 static int period_ok(__u32 bitmap, __u64 v)
 {

@@ -36,6 +36,9 @@ long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64
  */
 int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config);
 
+/** rk_pt_field_mask() - the config bits of field @name (0: absent), as perf's auxtrace_info has them. */
+__u64 rk_pt_field_mask(const struct rk_pt_desc *d, const char *name);
+
 /** rk_pt_default_config() - perf's default for intel_pt//, as far as @d has it. */
 __u64 rk_pt_default_config(const struct rk_pt_desc *d);
 

@@ -15,6 +15,7 @@
 #include "bufile.h"
 #include "drain.h"
 #include "evsel.h"
+#include "export.h"
 #include "pmu.h"
 #include "pt.h"
 #include "symbols.h"
@@ -800,4 +801,144 @@ Test(pt, instructions_decode_with_the_sideband_image)
 		free(mem);
 		pt_image_free(img);
 	}
+}
+
+/* A whole file, NUL-terminated. */
+static char *slurp_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Records of a perf.data file's data section, by type: the first of @type. */
+static const __u8 *find_rec(const __u8 *f, size_t len, __u32 type, const __u8 *after)
+{
+	__u64 off, size, end;
+	const __u8 *p;
+
+	memcpy(&off, f + 40, 8); /* header: magic, size, attr_size, attrs{2}, data{off,size} */
+	memcpy(&size, f + 48, 8);
+	cr_assert_leq(off + size, len);
+	end = off + size;
+	for (p = f + off; p + 8 <= f + end;) {
+		const struct perf_event_header *h = (const void *)p;
+		__u64 skip = h->size;
+
+		cr_assert_geq(h->size, 8);
+		if (h->type == 71) /* AUXTRACE: its data follows the record */
+			skip += *(const __u64 *)(p + 8);
+		if (h->type == type && p > after)
+			return p;
+		p += skip;
+	}
+	return NULL;
+}
+
+Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
+{
+	struct rk_evsel ev[RK_MAX_SRC - 1];
+	struct rk_evsel_opts o = { .pt_sysfs = dir };
+	struct rk_thread_ident id = { .tid = 100, .tgid = 100, .start_ns = 5 };
+	struct rk_export_opts eo = { 0 };
+	struct rk_export_stats est;
+	struct rk_pmu_entry sched;
+	struct rk_bufile *bf;
+	struct rk_pt_desc d;
+	union {
+		struct perf_event_header h;
+		__u64 q[8];
+	} rec;
+	__u8 tr[256], *f;
+	char sess[100], p[512], out[200], cmd[600], msg[256], *txt;
+	size_t len = encode_flow(tr, sizeof(tr)), flen;
+	const __u8 *info, *at;
+	int n;
+	FILE *fp;
+
+	snprintf(sess, sizeof(sess), "%s/sess", dir);
+	snprintf(p, sizeof(p), "mkdir -p %s/sched %s/intel_pt %s/sideband", sess, sess, sess);
+	cr_assert_eq(system(p), 0);
+	/* The sched file: a thread to export. */
+	rk_pmu_sched_entry(&sched);
+	snprintf(p, sizeof(p), "%s/sched/100", sess);
+	bf = rk_bufile__create(p, 4096, 0, &sched, &id);
+	cr_assert_not_null(bf);
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = PERF_RECORD_SWITCH;
+	rec.h.size = 8 + 32;
+	rec.q[1] = 100ull << 32 | 100;
+	rec.q[2] = 1000;
+	rec.q[4] = RK_SCHED_ID;
+	cr_assert_eq(rk_bufile__write(bf, &rec, rec.h.size), 0);
+	rk_bufile__free(bf);
+	/* The intel_pt file: the flow trace, arrived as one PERF_RECORD_AUX. */
+	cr_assert_eq(rk_evsel_parse("intel_pt//", &o, ev, RK_MAX_SRC - 1, &n, msg, sizeof(msg)), 0);
+	desc_for_test(&d);
+	d.time_mult = 1 << 10;
+	d.time_shift = 10;
+	memcpy(ev[0].entry.desc, &d, sizeof(d));
+	ev[0].entry.attr.config = 1ull << 10;
+	snprintf(p, sizeof(p), "%s/intel_pt/100", sess);
+	bf = rk_bufile__create(p, 4096, 8192, &ev[0].entry, &id);
+	cr_assert_not_null(bf);
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = PERF_RECORD_AUX;
+	rec.h.size = 64;
+	rec.q[2] = len;
+	rec.q[4] = 100ull << 32 | 100;
+	rec.q[5] = 2000;
+	rec.q[7] = 0x77;
+	cr_assert_eq(rk_bufile__write_aux_rec(bf, &rec.h, tr, len, NULL, 0), 0);
+	rk_bufile__free(bf);
+	snprintf(p, sizeof(p), "%s/code.bin", dir);
+	fp = fopen(p, "w");
+	fwrite(code, 1, sizeof(code), fp);
+	fclose(fp);
+	snprintf(msg, sizeof(msg), "%s/sideband/100", sess);
+	put_sideband(msg, p, 0x400000, 0x1000);
+
+	snprintf(out, sizeof(out), "%s/perf.data", dir);
+	eo.session_dir = sess;
+	eo.out = out;
+	cr_assert_eq(rk_export_perf_data(&eo, &est), 0);
+	cr_assert_eq(est.aux_bytes, len);
+	f = (__u8 *)slurp_file(out, &flen);
+	info = find_rec(f, flen, 70, NULL);
+	cr_assert_not_null(info, "AUXTRACE_INFO");
+	cr_assert_eq(*(const __u32 *)(info + 8), 1, "PERF_AUXTRACE_INTEL_PT");
+	cr_assert_eq(*(const __u64 *)(info + 16), 8, "priv[PMU_TYPE]: the attr's type");
+	cr_assert_eq(*(const __u64 *)(info + 16 + 5 * 8), 1ull << 10, "priv[TSC_BIT]: a mask");
+	cr_assert_eq(*(const __u64 *)(info + 16 + 9 * 8), 0, "per-thread buffers");
+	cr_assert_eq(*(const __u64 *)(info + 16 + 12 * 8), 200, "TSC/CTC n: CPUID 0x15 ebx");
+	cr_assert_eq(*(const __u64 *)(info + 16 + 13 * 8), 2, "TSC/CTC d: CPUID 0x15 eax");
+	at = find_rec(f, flen, 71, NULL);
+	cr_assert_not_null(at, "AUXTRACE");
+	cr_assert(at > info, "the info first");
+	cr_assert_eq(*(const __u64 *)(at + 8), RK_ALIGN8(len), "size, padded");
+	cr_assert_eq(*(const __u32 *)(at + 36), 100, "tid");
+	cr_assert_eq(memcmp(at + 48, tr, len), 0, "the thread's trace bytes");
+	free(f);
+
+	/* perf itself reads it and dumps the packets with its own decoder. */
+	snprintf(cmd, sizeof(cmd), "perf report -D -i %s > %s.txt 2>&1", out, out);
+	cr_assert_eq(system(cmd), 0, "perf report -D failed");
+	snprintf(p, sizeof(p), "%s.txt", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "Intel Processor Trace data"), "%.3000s", txt);
+	cr_assert_not_null(strstr(txt, "PSB"), "%.3000s", txt);
+	cr_assert_not_null(strstr(txt, "TIP.PGE"), "%.3000s", txt);
+	cr_assert_not_null(strstr(txt, "TNT"), "%.3000s", txt);
+	free(txt);
 }
