@@ -92,6 +92,10 @@ static const char *type_name(__u32 type)
 		return "PERF_RECORD_THROTTLE";
 	case PERF_RECORD_UNTHROTTLE:
 		return "PERF_RECORD_UNTHROTTLE";
+	case PERF_RECORD_AUX:
+		return "PERF_RECORD_AUX";
+	case PERF_RECORD_ITRACE_START:
+		return "PERF_RECORD_ITRACE_START";
 	}
 	return "PERF_RECORD_UNKNOWN";
 }
@@ -275,6 +279,29 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 
 			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
 			snprintf(detail, sizeof(detail), "(%u:%u):(%u:%u)", v[0], v[2], v[1], v[3]);
+		}
+		break;
+	case PERF_RECORD_AUX:
+		w->c.other++;
+		if (h->size >= sizeof(*h) + 24) {
+			__u64 v[3];
+
+			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
+			/* Offsets in this file's AUX area, as the loader rewrote them. */
+			snprintf(detail, sizeof(detail), "offset %#llx size %#llx flags %#llx%s%s",
+				 (unsigned long long)v[0], (unsigned long long)v[1],
+				 (unsigned long long)v[2],
+				 v[2] & PERF_AUX_FLAG_TRUNCATED ? " [truncated]" : "",
+				 v[2] & PERF_AUX_FLAG_PARTIAL ? " [partial]" : "");
+		}
+		break;
+	case PERF_RECORD_ITRACE_START:
+		w->c.other++;
+		if (h->size >= sizeof(*h) + 8) {
+			__u32 v[2];
+
+			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
+			snprintf(detail, sizeof(detail), "pid %u tid %u", v[0], v[1]);
 		}
 		break;
 	default:

@@ -803,6 +803,14 @@ Test(pt, instructions_decode_with_the_sideband_image)
 	}
 }
 
+/* The ringkeeper binary ('make unit' says where). */
+static const char *rk_bin(void)
+{
+	const char *b = getenv("RK_BIN");
+
+	return b ? b : "build/ringkeeper";
+}
+
 /* A whole file, NUL-terminated. */
 static char *slurp_file(const char *path, size_t *len)
 {
@@ -940,5 +948,38 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 	cr_assert_not_null(strstr(txt, "PSB"), "%.3000s", txt);
 	cr_assert_not_null(strstr(txt, "TIP.PGE"), "%.3000s", txt);
 	cr_assert_not_null(strstr(txt, "TNT"), "%.3000s", txt);
+	free(txt);
+
+	/* The command line, from the session files alone: packets, instructions, records. */
+	snprintf(cmd, sizeof(cmd), "%s show --pt=insn %s/intel_pt/100 > %s.insn 2>&1", rk_bin(),
+		 sess, out);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(p, sizeof(p), "%s.insn", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "[enabled]"), "%s", txt);
+	cr_assert_not_null(strstr(txt, "400009  jump       ff e0"), "the sideband's image: %s",
+			   txt);
+	cr_assert_not_null(strstr(txt, "[disabled]"), "%s", txt);
+	free(txt);
+	snprintf(cmd, sizeof(cmd), "%s show --pt %s/intel_pt/100 > %s.pk 2>&1", rk_bin(), sess,
+		 out);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(p, sizeof(p), "%s.pk", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "tip.pge 3: 400000"), "%s", txt);
+	free(txt);
+	snprintf(cmd, sizeof(cmd), "%s show %s/intel_pt/100 > %s.rec 2>&1", rk_bin(), sess, out);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(p, sizeof(p), "%s.rec", out);
+	txt = slurp_file(p, &flen);
+	snprintf(msg, sizeof(msg), "PERF_RECORD_AUX offset 0 size %#zx flags 0", len);
+	cr_assert_not_null(strstr(txt, msg), "file coordinates: %s", txt);
+	free(txt);
+	/* A file with no AUX area, a descriptor-less file: clear refusals. */
+	snprintf(cmd, sizeof(cmd), "%s show --pt %s/sched/100 > %s.err 2>&1", rk_bin(), sess, out);
+	cr_assert_neq(system(cmd), 0);
+	snprintf(p, sizeof(p), "%s.err", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "no AUX area"), "%s", txt);
 	free(txt);
 }
