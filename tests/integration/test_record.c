@@ -470,14 +470,25 @@ Test(record, bad_input_gets_clear_errors)
 		expect_error(a, 2, "power of two");
 	}
 	{
-		char *a[] = { (char *)rk_bin, "record", "--aux", "7", "--", "true", NULL };
+		char *a[] = { (char *)rk_bin, "record", "--aux", "64K", "--", "true", NULL };
 
-		expect_error(a, 2, "no selected source has an AUX area");
+		expect_error(a, 2, "no selected event has an AUX area");
 	}
 	{
 		char *a[] = { (char *)rk_bin, "record", "--aux", "1T", "--", "true", NULL };
 
-		expect_error(a, 2, "--aux: not a usable size");
+		expect_error(a, 2, "--aux: need a power of two from 4K to 1G");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "--cpu-aux", "12K", "-e",
+			      "cpu-clock",    "--",	"true",	     NULL };
+
+		expect_error(a, 2, "--cpu-aux: need a power of two");
+	}
+	if (access("/sys/bus/event_source/devices/intel_pt", F_OK)) {
+		char *a[] = { (char *)rk_bin, "record", "-e", "intel_pt/cyc/u", "--", "true", NULL };
+
+		expect_error(a, 2, "the intel_pt PMU is not present on this machine");
 	}
 	{
 		char *a[] = { (char *)rk_bin, "frobnicate", NULL };
