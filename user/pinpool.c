@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include "pinpool.h"
 
@@ -27,7 +28,44 @@ struct rk_pin_pool {
 	struct rk_pin_ops ops;
 	unsigned int nworkers;
 	pthread_t *workers;
+	uint64_t lat[RK_PIN_LAT_BUCKETS]; /* switch-in to pinned */
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unsigned int rk_pin_lat_bucket(uint64_t ns)
+{
+	unsigned int k;
+
+	if (ns < 4)
+		return (unsigned int)ns;
+	k = 63u - (unsigned int)__builtin_clzll(ns);
+	return k * 4 + (unsigned int)((ns >> (k - 2)) & 3);
+}
+
+uint64_t rk_pin_lat_upper(unsigned int b)
+{
+	unsigned int k = b / 4, sub = b % 4;
+
+	if (b < 4)
+		return b; /* exact; buckets 4..7 are never used (k = 1 has no sub-buckets) */
+	if (k >= 63)
+		return UINT64_MAX;
+	return ((5ull + sub) << (k - 2)) - 1;
+}
+
+/* Under the lock: the switch-in to pinned latency of @it's current run. */
+static void lat_sample(struct rk_pin_pool *p, uint64_t ns)
+{
+	p->lat[rk_pin_lat_bucket(ns)]++;
+	p->st.lat_n++;
+}
 
 static int sys_lock(void *addr, size_t len, void *ctx)
 {
@@ -119,6 +157,7 @@ static void do_unlock(struct rk_pin_pool *p, struct rk_pin_item *it)
 	p->ops.unlock(it->addr, it->len, p->ops.ctx);
 	pthread_mutex_lock(&p->lock);
 	it->pinned = 0;
+	it->pinned_at = 0;
 	if (it->pinned_flag)
 		__atomic_store_n(it->pinned_flag, 0, __ATOMIC_RELAXED);
 	p->st.unpins++;
@@ -203,9 +242,13 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 			return 1;
 		}
 		it->pinned = 1;
+		it->pinned_at = mono_ns();
 		if (it->pinned_flag)
 			__atomic_store_n(it->pinned_flag, 1, __ATOMIC_RELAXED);
 		p->st.pins++;
+		if (it->wanted && it->on_since)
+			lat_sample(p,
+				   it->pinned_at > it->on_since ? it->pinned_at - it->on_since : 0);
 		return 0;
 	}
 	if (!it->wanted && it->pinned && !it->in_lru)
@@ -327,6 +370,9 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t
 		goto out;
 	it->wanted = !!on;
 	if (on) {
+		it->on_since = now_ns;
+		if (it->pinned && !it->busy)
+			lat_sample(p, 0); /* locked from its last run */
 		if (it->pinned && !it->busy) {
 			/* Still locked from its last run: no syscall. */
 			if (it->in_lru)
@@ -336,6 +382,15 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t
 			enqueue(p, it);
 		}
 	} else {
+		if (it->on_since && now_ns > it->on_since) {
+			p->st.oncpu_ns += now_ns - it->on_since;
+			/* Locked for the part of the run after its pin completed. */
+			if (it->pinned && it->pinned_at < now_ns)
+				p->st.oncpu_pinned_ns += now_ns - (it->pinned_at > it->on_since ?
+									   it->pinned_at :
+									   it->on_since);
+		}
+		it->on_since = 0;
 		it->off_since = now_ns;
 		if (it->pinned && !it->busy && !it->in_lru)
 			lru_add(p, it);
@@ -380,8 +435,22 @@ void rk_pin_flush(struct rk_pin_pool *p)
 
 void rk_pin_pool__stats(struct rk_pin_pool *p, struct rk_pin_stats *st)
 {
+	uint64_t seen = 0, n;
+	unsigned int b;
+
 	pthread_mutex_lock(&p->lock);
 	*st = p->st;
+	n = st->lat_n;
+	st->lat_p50_ns = st->lat_p99_ns = 0;
+	for (b = 0; n && b < RK_PIN_LAT_BUCKETS; b++) {
+		seen += p->lat[b];
+		if (!st->lat_p50_ns && seen * 2 >= n)
+			st->lat_p50_ns = rk_pin_lat_upper(b);
+		if (seen * 100 >= n * 99) {
+			st->lat_p99_ns = rk_pin_lat_upper(b);
+			break;
+		}
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -48,6 +48,8 @@ struct rk_pin_item {
 	struct rk_pin_item *q_next;
 	struct rk_pin_item *lru_prev, *lru_next;
 	uint64_t off_since;
+	uint64_t on_since; /* switch-in of the current run, 0 while off CPU */
+	uint64_t pinned_at; /* CLOCK_MONOTONIC of the last completed pin, 0 if unpinned */
 	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
 };
 
@@ -70,7 +72,17 @@ struct rk_pin_stats {
 	uint64_t peak; /* highest per-user accounted bytes */
 	uint64_t budget;
 	int last_lock_errno;
+	/*
+	 * Switch-in to pinned: one sample per run that got its buffer locked
+	 * (0 when it was still locked from its last run), percentiles as the
+	 * upper bound of a log-scale bucket (4 per power of two).
+	 */
+	uint64_t lat_n, lat_p50_ns, lat_p99_ns;
+	uint64_t oncpu_ns; /* on-CPU time of the items' threads (per item) */
+	uint64_t oncpu_pinned_ns; /* the part of it during which the item was locked */
 };
+
+#define RK_PIN_LAT_BUCKETS 256
 
 struct rk_pin_pool;
 
@@ -102,6 +114,10 @@ void rk_pin_flush(struct rk_pin_pool *pool);
 
 /** rk_pin_pool__stats() - a consistent copy of the counters. */
 void rk_pin_pool__stats(struct rk_pin_pool *pool, struct rk_pin_stats *st);
+
+/** rk_pin_lat_bucket() - histogram bucket of @ns; rk_pin_lat_upper(): its largest value. */
+unsigned int rk_pin_lat_bucket(uint64_t ns);
+uint64_t rk_pin_lat_upper(unsigned int bucket);
 
 /** rk_pin_is_pinned() - whether @it is locked now (racy by nature: a hint). */
 int rk_pin_is_pinned(struct rk_pin_pool *pool, const struct rk_pin_item *it);

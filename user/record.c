@@ -55,6 +55,7 @@ struct rk_thread {
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 none */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
+	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
 	uint64_t off_ns;
 	/* Buffers whose unmap (by a pin worker) is still to come; 0: reclaimable. */
@@ -97,6 +98,7 @@ struct rk_rec {
 	uint64_t last_pins;
 	struct rk_thread **pendingv;
 	size_t npending, cappending;
+	uint64_t drain_gen; /* drains started */
 	struct rk_drain *drain;
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
@@ -452,6 +454,7 @@ static void defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32
 		return;
 	}
 	t->off_ns = now;
+	t->defer_gen = r->drain_gen;
 	if (finish_state)
 		t->pending_state = finish_state;
 	if (t->pending)
@@ -474,13 +477,23 @@ static void defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32
 	r->pendingv[r->npending++] = t;
 }
 
-static void apply_deferred(struct rk_rec *r)
+/*
+ * Apply what was deferred before drain number @gen started: that drain saw
+ * every record the kernel wrote for those threads before they went off CPU.
+ * A thread deferred later (its signal consumed while or after we drained)
+ * waits for the next drain, or its last records would find it finished.
+ */
+static void apply_deferred(struct rk_rec *r, uint64_t gen)
 {
-	size_t i;
+	size_t i, keep = 0;
 
 	for (i = 0; i < r->npending; i++) {
 		struct rk_thread *t = r->pendingv[i];
 
+		if (t->defer_gen >= gen && !t->dead) {
+			r->pendingv[keep++] = t;
+			continue;
+		}
 		t->pending = 0;
 		if (t->dead)
 			continue;
@@ -490,7 +503,7 @@ static void apply_deferred(struct rk_rec *r)
 			thread_finish(r, t, t->pending_state);
 		t->pending_state = 0;
 	}
-	r->npending = 0;
+	r->npending = keep;
 }
 
 static int on_signal(void *ctx, void *data, size_t size)
@@ -1283,12 +1296,14 @@ static void reclaim(struct rk_rec *r)
  */
 static void drain(struct rk_rec *r)
 {
+	uint64_t gen = ++r->drain_gen;
+
 	if (r->drain) {
 		rk_drain_all(r->drain, route, r);
 		/* Signals of threads born while we drained. */
 		ring_buffer__consume(r->rb);
 	}
-	apply_deferred(r);
+	apply_deferred(r, gen);
 }
 
 static int event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
@@ -1894,6 +1909,7 @@ ready:
 	r->nlinks = 0;
 	ring_buffer__consume(r->rb);
 	drain(r);
+	drain(r); /* what the first one's signals deferred */
 
 out_fds:
 	if (go_fd >= 0) {

@@ -404,3 +404,21 @@ Test(pinpool, real_mlock_on_memfd)
 	munmap(m, 65536);
 	close(fd);
 }
+
+Test(pinpool, latency_buckets_bound_their_values)
+{
+	uint64_t v[] = { 0, 1, 3, 4, 7, 8, 9, 10, 1000, 123456, 999999999, 1ull << 40 };
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		unsigned int b = rk_pin_lat_bucket(v[i]);
+
+		cr_assert_lt(b, RK_PIN_LAT_BUCKETS);
+		cr_assert_geq(rk_pin_lat_upper(b), v[i], "%llu", (unsigned long long)v[i]);
+		/* Within 25% above: 4 buckets per power of two. */
+		cr_assert_leq(rk_pin_lat_upper(b), v[i] + v[i] / 4 + 1, "%llu",
+			      (unsigned long long)v[i]);
+		if (b)
+			cr_assert_lt(rk_pin_lat_upper(b - 1 - (b == 8 ? 4 : 0)), v[i] + 1);
+	}
+}
