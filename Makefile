@@ -5,6 +5,7 @@
 #   make fuzz       libFuzzer on the buffer file parser (FUZZ_SECONDS=45)
 #   make vmtest     the BPF tests inside Debian's 6.1 and 6.12 kernels (virtme-ng)
 #   make demo       record a multi-threaded demo workload and show the result
+#   make bench      measured figures (cost per switch, locked memory vs perf, ...)
 #   make SANITIZE=1 build with ASan+UBSan into build-san/
 #   V=1             show commands
 OUTPUT ?= build
@@ -49,8 +50,11 @@ UNIT_BIN := $(OUTPUT)/tests/unit_tests
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
+BENCH_DIR := $(OUTPUT)/bench
+BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
+	$(BENCH_DIR)/noop.bpf.o
 
-.PHONY: all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
+.PHONY: bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(WORKLOAD)
@@ -94,6 +98,25 @@ $(UNIT_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
 $(INTEG_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(INTEG_SRCS)) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ -lcriterion $(LIBS) -o $@
+
+# --- benchmarks (not part of make test: they print figures, they do not judge) --
+$(BENCH_DIR):
+	$(Q)mkdir -p $@
+
+$(BENCH_DIR)/noop.bpf.o: tests/bench/noop.bpf.c | $(BENCH_DIR)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_DIR)/noop_attach: tests/bench/noop_attach.c | $(BENCH_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -o $@
+
+$(BENCH_DIR)/%: tests/bench/%.c | $(BENCH_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lpthread -o $@
+
+bench: deps $(BIN) $(BENCH_BINS)
+	./scripts/bench.sh $(BENCH_ARGS)
 
 $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

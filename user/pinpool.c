@@ -372,7 +372,7 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t
 	if (on) {
 		it->on_since = now_ns;
 		if (it->pinned && !it->busy)
-			lat_sample(p, 0); /* locked from its last run */
+			p->st.lat_hot++; /* locked from its last run: no wait at all */
 		if (it->pinned && !it->busy) {
 			/* Still locked from its last run: no syscall. */
 			if (it->in_lru)

@@ -73,11 +73,11 @@ struct rk_pin_stats {
 	uint64_t budget;
 	int last_lock_errno;
 	/*
-	 * Switch-in to pinned: one sample per run that got its buffer locked
-	 * (0 when it was still locked from its last run), percentiles as the
-	 * upper bound of a log-scale bucket (4 per power of two).
+	 * Switch-in to pinned: one sample per run whose buffer had to be
+	 * locked; percentiles as the upper bound of a log-scale bucket (4 per
+	 * power of two). @lat_hot: runs whose buffer was still locked.
 	 */
-	uint64_t lat_n, lat_p50_ns, lat_p99_ns;
+	uint64_t lat_n, lat_p50_ns, lat_p99_ns, lat_hot;
 	uint64_t oncpu_ns; /* on-CPU time of the items' threads (per item) */
 	uint64_t oncpu_pinned_ns; /* the part of it during which the item was locked */
 };

@@ -567,6 +567,7 @@ static int on_signal(void *ctx, void *data, size_t size)
 		}
 		fill_id(&sw.id, t, s);
 		put_rec(r, t, &sw, sizeof(sw));
+		r->st->switches++;
 		/*
 		 * Two outs (or ins) in a row: a signal was dropped, or the
 		 * kernel ran the task without a sched_switch naming it next
@@ -1229,6 +1230,22 @@ static void publish(struct rk_rec *r)
 	r->st->coalesced = ps.coalesced;
 	r->st->locked = ps.locked;
 	r->st->locked_peak = ps.peak;
+	r->st->pin_lat_n = ps.lat_n;
+	r->st->pin_hot = ps.lat_hot;
+	r->st->pin_lat_p50_ns = ps.lat_p50_ns;
+	r->st->pin_lat_p99_ns = ps.lat_p99_ns;
+	r->st->oncpu_ns = ps.oncpu_ns;
+	r->st->oncpu_pinned_ns = ps.oncpu_pinned_ns;
+	{
+		struct rusage ru;
+
+		if (!getrusage(RUSAGE_SELF, &ru))
+			r->st->loader_cpu_ns =
+				((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
+					1000000000ull +
+				((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
+					1000ull;
+	}
 	note_vmlck(r);
 	r->st->update_ns = rk_now_real_ns();
 }

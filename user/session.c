@@ -83,7 +83,15 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
 	X(aux_bytes, "AUX bytes into thread files")           \
 	X(aux_truncated, "AUX records truncated (ring full)") \
-	X(aux_dropped, "AUX bytes with no traced thread")
+	X(aux_dropped, "AUX bytes with no traced thread")     \
+	X(switches, "switches handled")                       \
+	X(pin_hot, "switch-ins already pinned")               \
+	X(pin_lat_n, "switch-ins that waited for a pin")      \
+	X(pin_lat_p50_ns, "switch-in to pinned, p50 (ns)")    \
+	X(pin_lat_p99_ns, "switch-in to pinned, p99 (ns)")    \
+	X(oncpu_ns, "on-CPU time, per buffer (ns)")           \
+	X(oncpu_pinned_ns, "  of which pinned (ns)")          \
+	X(loader_cpu_ns, "loader CPU time (ns)")
 
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
 {

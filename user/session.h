@@ -89,6 +89,15 @@ struct rk_session_stat {
 	__u64 aux_bytes; /* AUX bytes copied into thread files */
 	__u64 aux_truncated; /* PERF_RECORD_AUX with the TRUNCATED flag: the CPU ring was full */
 	__u64 aux_dropped; /* AUX bytes with no traced thread to go to */
+	/* for benchmarks (make bench); 0 in older stat files */
+	__u64 switches; /* switch signals handled */
+	__u64 pin_lat_n; /* runs whose buffer got locked */
+	__u64 pin_lat_p50_ns; /* switch-in to locked, median (log-bucket upper bound) */
+	__u64 pin_lat_p99_ns;
+	__u64 oncpu_ns; /* on-CPU time of traced threads, per buffer */
+	__u64 oncpu_pinned_ns; /* the part of it with the buffer locked */
+	__u64 loader_cpu_ns; /* user + system CPU time of the loader */
+	__u64 pin_hot; /* switch-ins whose buffer was still locked (no wait) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

@@ -1,0 +1,282 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# bench.sh - ringkeeper's benchmarks (make bench). Prints figures, each next
+# to a baseline measured in the same run; repeated figures as
+# min / median / max over RUNS runs. Never a pass/fail verdict.
+#
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate" \
+#       scripts/bench.sh
+#
+# Needs root (BPF, perf), the build (make all and the bench programs), perf.
+set -u
+
+RUNS=${RUNS:-5}
+ROUNDS=${ROUNDS:-100000}
+NTHREADS=${NTHREADS:-"16 256 4096"}
+SECTIONS=${SECTIONS:-"mem switch pin rate"}
+RATE_SECS=${RATE_SECS:-5}
+cd "$(dirname "$0")/.."
+RK=$PWD/build/ringkeeper
+B=$PWD/build/bench
+NCPU=$(nproc)
+ROOT=$(mktemp -d /dev/shm/rk-bench.XXXXXX)
+BG=()
+
+die() { echo "bench: $*" >&2; exit 1; }
+cleanup() {
+	local p
+	for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$ROOT"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || die "needs root (BPF programs, perf events)"
+for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o"; do
+	[ -e "$f" ] || die "missing $f: run 'make bench'"
+done
+command -v perf >/dev/null || die "perf not found (make deps installs linux-perf)"
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+
+# min median max of numbers on stdin
+mmm() { sort -g | awk '{a[NR]=$1} END { if (!NR) { print "- - -"; exit }
+	printf "%.0f %.0f %.0f\n", a[1], a[int((NR+1)/2)], a[NR] }'; }
+# a field of 'ringkeeper stat --json'
+jfield() { grep -o "\"$2\":[0-9]*" <<<"$1" | head -1 | cut -d: -f2; }
+kib() { awk -v b="$1" 'BEGIN { printf "%.0f KiB", b / 1024 }'; }
+# Bytes of a process's perf ring mappings (what the kernel pins for them).
+perf_maps_bytes() {
+	local range rest s=0
+	while read -r range rest; do
+		case $rest in *perf_event*) s=$(( s + 0x${range#*-} - 0x${range%-*} )) ;; esac
+	done <"/proc/$1/maps" 2>/dev/null
+	echo "$s"
+}
+# Start "$@" in the background with stdout to $ROOT/$name.out; wait for "ready".
+start_ready() {
+	local name=$1; shift
+	"$@" >"$ROOT/$name.out" 2>"$ROOT/$name.err" &
+	LAST=$!
+	BG+=("$LAST")
+	local i
+	for i in $(seq 1 600); do
+		grep -q ready "$ROOT/$name.out" 2>/dev/null && return 0
+		kill -0 "$LAST" 2>/dev/null || { cat "$ROOT/$name.err" >&2; return 1; }
+		sleep 0.05
+	done
+	return 1
+}
+# A recorder started in the background: its --ready-fd goes to a file.
+start_recorder() {
+	local name=$1; shift
+	"$RK" record --root "$ROOT" --session "$name" --ready-fd 3 "$@" \
+		3>"$ROOT/$name.ready" >"$ROOT/$name.out" 2>"$ROOT/$name.err" &
+	LAST=$!
+	BG+=("$LAST")
+	local i
+	for i in $(seq 1 600); do
+		grep -q ready "$ROOT/$name.ready" 2>/dev/null && return 0
+		kill -0 "$LAST" 2>/dev/null || { cat "$ROOT/$name.err" >&2; return 1; }
+		sleep 0.05
+	done
+	return 1
+}
+stop_bg() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+echo "ringkeeper benchmarks: $(uname -r), $NCPU CPUs, $(perf --version), $(date -u +%F)"
+echo "perf_event_mlock_kb $(cat /proc/sys/kernel/perf_event_mlock_kb)," \
+	"max sample rate $(cat /proc/sys/kernel/perf_event_max_sample_rate) Hz; RUNS=$RUNS"
+
+# --- 1. locked memory against thread count (the headline) -------------------
+# Run "$@" in the background, sampling the kernel's view of its locked memory
+# (VmLck + its perf ring mappings) every 0.1 s; sets PEAK, RC.
+peak_of() {
+	local pid b l m
+	"$@" &
+	pid=$!
+	PEAK=0
+	PEAK_MAPS=0
+	while kill -0 "$pid" 2>/dev/null; do
+		l=$(awk '/^VmLck:/ { print $2 * 1024 }' "/proc/$pid/status" 2>/dev/null)
+		m=$(perf_maps_bytes "$pid")
+		b=$(( m + ${l:-0} ))
+		[ "$b" -gt "$PEAK" ] && PEAK=$b
+		[ "$m" -gt "$PEAK_MAPS" ] && PEAK_MAPS=$m
+		sleep 0.1
+	done
+	wait "$pid"
+	RC=$?
+}
+section_mem() {
+	local n idle thread_b ring_b bound rk_k rk_maps st pid msg
+	echo
+	echo "== Locked memory vs threads: N threads idle, then busy; 256 KiB per thread and event."
+	echo "   ringkeeper record -p PID -e cpu-clock -m 256K (a sched and a cpu-clock file per thread),"
+	echo "   budget $NCPU CPUs x one thread's files; perf record --per-thread -m 64 -e cpu-clock -p PID."
+	echo "   Both as the kernel sees them: VmLck peak + perf ring mappings (ringkeeper: VmLck sampled"
+	echo "   by the loader at every pin; perf: polled every 0.1 s; its mappings do not change)."
+	printf "%-7s | %-38s | %-10s | %s\n" threads "ringkeeper (own accounting)" bound \
+		"perf --per-thread"
+	thread_b=$(( 2 * (256 + 4) * 1024 ))
+	ring_b=$(( NCPU * (256 + 4) * 1024 ))
+	bound=$(( NCPU * thread_b + ring_b ))
+	for n in $NTHREADS; do
+		idle=$(( 3000 + n ))
+		start_ready "ib-rk-$n" "$B/idlebusy" -t "$n" -I "$idle" -B 300 || die "idlebusy failed"
+		pid=$LAST
+		peak_of "$RK" record --root "$ROOT" --session "mem-$n" -p "$pid" -e cpu-clock -m 256K \
+			--mlock-kb $(( NCPU * thread_b / 1024 )) 2>"$ROOT/mem-$n.err"
+		rk_maps=$PEAK_MAPS
+		wait "$pid" 2>/dev/null
+		st=$("$RK" stat --root "$ROOT" --json "mem-$n")
+		echo "$st" >"$ROOT/mem-$n.json"
+		# The loader samples its own VmLck at every pin: sharper than 0.1 s polling.
+		rk_k=$(( $(jfield "$st" vmlck_peak) + rk_maps ))
+		[ "$RC" = 0 ] || echo "   ringkeeper failed: $(head -c 200 "$ROOT/mem-$n.err")"
+
+		start_ready "ib-perf-$n" "$B/idlebusy" -t "$n" -I "$idle" -B 300 || die "idlebusy failed"
+		pid=$LAST
+		peak_of perf record --per-thread -m 64 -e cpu-clock -p "$pid" -o "$ROOT/perf-$n.data" -q \
+			2>"$ROOT/perf-$n.err"
+		wait "$pid" 2>/dev/null
+		msg="$(kib "$PEAK") (x$(awk -v a="$PEAK" -v b="$rk_k" 'BEGIN { printf "%.1f", b ? a / b : 0 }'))"
+		if [ "$RC" != 0 ]; then
+			msg="$msg, perf exited $RC: $(grep -v '^$' "$ROOT/perf-$n.err" | tail -n 1 | cut -c1-60)"
+		fi
+		printf "%-7s | %-38s | %-10s | %s\n" "$n" \
+			"$(kib "$rk_k") ($(kib "$(jfield "$st" locked_peak)") of files)" "$(kib "$bound")" "$msg"
+		rm -f "$ROOT/perf-$n.data"
+	done
+}
+
+# --- 2. cost per context switch -----------------------------------------------
+# One measurement: prints ns per switch of workload $1 (pingpong mode or
+# "bench") under configuration $2.
+workload_cmd() {
+	case $1 in
+	pipe | futex) echo "$B/pingpong -m $1 -n $ROUNDS" ;;
+	bench) echo "taskset -c 0 perf bench sched pipe -T -l $ROUNDS" ;;
+	esac
+}
+# ns per switch from a workload's output
+ns_of() {
+	awk '/ns_per_switch/ { print $2; exit }
+		/usecs\/op/ { printf "%.1f\n", $1 * 1000 / 2; exit }' "$1"
+}
+measure() {
+	local w=$1 cfg=$2 out=$ROOT/m.out cmd
+	cmd=$(workload_cmd "$w")
+	case $cfg in
+	bare | noop | untracked) $cmd >"$out" 2>&1 ;;
+	tracked) "$RK" record --root "$ROOT" --session "sw-$w-$RANDOM$RANDOM" -- $cmd >"$out" 2>&1 ;;
+	tracked-cpuclock)
+		"$RK" record --root "$ROOT" --session "swc-$w-$RANDOM$RANDOM" -e cpu-clock -- $cmd \
+			>"$out" 2>&1 ;;
+	perf-sched) perf record -q -e sched:sched_switch -o "$ROOT/p.data" -- $cmd >"$out" 2>&1 ;;
+	perf-cpuclock)
+		perf record -q -e cpu-clock --per-thread -o "$ROOT/p.data" -- $cmd >"$out" 2>&1 ;;
+	esac
+	ns_of "$out"
+}
+section_switch() {
+	local w cfg bare r vals m n extra
+	local cfgs="bare noop untracked tracked tracked-cpuclock perf-sched perf-cpuclock"
+	echo
+	echo "== Cost per context switch: two threads on CPU 0 hand a token over; ns per switch"
+	echo "   (min / median / max of $RUNS runs of $ROUNDS round trips); 'over bare' = median - bare median"
+	echo "   noop: an empty tp_btf/sched_switch program attached (the floor of any observer);"
+	echo "   untracked: ringkeeper recording another process; tracked: ringkeeper record -- WORKLOAD"
+	for w in pipe futex bench; do
+		echo "-- workload: $(workload_cmd "$w")"
+		printf "   %-18s %-24s %s\n" config "min / median / max" "over bare"
+		for cfg in $cfgs; do
+			extra=
+			case $cfg in
+			noop) start_ready noop "$B/noop_attach" "$B/noop.bpf.o" || die "noop_attach failed" ;;
+			untracked)
+				sleep 1000 &
+				BG+=("$!")
+				start_recorder "untracked-$w" -p "$!" || die "recorder failed" ;;
+			esac
+			local bgpid=${LAST:-}
+			vals=$(for r in $(seq 1 "$RUNS"); do measure "$w" "$cfg"; done)
+			case $cfg in noop | untracked) stop_bg "$bgpid" ;; esac
+			read -r lo m hi <<<"$(mmm <<<"$vals")"
+			[ "$cfg" = bare ] && bare=$m
+			printf "   %-18s %-24s %s\n" "$cfg" "$lo / $m / $hi" \
+				"$(awk -v m="$m" -v b="$bare" 'BEGIN { printf "%+.0f ns (x%.2f)", m - b, b ? m / b : 0 }')"
+		done
+	done
+}
+
+# --- 3. pin pool ----------------------------------------------------------------
+pin_line() {
+	local st=$1 what=$2 sw pins unpins
+	sw=$(jfield "$st" switches)
+	pins=$(jfield "$st" pins)
+	unpins=$(jfield "$st" unpins)
+	printf "   %-30s %5s already | p50 %8s ns  p99 %9s ns | %6s calls/1000 sw | locked %s of on-CPU\n" \
+		"$what" "$(awk -v h="$(jfield "$st" pin_hot)" -v n="$(jfield "$st" pin_lat_n)" \
+			'BEGIN { printf "%.0f%%", h + n ? h * 100 / (h + n) : 0 }')" \
+		"$(jfield "$st" pin_lat_p50_ns)" "$(jfield "$st" pin_lat_p99_ns)" \
+		"$(awk -v p="$pins" -v u="$unpins" -v s="$sw" 'BEGIN { printf "%.1f", s ? (p + u) * 1000 / s : 0 }')" \
+		"$(awk -v a="$(jfield "$st" oncpu_pinned_ns)" -v b="$(jfield "$st" oncpu_ns)" \
+			'BEGIN { printf "%.1f%%", b ? a * 100 / b : 0 }')"
+}
+section_pin() {
+	local st n
+	echo
+	echo "== Pin pool: share of switch-ins whose buffer was still locked; for the others, switch-in"
+	echo "   to locked (p50/p99, log buckets); mlock+munlock calls per 1000 switches (the naive"
+	echo "   baseline, one of each per switch, is 2000); share of on-CPU time with the buffer locked"
+	"$RK" record --root "$ROOT" --session pin-pp -- "$B/pingpong" -n "$ROUNDS" >/dev/null 2>&1
+	pin_line "$("$RK" stat --root "$ROOT" --json pin-pp)" "pingpong (2 threads, 1 CPU)"
+	"$RK" record --root "$ROOT" --session pin-pp0 --linger-ms 0 -- "$B/pingpong" -n "$ROUNDS" \
+		>/dev/null 2>&1
+	pin_line "$("$RK" stat --root "$ROOT" --json pin-pp0)" "pingpong, --linger-ms 0"
+	for n in $NTHREADS; do
+		[ -f "$ROOT/mem-$n.json" ] && pin_line "$(cat "$ROOT/mem-$n.json")" "idle-then-busy, $n threads"
+	done
+}
+
+# --- 4. throughput and loss -----------------------------------------------------
+section_rate() {
+	local max pid st secs recs t0 t1 ptimes psamples
+	max=$(cat /proc/sys/kernel/perf_event_max_sample_rate)
+	echo
+	echo "== Throughput and loss: cpu-clock at the highest frequency allowed (-F $max), $NCPU busy"
+	echo "   threads for ${RATE_SECS}s; ringkeeper -p vs perf record -p on the same workload"
+	start_ready rate-rk "$B/idlebusy" -t "$NCPU" -I 0 -B $(( RATE_SECS * 1000 + 3000 )) || die "idlebusy"
+	pid=$LAST
+	"$RK" record --root "$ROOT" --session rate -p "$pid" -e cpu-clock -F "$max" -d "$RATE_SECS" \
+		>/dev/null 2>"$ROOT/rate.err"
+	st=$("$RK" stat --root "$ROOT" --json rate)
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	recs=$(jfield "$st" perf_records)
+	printf "   %-12s %10s records/s drained into per-thread files; lost: %s (PERF_RECORD_LOST), %s BPF\n" \
+		ringkeeper "$(( recs / RATE_SECS ))" "$(jfield "$st" perf_lost)" "$(jfield "$st" bpf_drops)"
+	printf "   %-12s loader CPU %s ms per s of tracing; %s switch signals/s\n" "" \
+		"$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v s="$RATE_SECS" 'BEGIN { printf "%.1f", c / 1e6 / s }')" \
+		"$(( $(jfield "$st" switches) / RATE_SECS ))"
+	start_ready rate-perf "$B/idlebusy" -t "$NCPU" -I 0 -B $(( RATE_SECS * 1000 + 3000 )) || die "idlebusy"
+	pid=$LAST
+	ptimes=$( (timeout -s INT "$RATE_SECS" perf record -e cpu-clock -F "$max" -p "$pid" \
+		-o "$ROOT/rate.data" >/dev/null 2>"$ROOT/rate-perf.err"; times) | tail -1)
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	psamples=$(perf report -i "$ROOT/rate.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
+	printf "   %-12s %10s samples/s written to perf.data; lost: %s; perf CPU %s\n" "perf" \
+		"$(( ${psamples:-0} / RATE_SECS ))" \
+		"$(perf report -i "$ROOT/rate.data" --stats 2>/dev/null | awk '/LOST events:/ { n = $3 } END { print n + 0 }')" \
+		"$(awk -v t="$ptimes" -v s="$RATE_SECS" 'BEGIN { split(t, a, " "); u = a[1]; y = a[2];
+			sub("s", "", u); sub("s", "", y); n = split(u, m, "m"); uu = m[1] * 60 + m[2];
+			n = split(y, k, "m"); yy = k[1] * 60 + k[2]; printf "%.1f ms per s", (uu + yy) * 1000 / s }')"
+}
+
+for s in $SECTIONS; do
+	"section_$s"
+done
