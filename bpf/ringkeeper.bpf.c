@@ -101,8 +101,9 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
 	struct rk_signal *s;
-	__u64 now = 0;
-	__u32 cpu = 0;
+	int prev_tracked = 0, next_tracked = 0;
+	__u64 now;
+	__u32 cpu;
 	void *hit;
 
 	/*
@@ -111,16 +112,27 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	 */
 	key.tid = prev->pid;
 	hit = bpf_map_lookup_elem(&pmu_info, &key);
-	if (hit) {
+	if (hit)
+		prev_tracked = 1;
+	/* An integer from here on, not a pointer clang could OR with the next one. */
+	barrier_var(prev_tracked);
+	key.tid = next->pid;
+	hit = bpf_map_lookup_elem(&pmu_info, &key);
+	if (hit)
+		next_tracked = 1;
+	barrier_var(next_tracked);
+	if (!prev_tracked && !next_tracked)
+		return 0;
+	now = bpf_ktime_get_ns();
+	cpu = bpf_get_smp_processor_id();
+	if (prev_tracked) {
 		__u32 state = task_state(prev);
 
-		now = bpf_ktime_get_ns();
-		cpu = bpf_get_smp_processor_id();
 		s = reserve();
 		if (s) {
 			s->kind = RK_SIG_SWITCH_OUT;
 			s->cpu = cpu;
-			s->tid = key.tid;
+			s->tid = prev->pid;
 			s->tgid = prev->tgid;
 			s->ptid = next->pid;
 			s->prev_state = state;
@@ -129,10 +141,17 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				s->flags |= RK_SIGF_PREEMPT;
 			if (state & RK_TASK_DEAD)
 				s->flags |= RK_SIGF_DEAD;
+			/* Between two tracked tasks, one record says both (half the cost). */
+			if (next_tracked) {
+				s->flags |= RK_SIGF_NEXT_IN;
+				s->next_tgid = next->tgid;
+				next_tracked = 0;
+			}
 			submit(s, state & RK_TASK_DEAD);
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
+			key.tid = prev->pid;
 			/* The counter lives in a register: the verifier bounds it. */
 			for (__u32 i = 0; i < RK_MAX_SRC; i++) {
 				if (i >= cfg_nr_src)
@@ -140,22 +159,14 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				key.src = i;
 				bpf_map_delete_elem(&pmu_info, &key);
 			}
-			key.src = RK_SRC_SCHED;
 		}
 	}
-
-	key.tid = next->pid;
-	hit = bpf_map_lookup_elem(&pmu_info, &key);
-	if (hit) {
-		if (!now) {
-			now = bpf_ktime_get_ns();
-			cpu = bpf_get_smp_processor_id();
-		}
+	if (next_tracked) {
 		s = reserve();
 		if (s) {
 			s->kind = RK_SIG_SWITCH_IN;
 			s->cpu = cpu;
-			s->tid = key.tid;
+			s->tid = next->pid;
 			s->tgid = next->tgid;
 			s->ptid = prev->pid;
 			s->time_ns = now;

@@ -28,6 +28,8 @@
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
 #define RK_SIGF_DEAD 0x2 /* final switch-out of an exited task */
 #define RK_SIGF_NEW_PROCESS 0x4 /* fork created a process, not a thread */
+/* switch-out whose next task (ptid, tgid next_tgid) is tracked too: its switch-in */
+#define RK_SIGF_NEXT_IN 0x8
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */
@@ -194,6 +196,8 @@ struct rk_pmu_entry {
  * @prev_state: task state at switch-out (raw __state).
  * @time_ns: CLOCK_MONOTONIC (bpf_ktime_get_ns).
  * @exit_code: task exit_code (RK_SIG_EXIT).
+ * @next_tgid: with RK_SIGF_NEXT_IN, the tgid of next (one record for both
+ *             sides of a switch between two tracked tasks).
  * @uid: real uid of the task (fork, exec).
  * @comm: task comm (fork, exec).
  */
@@ -206,7 +210,10 @@ struct rk_signal {
 	__u32 ptid;
 	__u32 prev_state;
 	__u64 time_ns;
-	__s32 exit_code;
+	union {
+		__s32 exit_code;
+		__u32 next_tgid;
+	};
 	__u32 uid;
 	char comm[RK_COMM_LEN];
 };

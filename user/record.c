@@ -506,18 +506,43 @@ static void apply_deferred(struct rk_rec *r, uint64_t gen)
 	r->npending = keep;
 }
 
+static void handle_signal(struct rk_rec *r, const struct rk_signal *s);
+
 static int on_signal(void *ctx, void *data, size_t size)
 {
 	struct rk_rec *r = ctx;
 	const struct rk_signal *s = data;
-	struct rk_thread *t;
 
 	if (size < sizeof(*s))
 		return 0;
 	r->st->signals++;
+	if (s->kind == RK_SIG_SWITCH_OUT && s->flags & RK_SIGF_NEXT_IN) {
+		/* One record for both sides of a switch between two tracked tasks. */
+		struct rk_signal out = *s, in = { 0 };
+
+		out.flags &= ~RK_SIGF_NEXT_IN;
+		out.next_tgid = 0;
+		in.kind = RK_SIG_SWITCH_IN;
+		in.cpu = s->cpu;
+		in.tid = s->ptid;
+		in.tgid = s->next_tgid;
+		in.ptid = s->tid;
+		in.time_ns = s->time_ns;
+		handle_signal(r, &out);
+		handle_signal(r, &in);
+		return 0;
+	}
+	handle_signal(r, s);
+	return 0;
+}
+
+static void handle_signal(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t;
+
 	t = thread_find(r, s->tid);
 	if (t && t->refused)
-		return 0; /* over a limit: not traced, already counted */
+		return; /* over a limit: not traced, already counted */
 	if (s->kind == RK_SIG_FORK) {
 		struct {
 			struct perf_event_header h;
@@ -529,7 +554,7 @@ static int on_signal(void *ctx, void *data, size_t size)
 
 		t = thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
 		if (!t)
-			return 0;
+			return;
 		fr.h.type = PERF_RECORD_FORK;
 		fr.h.size = sizeof(fr);
 		fr.pid = s->tgid;
@@ -539,16 +564,16 @@ static int on_signal(void *ctx, void *data, size_t size)
 		fr.time = s->time_ns;
 		fill_id(&fr.id, t, s);
 		put_rec(r, t, &fr, sizeof(fr));
-		return 0;
+		return;
 	}
 	if (!t || t->dead) {
 		/* Tracked before we made its file (attach race): make it now. */
 		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
-			return 0;
+			return;
 		t = thread_new(r, s->tid, s->tgid, s->uid, s->kind == RK_SIG_EXEC ? s->comm : "",
 			       s->time_ns);
 		if (!t)
-			return 0;
+			return;
 	}
 	switch (s->kind) {
 	case RK_SIG_SWITCH_IN:
@@ -636,7 +661,6 @@ static int on_signal(void *ctx, void *data, size_t size)
 		break;
 	}
 	}
-	return 0;
 }
 
 /* The state letter of /proc/PID/stat, or 0. */
