@@ -240,6 +240,18 @@ section_pin() {
 	for n in $NTHREADS; do
 		[ -f "$ROOT/mem-$n.json" ] && pin_line "$(cat "$ROOT/mem-$n.json")" "idle-then-busy, $n threads"
 	done
+	# The loader learns of a switch-in at its next drain (--tick-ms): the latency's floor.
+	for tick in 5 1; do
+		start_ready "ib-tick-$tick" "$B/idlebusy" -t 256 -I 3000 -B 300 || die "idlebusy failed"
+		"$RK" record --root "$ROOT" --session "tick-$tick" -p "$LAST" -e cpu-clock -m 256K \
+			--tick-ms "$tick" --mlock-kb $(( NCPU * 2 * 260 )) >/dev/null 2>&1
+		wait "$LAST" 2>/dev/null
+		st=$("$RK" stat --root "$ROOT" --json "tick-$tick")
+		pin_line "$st" "256 threads, --tick-ms $tick"
+		printf "   %-30s loader CPU %s ms per s\n" "" \
+			"$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v a="$(jfield "$st" start_ns)" \
+				-v b="$(jfield "$st" update_ns)" 'BEGIN { x = (b > a) ? c / ((b - a) / 1e3) : 0; printf "%.1f", x }')"
+	done
 }
 
 # --- 4. throughput and loss -----------------------------------------------------

@@ -108,11 +108,12 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		fprintf(f,
 			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
 			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
-			"\"vmlck_peak\":%llu",
+			"\"vmlck_peak\":%llu,\"start_ns\":%llu,\"update_ns\":%llu",
 			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
 			(unsigned long long)st->data_size, (unsigned long long)st->file_size,
 			(unsigned long long)st->budget, (unsigned long long)st->locked,
-			(unsigned long long)st->locked_peak, (unsigned long long)st->vmlck_peak);
+			(unsigned long long)st->locked_peak, (unsigned long long)st->vmlck_peak,
+			(unsigned long long)st->start_ns, (unsigned long long)st->update_ns);
 #define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
 		FIELDS(J)
 #undef J
