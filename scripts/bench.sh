@@ -57,19 +57,23 @@ perf_maps_bytes() {
 		echo "$s"
 	}
 }
+# Wait (30 s at most) until FILE says "ready" while LAST runs; its stderr on failure.
+wait_ready() {
+	local i
+	BG+=("$LAST")
+	for i in $(seq 1 600); do
+		grep -q ready "$1" 2>/dev/null && return 0
+		kill -0 "$LAST" 2>/dev/null || { cat "$2" >&2; return 1; }
+		sleep 0.05
+	done
+	return 1
+}
 # Start "$@" in the background with stdout to $ROOT/$name.out; wait for "ready".
 start_ready() {
 	local name=$1; shift
 	"$@" >"$ROOT/$name.out" 2>"$ROOT/$name.err" &
 	LAST=$!
-	BG+=("$LAST")
-	local i
-	for i in $(seq 1 600); do
-		grep -q ready "$ROOT/$name.out" 2>/dev/null && return 0
-		kill -0 "$LAST" 2>/dev/null || { cat "$ROOT/$name.err" >&2; return 1; }
-		sleep 0.05
-	done
-	return 1
+	wait_ready "$ROOT/$name.out" "$ROOT/$name.err"
 }
 # A recorder started in the background: its --ready-fd goes to a file.
 start_recorder() {
@@ -77,14 +81,7 @@ start_recorder() {
 	"$RK" record --root "$ROOT" --session "$name" --ready-fd 3 "$@" \
 		3>"$ROOT/$name.ready" >"$ROOT/$name.out" 2>"$ROOT/$name.err" &
 	LAST=$!
-	BG+=("$LAST")
-	local i
-	for i in $(seq 1 600); do
-		grep -q ready "$ROOT/$name.ready" 2>/dev/null && return 0
-		kill -0 "$LAST" 2>/dev/null || { cat "$ROOT/$name.err" >&2; return 1; }
-		sleep 0.05
-	done
-	return 1
+	wait_ready "$ROOT/$name.ready" "$ROOT/$name.err"
 }
 stop_bg() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
