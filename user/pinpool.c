@@ -17,7 +17,15 @@ struct rk_pin_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* queue non-empty or stopping */
 	pthread_cond_t idle; /* queue empty and nobody busy */
+	/*
+	 * Work queue: unlocks and retires first, oldest first (they free
+	 * budget); then pins, newest first: a request that waited is the most
+	 * likely to be stale (its thread already off CPU again), the newest is
+	 * for a thread that is running now. work_on() re-reads the state, so
+	 * the place in the queue is only a priority.
+	 */
 	struct rk_pin_item *q_head, *q_tail;
+	struct rk_pin_item *pin_top; /* pins, a stack */
 	struct rk_pin_item *lru_head, *lru_tail; /* lingering, oldest first */
 	unsigned int nbusy;
 	int stopping;
@@ -131,13 +139,38 @@ static void enqueue(struct rk_pin_pool *p, struct rk_pin_item *it)
 	if (it->queued)
 		return;
 	it->queued = 1;
-	it->q_next = NULL;
-	if (p->q_tail)
-		p->q_tail->q_next = it;
-	else
-		p->q_head = it;
-	p->q_tail = it;
+	if (it->wanted && !it->pinned && !it->retired) {
+		it->q_next = p->pin_top;
+		p->pin_top = it;
+	} else {
+		it->q_next = NULL;
+		if (p->q_tail)
+			p->q_tail->q_next = it;
+		else
+			p->q_head = it;
+		p->q_tail = it;
+	}
 	pthread_cond_signal(&p->work);
+}
+
+/* Under the lock: the next item to work on, NULL if none. */
+static struct rk_pin_item *dequeue(struct rk_pin_pool *p)
+{
+	struct rk_pin_item *it = p->q_head;
+
+	if (it) {
+		p->q_head = it->q_next;
+		if (!p->q_head)
+			p->q_tail = NULL;
+	} else if ((it = p->pin_top)) {
+		p->pin_top = it->q_next;
+	}
+	return it;
+}
+
+static int queue_empty(const struct rk_pin_pool *p)
+{
+	return !p->q_head && !p->pin_top;
 }
 
 /* Under the lock: does the item need a worker? */
@@ -265,14 +298,11 @@ static void *worker_main(void *arg)
 		struct rk_pin_item *it;
 		int tried_pin, retired;
 
-		while (!p->q_head && !p->stopping)
+		while (queue_empty(p) && !p->stopping)
 			pthread_cond_wait(&p->work, &p->lock);
-		if (!p->q_head)
+		it = dequeue(p);
+		if (!it)
 			break;
-		it = p->q_head;
-		p->q_head = it->q_next;
-		if (!p->q_head)
-			p->q_tail = NULL;
 		it->queued = 0;
 		if (it->busy) {
 			/* Another worker has it; it re-checks the state when done. */
@@ -286,7 +316,7 @@ static void *worker_main(void *arg)
 		if (retired) {
 			/* Released: the owner may be gone, do not touch it again. */
 			p->nbusy--;
-			if (!p->q_head && !p->nbusy)
+			if (queue_empty(p) && !p->nbusy)
 				pthread_cond_broadcast(&p->idle);
 			continue;
 		}
@@ -303,7 +333,7 @@ static void *worker_main(void *arg)
 		 */
 		if (needs_work(it) && (!tried_pin || it->retired))
 			enqueue(p, it);
-		if (!p->q_head && !p->nbusy)
+		if (queue_empty(p) && !p->nbusy)
 			pthread_cond_broadcast(&p->idle);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -428,7 +458,7 @@ void rk_pin_retire(struct rk_pin_pool *p, struct rk_pin_item *it)
 void rk_pin_flush(struct rk_pin_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
-	while (p->q_head || p->nbusy)
+	while (!queue_empty(p) || p->nbusy)
 		pthread_cond_wait(&p->idle, &p->lock);
 	pthread_mutex_unlock(&p->lock);
 }
