@@ -8,6 +8,9 @@
 #include <unistd.h>
 #include "pinpool.h"
 
+/* By default, a pin request older than this is served before newer ones. */
+#define RK_PIN_MAX_WAIT_NS (10 * 1000000ull)
+
 struct uid_acct {
 	uid_t uid;
 	uint64_t locked;
@@ -21,11 +24,14 @@ struct rk_pin_pool {
 	 * Work queue: unlocks and retires first, oldest first (they free
 	 * budget); then pins, newest first: a request that waited is the most
 	 * likely to be stale (its thread already off CPU again), the newest is
-	 * for a thread that is running now. work_on() re-reads the state, so
-	 * the place in the queue is only a priority.
+	 * for a thread that is running now; but every fourth pin is the oldest
+	 * if it waited longer than opts.max_wait_ns, so a long-running thread
+	 * is not starved by a crowd of short ones. work_on() re-reads the state, so the place
+	 * in the queue is only a priority.
 	 */
 	struct rk_pin_item *q_head, *q_tail;
-	struct rk_pin_item *pin_top; /* pins, a stack */
+	struct rk_pin_item *pin_new, *pin_old; /* pins: newest, oldest */
+	unsigned long pin_turn;
 	struct rk_pin_item *lru_head, *lru_tail; /* lingering, oldest first */
 	unsigned int nbusy;
 	int stopping;
@@ -140,8 +146,14 @@ static void enqueue(struct rk_pin_pool *p, struct rk_pin_item *it)
 		return;
 	it->queued = 1;
 	if (it->wanted && !it->pinned && !it->retired) {
-		it->q_next = p->pin_top;
-		p->pin_top = it;
+		it->queued_at = mono_ns();
+		it->q_prev = NULL;
+		it->q_next = p->pin_new;
+		if (p->pin_new)
+			p->pin_new->q_prev = it;
+		else
+			p->pin_old = it;
+		p->pin_new = it;
 	} else {
 		it->q_next = NULL;
 		if (p->q_tail)
@@ -162,15 +174,30 @@ static struct rk_pin_item *dequeue(struct rk_pin_pool *p)
 		p->q_head = it->q_next;
 		if (!p->q_head)
 			p->q_tail = NULL;
-	} else if ((it = p->pin_top)) {
-		p->pin_top = it->q_next;
+	} else if (p->pin_old) {
+		/*
+		 * Newest first; every fourth pin, the oldest if it waited too
+		 * long (progress for it without turning the queue into FIFO).
+		 */
+		if (!(p->pin_turn++ % 4) && mono_ns() - p->pin_old->queued_at > p->opts.max_wait_ns)
+			it = p->pin_old;
+		else
+			it = p->pin_new;
+		if (it->q_prev)
+			it->q_prev->q_next = it->q_next;
+		else
+			p->pin_new = it->q_next;
+		if (it->q_next)
+			it->q_next->q_prev = it->q_prev;
+		else
+			p->pin_old = it->q_prev;
 	}
 	return it;
 }
 
 static int queue_empty(const struct rk_pin_pool *p)
 {
-	return !p->q_head && !p->pin_top;
+	return !p->q_head && !p->pin_new;
 }
 
 /* Under the lock: does the item need a worker? */
@@ -354,6 +381,8 @@ struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts)
 	if (!p)
 		return NULL;
 	p->opts = *opts;
+	if (!p->opts.max_wait_ns)
+		p->opts.max_wait_ns = RK_PIN_MAX_WAIT_NS;
 	if (opts->ops)
 		p->ops = *opts->ops;
 	if (!p->ops.lock)

@@ -45,7 +45,8 @@ struct rk_pin_item {
 	void *owner;
 	__u64 *pinned_flag; /* if set, the pool stores 1/0 here (live view) */
 	/* private */
-	struct rk_pin_item *q_next;
+	struct rk_pin_item *q_next, *q_prev;
+	uint64_t queued_at; /* CLOCK_MONOTONIC when queued for a pin */
 	struct rk_pin_item *lru_prev, *lru_next;
 	uint64_t off_since;
 	uint64_t on_since; /* switch-in of the current run, 0 while off CPU */
@@ -58,6 +59,7 @@ struct rk_pin_opts {
 	uint64_t budget; /* bytes per user */
 	uint64_t linger_ns; /* keep an off-CPU buffer locked this long */
 	const struct rk_pin_ops *ops; /* NULL: mlock/munlock */
+	uint64_t max_wait_ns; /* a pin queued longer goes before newer ones; 0: 10 ms */
 };
 
 /** struct rk_pin_stats - counters; locked/peak are of the user with most. */

@@ -21,6 +21,8 @@ struct fake {
 	int fail_next;
 	pthread_cond_t c;
 	int gate_closed; /* locking mem[1] waits until the test opens it */
+	int order[64]; /* mem index of each successful lock, in order */
+	int norder;
 };
 
 static int f_lock(void *addr, size_t len, void *ctx)
@@ -70,8 +72,13 @@ static int f_lock_mark(void *addr, size_t len, void *ctx)
 	pthread_mutex_unlock(&f->m);
 	err = f_lock(addr, len, ctx);
 
-	if (!err)
+	if (!err) {
 		((char *)addr)[0] = 1;
+		pthread_mutex_lock(&f->m);
+		if (f->norder < 64)
+			f->order[f->norder++] = (int)(((char(*)[L])addr) - mem);
+		pthread_mutex_unlock(&f->m);
+	}
 	return err;
 }
 
@@ -421,4 +428,65 @@ Test(pinpool, latency_buckets_bound_their_values)
 		if (b)
 			cr_assert_lt(rk_pin_lat_upper(b - 1 - (b == 8 ? 4 : 0)), v[i] + 1);
 	}
+}
+
+/*
+ * One worker held on mem[1]; pins queued meanwhile (mem[2], then mem[3..9])
+ * are served newest first, but every fourth pin is the oldest if it waited
+ * longer than max_wait (300 ms here: slack for valgrind).
+ */
+static void queue_order(int age_first, const int *want)
+{
+	struct rk_pin_opts o = { .workers = 1,
+				 .budget = 64 * L,
+				 .linger_ns = 1000 * MS,
+				 .ops = &ops,
+				 .max_wait_ns = 300 * MS };
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item it[10];
+	int i;
+
+	cr_assert_not_null(p);
+	for (i = 1; i < 10; i++)
+		item(&it[i], i, 1000);
+	fk.gate_closed = 1;
+	rk_pin_want(p, &it[1], 1, 1);
+	/* Wait until the worker is inside the lock call of mem[1]. */
+	for (i = 0; i < 1000 && !fk.locks; i++) {
+		pthread_mutex_lock(&fk.m);
+		pthread_mutex_unlock(&fk.m);
+		usleep(1000);
+	}
+	usleep(20000);
+	rk_pin_want(p, &it[2], 1, 2);
+	if (age_first)
+		usleep(400000);
+	for (i = 3; i < 10; i++)
+		rk_pin_want(p, &it[i], 1, (uint64_t)i);
+	pthread_mutex_lock(&fk.m);
+	fk.gate_closed = 0;
+	pthread_cond_broadcast(&fk.c);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_flush(p);
+	cr_assert_eq(fk.norder, 9);
+	for (i = 0; i < 9; i++)
+		cr_assert_eq(fk.order[i], want[i], "lock %d: mem[%d], want mem[%d]", i, fk.order[i],
+			     want[i]);
+	for (i = 1; i < 10; i++)
+		rk_pin_retire(p, &it[i]);
+	rk_pin_pool__free(p);
+}
+
+Test(pinpool, pins_are_served_newest_first)
+{
+	static const int want[] = { 1, 9, 8, 7, 6, 5, 4, 3, 2 };
+
+	queue_order(0, want);
+}
+
+Test(pinpool, a_pin_that_waited_too_long_gets_every_fourth_turn)
+{
+	static const int want[] = { 1, 9, 8, 7, 2, 6, 5, 4, 3 };
+
+	queue_order(1, want);
 }
