@@ -103,6 +103,7 @@ struct rk_rec {
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int link_fds[8]; /* pinned links taken over on resume */
+	int prog_fds[4]; /* our programs, for their run statistics; -1: not known */
 	int nlinks;
 	struct rk_record_opts ro; /* the options, completed from the session on resume */
 };
@@ -1213,6 +1214,53 @@ static void note_vmlck(struct rk_rec *r)
 		r->st->vmlck_peak = (__u64)kb * 1024;
 }
 
+/*
+ * Runs of our programs the kernel skipped (recursion on a CPU): their
+ * events were not seen at all, so they are counted, never silent.
+ */
+static void prog_misses(struct rk_rec *r)
+{
+	__u64 sum = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		if (r->prog_fds[i] < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(r->prog_fds[i], &info, &len))
+			sum += info.recursion_misses;
+	}
+	r->st->bpf_prog_misses = sum;
+}
+
+/* The programs behind our links (the skeleton's, or the pinned ones on resume). */
+static void find_progs(struct rk_rec *r)
+{
+	int i, n = 0, fds[4] = { -1, -1, -1, -1 };
+
+	if (r->skel) {
+		fds[0] = bpf_program__fd(r->skel->progs.rk_sched_switch);
+		fds[1] = bpf_program__fd(r->skel->progs.rk_fork);
+		fds[2] = bpf_program__fd(r->skel->progs.rk_exec);
+		fds[3] = bpf_program__fd(r->skel->progs.rk_exit);
+		for (i = 0; i < 4; i++)
+			r->prog_fds[i] = fds[i] >= 0 ? dup(fds[i]) : -1;
+		return;
+	}
+	for (i = 0; i < r->nlinks && n < 4; i++) {
+		struct bpf_link_info li;
+		__u32 len = sizeof(li);
+
+		memset(&li, 0, sizeof(li));
+		if (bpf_obj_get_info_by_fd(r->link_fds[i], &li, &len))
+			continue;
+		r->prog_fds[n++] = bpf_prog_get_fd_by_id(li.prog_id);
+	}
+}
+
 static void publish(struct rk_rec *r)
 {
 	__u64 vals[256];
@@ -1245,6 +1293,7 @@ static void publish(struct rk_rec *r)
 			break;
 		}
 	}
+	prog_misses(r);
 	rk_pin_pool__stats(r->pool, &ps);
 	r->st->pins = ps.pins;
 	r->st->unpins = ps.unpins;
@@ -1661,6 +1710,8 @@ int rk_record(const struct rk_record_opts *opts)
 	signal(SIGHUP, SIG_DFL);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	r = calloc(1, sizeof(*r));
+	if (r)
+		memset(r->prog_fds, -1, sizeof(r->prog_fds));
 	if (!r) {
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		return -ENOMEM;
@@ -1939,6 +1990,7 @@ ready:
 		go_fd = -1;
 	}
 
+	find_progs(r);
 	err = event_loop(r, sfd, tfd, pidfd);
 
 	/* Stop: no new signals (pins first: they hold the links), then the last ones. */
@@ -2029,6 +2081,9 @@ out_resume:
 out_unlock:
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
+	for (k = 0; k < 4; k++)
+		if (r->prog_fds[k] >= 0)
+			close(r->prog_fds[k]);
 out_free:
 	free(r);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -63,6 +63,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(bpf_forks, "children added (BPF)")                  \
 	X(bpf_fork_fail, "children not added (map full)")     \
 	X(bpf_exits, "exits (BPF)")                           \
+	X(bpf_prog_misses, "BPF runs skipped by the kernel")  \
 	X(signals, "signals handled")                         \
 	X(records, "records written")                         \
 	X(unpaired, "switches with no opposite (kernel)")     \

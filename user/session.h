@@ -98,6 +98,7 @@ struct rk_session_stat {
 	__u64 oncpu_pinned_ns; /* the part of it with the buffer locked */
 	__u64 loader_cpu_ns; /* user + system CPU time of the loader */
 	__u64 pin_hot; /* switch-ins whose buffer was still locked (no wait) */
+	__u64 bpf_prog_misses; /* program runs the kernel skipped (recursion): events unseen */
 };
 
 /* The size of the first stat files, without the AUX counters. */

@@ -269,6 +269,7 @@ Test(record, locked_memory_stays_within_budget_with_200_threads)
 	cr_assert_eq(st.locked, 0, "everything unlocked at the end");
 	cr_assert_eq(st.threads, 201);
 	cr_assert_eq(st.bpf_drops, 0);
+	cr_assert_eq(st.bpf_prog_misses, 0, "the kernel skipped our programs");
 	/* Refused pins do not lose data: every thread has its whole history. */
 	unpaired_seen = 0;
 	snprintf(dir, sizeof(dir), "%s/b/sched", root);
@@ -282,8 +283,11 @@ Test(record, locked_memory_stays_within_budget_with_200_threads)
 		cr_assert_eq(c.last_switch, 2, "%s", path);
 		if (!c.alternation_broken && c.first_switch == 1)
 			cr_assert_eq(c.in, c.out, "%s", path);
-		cr_assert_geq(c.in, files[i] == files[0] ? 1 : 10, "%s: %ld switch-ins", path,
-			      c.in);
+		cr_assert_geq(c.in, files[i] == files[0] ? 1 : 10,
+			      "%s: %ld switch-ins, %ld outs (BPF runs skipped by the kernel: %llu, "
+			      "drops %llu, unpaired %llu)",
+			      path, c.in, c.out, (unsigned long long)st.bpf_prog_misses,
+			      (unsigned long long)st.bpf_drops, (unsigned long long)st.unpaired);
 	}
 	printf("200 threads: %llu switches not followed by their opposite (kernel), all counted\n",
 	       (unsigned long long)st.unpaired);
