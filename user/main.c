@@ -598,6 +598,7 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 /* show -e: which source's buffers a TID is looked up in; --pt: dump the AUX area. */
 static const char *show_event = RK_SCHED_DIR;
 static int show_pt;
+static const char *show_core;
 
 static int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
 		       const char **session, int *all)
@@ -609,6 +610,7 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		{ "all", no_argument, NULL, 'a' },
 		{ "event", required_argument, NULL, 'e' },
 		{ "pt", optional_argument, NULL, 'P' },
+		{ "core", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -620,6 +622,11 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 			if (!session || strchr(optarg, '/'))
 				goto bad;
 			show_event = optarg;
+			break;
+		case 'C':
+			if (!session)
+				goto bad;
+			show_core = optarg;
 			break;
 		case 'P':
 			if (!session)
@@ -797,9 +804,22 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 		if (!syms || !img) {
 			pk = -pte_nomem;
 		} else {
-			if (!rk_pt_image_add_maps(img, syms))
-				rk_err("%s: no mapped files in the sideband of process %u: only "
-				       "events decode",
+			int nmaps = rk_pt_image_add_maps(img, syms), ncore = 0;
+			const char *why_core = NULL;
+
+			if (show_core) {
+				ncore = rk_pt_image_add_core(img, show_core, &why_core);
+				if (ncore <= 0) {
+					rk_err("--core %s: %s", show_core, why_core);
+					pt_image_free(img);
+					rk_symbols__free(syms);
+					free(aux);
+					return 1;
+				}
+			}
+			if (!nmaps && !ncore)
+				rk_err("%s: no mapped files in the sideband of process %u (and no "
+				       "--core): only events decode",
 				       path, bf->ident->tgid);
 			pk = rk_pt_insn(stdout, aux, (size_t)n, &cfg, img, syms,
 					show_pt == 3 ? RK_PT_BRANCHES : RK_PT_INSN);
@@ -832,7 +852,10 @@ static int cmd_show(int argc, char **argv)
 		"         packets (like ptdump; the default), instructions (like ptxed) or\n"
 		"         taken branches; insn and branches read the code from the files the\n"
 		"         process had mapped (its sideband's MMAP2 records), as they are on\n"
-		"         disk now; kernel code is not decoded (an error line, then resync)\n";
+		"         disk now; kernel code is not decoded (an error line, then resync)\n"
+		"  --core FILE\n"
+		"         with --pt=insn|branches: also take the code from this ELF core dump\n"
+		"         (its memory wins over the files where both have an address)\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
@@ -878,6 +901,11 @@ static int cmd_show(int argc, char **argv)
 		else
 			rk_err("cannot read %s: %s", path, strerror(errno));
 		return 1;
+	}
+	if (show_core && show_pt < 2) {
+		rk_err("--core needs --pt=insn or --pt=branches");
+		rk_bufile__free(bf);
+		return 2;
 	}
 	if (show_pt) {
 		r = show_pt_trace(path, bf);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <cpuid.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -468,6 +471,48 @@ int rk_pt_image_add_maps(struct pt_image *img, const struct rk_symbols *s)
 
 	rk_symbols_for_each_map(s, add_map, &c);
 	return c.added;
+}
+
+int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **why)
+{
+	GElf_Ehdr eh;
+	size_t i, n;
+	Elf *e;
+	int fd, added = 0, err;
+
+	*why = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*why = "libelf does not work";
+		return -EINVAL;
+	}
+	fd = open(core, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		*why = strerror(errno);
+		return err;
+	}
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || !gelf_getehdr(e, &eh) || eh.e_type != ET_CORE || elf_getphdrnum(e, &n)) {
+		*why = "not an ELF core dump";
+		err = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		if (pt_image_add_file(img, core, ph.p_offset, ph.p_filesz, NULL, ph.p_vaddr) >= 0)
+			added++;
+	}
+	err = added;
+	if (!added)
+		*why = "the core dump has no memory contents (PT_LOAD with data)";
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return err;
 }
 
 static const char *iclass_name(enum pt_insn_class c)

@@ -84,6 +84,15 @@ struct rk_symbols;
  */
 int rk_pt_image_add_maps(struct pt_image *img, const struct rk_symbols *s);
 
+/**
+ * rk_pt_image_add_core() - add the memory of an ELF core dump to @img: each
+ * PT_LOAD segment with contents, at its address (added after the sideband's
+ * files, it wins where both map: it is what was in memory).
+ * @why: on failure, what is wrong, for people.
+ * Return: segments added, or -errno / -EINVAL (not an ELF core file).
+ */
+int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **why);
+
 #define RK_PT_INSN 0 /* every instruction, like ptxed */
 #define RK_PT_BRANCHES 1 /* taken branches as "from -> to", like perf script --itrace=b */
 

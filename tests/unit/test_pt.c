@@ -6,6 +6,7 @@
  * (wrapping), then dumped and compared packet by packet.
  */
 #include <criterion/criterion.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -830,6 +831,8 @@ static char *slurp_file(const char *path, size_t *len)
 	return buf;
 }
 
+static void put_core(const char *path);
+
 /* Records of a perf.data file's data section, by type: the first of @type. */
 static const __u8 *find_rec(const __u8 *f, size_t len, __u32 type, const __u8 *after)
 {
@@ -869,7 +872,7 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 		__u64 q[8];
 	} rec;
 	__u8 tr[256], *f;
-	char sess[100], p[512], out[200], cmd[600], msg[256], *txt;
+	char sess[100], p[512], out[200], cmd[1400], msg[256], *txt;
 	size_t len = encode_flow(tr, sizeof(tr)), flen;
 	const __u8 *info, *at;
 	int n;
@@ -975,6 +978,21 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 	snprintf(msg, sizeof(msg), "PERF_RECORD_AUX offset 0 size %#zx flags 0", len);
 	cr_assert_not_null(strstr(txt, msg), "file coordinates: %s", txt);
 	free(txt);
+	/* The code file gone: the image comes from a core dump instead. */
+	snprintf(p, sizeof(p), "%s/code.bin", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/core", dir);
+	put_core(p);
+	snprintf(cmd, sizeof(cmd), "%s show --pt=insn --core %s %s/intel_pt/100 > %s.core 2>&1",
+		 rk_bin(), p, sess, out);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(p, sizeof(p), "%s.core", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "400009  jump       ff e0"), "from the core: %s", txt);
+	free(txt);
+	snprintf(cmd, sizeof(cmd), "%s show --pt --core %s/core %s/intel_pt/100 > %s.err 2>&1",
+		 rk_bin(), dir, sess, out);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "--core without --pt=insn");
 	/* A file with no AUX area, a descriptor-less file: clear refusals. */
 	snprintf(cmd, sizeof(cmd), "%s show --pt %s/sched/100 > %s.err 2>&1", rk_bin(), sess, out);
 	cr_assert_neq(system(cmd), 0);
@@ -982,4 +1000,73 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 	txt = slurp_file(p, &flen);
 	cr_assert_not_null(strstr(txt, "no AUX area"), "%s", txt);
 	free(txt);
+}
+
+/* A minimal ELF core: one PT_LOAD holding our code at 0x400000. */
+static void put_core(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	FILE *f = fopen(path, "w");
+	static const __u8 pad[4096];
+
+	cr_assert_not_null(f);
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(ph);
+	eh.e_phnum = 1;
+	memset(&ph, 0, sizeof(ph));
+	ph.p_type = PT_LOAD;
+	ph.p_flags = PF_R | PF_X;
+	ph.p_offset = 4096;
+	ph.p_vaddr = 0x400000;
+	ph.p_filesz = sizeof(code);
+	ph.p_memsz = 4096;
+	ph.p_align = 4096;
+	fwrite(&eh, sizeof(eh), 1, f);
+	fwrite(&ph, sizeof(ph), 1, f);
+	fwrite(pad, 1, 4096 - sizeof(eh) - sizeof(ph), f);
+	fwrite(code, 1, sizeof(code), f);
+	fclose(f);
+}
+
+Test(pt, instructions_decode_from_a_core_dump)
+{
+	struct rk_pt_desc d;
+	struct pt_config cfg;
+	struct pt_image *img = pt_image_alloc("core");
+	const char *why = NULL;
+	char core[128], *mem = NULL;
+	size_t sz = 0;
+	__u8 tr[256];
+	size_t len = encode_flow(tr, sizeof(tr));
+	long lines;
+	FILE *f;
+
+	snprintf(core, sizeof(core), "%s/core", dir);
+	put_core(core);
+	cr_assert_eq(rk_pt_image_add_core(img, core, &why), 1, "%s", why ? why : "");
+	desc_for_test(&d);
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
+	f = open_memstream(&mem, &sz);
+	lines = rk_pt_insn(f, tr, len, &cfg, img, NULL, RK_PT_INSN);
+	fclose(f);
+	cr_assert_eq(lines, 16, "%s", mem);
+	cr_assert_not_null(strstr(mem, "400009  jump       ff e0"), "%s", mem);
+	free(mem);
+	pt_image_free(img);
+	/* Not a core: refused with the reason. */
+	img = pt_image_alloc("bad");
+	snprintf(core, sizeof(core), "%s/type", dir);
+	cr_assert_eq(rk_pt_image_add_core(img, core, &why), -EINVAL);
+	cr_assert_not_null(strstr(why, "not an ELF core"), "%s", why);
+	pt_image_free(img);
 }
