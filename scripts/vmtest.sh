@@ -86,7 +86,9 @@ for kimg in $kernels; do
 	[ -r "$kimg" ] || { echo "vmtest: FAIL: no kernel image $kimg"; status=1; continue; }
 	name=$(basename "$kimg")
 	note=""
-	for attempt in 1 2; do
+	# Under TCG, a 6.12 guest dies in ~1 boot of 4 while the kernel patches
+	# __schedule's tracepoint (README): three boots make "NOT TESTED" rare.
+	for attempt in 1 2 3; do
 		echo "vmtest: === $name: booting with vng --disable-kvm (QEMU TCG)"
 		log=$vm/$name.$attempt.console.log
 		start=$(date +%s)
@@ -100,18 +102,18 @@ for kimg in $kernels; do
 		# guest itself died or locked up (see README): show why, boot once more,
 		# loudly. A test that fails is never retried.
 		grep -q '^vmtest-guest: tests on ' "$log" && break
-		[ "$attempt" -eq 1 ] || break
+		[ "$attempt" -lt 3 ] || break
 		echo "vmtest: !!! $name: the guest died or hung (exit $rc after ${secs}s); its console's last lines:"
 		grep -E '^\[ *[0-9]+\.[0-9]+\]' "$log" | tail -25 | sed "s/^/[$name console] /"
 		echo "vmtest: !!! $name: booting it once more (full console: $log)"
-		note=" after one guest death/lockup"
+		note=" after $attempt guest death(s)/lockup(s)"
 	done
 	if [ "$rc" -eq 0 ]; then
 		summary="$summary\n  PASS  $name  (${secs}s for boot and tests$note)"
 	elif ! grep -q '^vmtest-guest: tests on ' "$log" && ! grep -q '^\[FAIL\]' "$log"; then
-		# The guest died twice before its tests could finish, with no test
+		# The guest died on every boot before its tests could finish, with no test
 		# failing: not a result either way. Said, never counted as a pass.
-		summary="$summary\n  NOT TESTED  $name  (the guest died or hung on both boots, no test had failed; consoles: $vm/$name.*.console.log)"
+		summary="$summary\n  NOT TESTED  $name  (the guest died or hung on all 3 boots, no test had failed; consoles: $vm/$name.*.console.log)"
 		untested=$((untested + 1))
 	else
 		summary="$summary\n  FAIL  $name  (exit $rc after ${secs}s$note)"
