@@ -119,58 +119,55 @@ int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir)
 	return 0;
 }
 
-long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config)
+/*
+ * Format field @name of @d: its lowest config bit and its value mask (not
+ * shifted). Return: 0, or -ENOENT if the descriptor has no such field.
+ */
+static int find_field(const struct rk_pt_desc *d, const char *name, unsigned int *lo, __u64 *mask)
 {
 	int i;
 
 	for (i = 0; i < RK_PT_NFMT; i++) {
-		unsigned int lo = d->fmt[i][0], hi = d->fmt[i][1] & 0x7f;
+		unsigned int hi = d->fmt[i][1] & 0x7f;
 
 		if (!*fmt_names[i] || strcmp(fmt_names[i], name) || !(d->fmt[i][1] & 0x80))
 			continue;
-		return (long long)((config >> lo) &
-				   ((hi - lo == 63) ? ~0ull : (1ull << (hi - lo + 1)) - 1));
-	}
-	return -1;
-}
-
-int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config)
-{
-	int i;
-
-	for (i = 0; i < RK_PT_NFMT; i++) {
-		unsigned int lo = d->fmt[i][0], hi = d->fmt[i][1] & 0x7f;
-		__u64 mask;
-
-		if (!*fmt_names[i] || strcmp(fmt_names[i], name) || !(d->fmt[i][1] & 0x80))
-			continue;
-		mask = hi - lo == 63 ? ~0ull : (1ull << (hi - lo + 1)) - 1;
-		if (value & ~mask)
-			return -ERANGE;
-		*config = (*config & ~(mask << lo)) | value << lo;
+		*lo = d->fmt[i][0];
+		*mask = hi - *lo == 63 ? ~0ull : (1ull << (hi - *lo + 1)) - 1;
 		return 0;
 	}
 	return -ENOENT;
 }
 
+long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config)
+{
+	unsigned int lo;
+	__u64 mask;
+
+	if (find_field(d, name, &lo, &mask))
+		return -1;
+	return (long long)((config >> lo) & mask);
+}
+
+int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config)
+{
+	unsigned int lo;
+	__u64 mask;
+
+	if (find_field(d, name, &lo, &mask))
+		return -ENOENT;
+	if (value & ~mask)
+		return -ERANGE;
+	*config = (*config & ~(mask << lo)) | value << lo;
+	return 0;
+}
+
 __u64 rk_pt_field_mask(const struct rk_pt_desc *d, const char *name)
 {
-	__u64 m = 0;
+	unsigned int lo;
+	__u64 mask;
 
-	if (rk_pt_config_set(d, name, 0, &m))
-		return 0;
-	/* Set every bit the field has: the widest value that fits. */
-	{
-		int i;
-
-		for (i = 0; i < 64; i++) {
-			__u64 t = 0;
-
-			if (!rk_pt_config_set(d, name, 1ull << i, &t))
-				m |= t;
-		}
-	}
-	return m;
+	return find_field(d, name, &lo, &mask) ? 0 : mask << lo;
 }
 
 /* A period term is valid only if the caps/ bitmap of its PMU has that bit. */
