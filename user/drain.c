@@ -393,14 +393,13 @@ long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
 				fn(ctx, ev, &d->rec.h, pid, tid);
 				delivered++;
 			}
-			if (d->rec.h.type == PERF_RECORD_AUX && r->aux &&
-			    d->rec.h.size >= sizeof(hdr) + 24) {
-				__u64 ao, as;
+			/* The AUX ring is free up to the end of the last range handed out. */
+			if (r->aux) {
+				struct rk_aux_chunk ck;
 
-				memcpy(&ao, d->rec.b + sizeof(hdr), 8);
-				memcpy(&as, d->rec.b + sizeof(hdr) + 8, 8);
-				if (ao + as > aux_tail)
-					aux_tail = ao + as;
+				if (rk_drain_aux_chunk(d, &d->rec.h, &ck) != -EINVAL &&
+				    ck.offset + ck.size > aux_tail)
+					aux_tail = ck.offset + ck.size;
 			}
 		}
 		d->cur = NULL;
