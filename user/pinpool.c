@@ -430,10 +430,9 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t
 	it->wanted = !!on;
 	if (on) {
 		it->on_since = now_ns;
-		if (it->pinned && !it->busy)
-			p->st.lat_hot++; /* locked from its last run: no wait at all */
 		if (it->pinned && !it->busy) {
-			/* Still locked from its last run: no syscall. */
+			/* Still locked from its last run: no syscall, no wait. */
+			p->st.lat_hot++;
 			if (it->in_lru)
 				p->st.coalesced++;
 			lru_del(p, it);
