@@ -911,28 +911,20 @@ static void route_aux(struct rk_rec *r, const struct rk_evsel *ev,
 	err = rk_drain_aux_chunk(r->drain, h, &ck);
 	if (ck.flags & PERF_AUX_FLAG_TRUNCATED)
 		r->st->aux_truncated++;
-	if (err || !ev || !ev->aux || tid == (__u32)-1) {
-		r->st->aux_dropped += ck.size;
-		return;
-	}
-	t = thread_find(r, tid);
-	if (!t) {
-		t = thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
-		if (!t) {
-			r->st->aux_dropped += ck.size;
+	if (!err && ev && ev->aux && tid != (__u32)-1) {
+		t = thread_find(r, tid);
+		if (!t)
+			t = thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+		if (t && !t->refused && !t->dead &&
+		    !rk_bufile__write_aux_rec(t->b[ev->src].bf, h, ck.p[0], ck.n[0], ck.p[1],
+					      ck.n[1])) {
+			r->st->aux_bytes += ck.size;
+			r->st->records++;
 			return;
 		}
 	}
-	if (t->refused || t->dead) {
-		r->st->aux_dropped += ck.size;
-		return;
-	}
-	if (rk_bufile__write_aux_rec(t->b[ev->src].bf, h, ck.p[0], ck.n[0], ck.p[1], ck.n[1])) {
-		r->st->aux_dropped += ck.size;
-		return;
-	}
-	r->st->aux_bytes += ck.size;
-	r->st->records++;
+	/* No ring bytes, no AUX source, no thread or no file: counted, not silent. */
+	r->st->aux_dropped += ck.size;
 }
 
 /* A drained perf record: to its thread's file, or to its process's sideband. */
