@@ -774,6 +774,7 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 	struct pt_image *img = NULL;
 	struct pt_config cfg;
 	const char *why = NULL;
+	int ret = 0;
 	ssize_t n;
 	long pk;
 	__u8 *aux;
@@ -799,24 +800,21 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 				__atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) - (__u64)n,
 				&cfg);
 	} else {
+		int nmaps = 0, ncore = 0;
+		const char *why_core = NULL;
+
 		syms = thread_symbols(path, bf);
 		img = pt_image_alloc(path);
+		if (syms && img)
+			nmaps = rk_pt_image_add_maps(img, syms);
 		if (!syms || !img) {
 			pk = -pte_nomem;
+		} else if (show_core &&
+			   (ncore = rk_pt_image_add_core(img, show_core, &why_core)) <= 0) {
+			rk_err("--core %s: %s", show_core, why_core);
+			pk = 0;
+			ret = 1;
 		} else {
-			int nmaps = rk_pt_image_add_maps(img, syms), ncore = 0;
-			const char *why_core = NULL;
-
-			if (show_core) {
-				ncore = rk_pt_image_add_core(img, show_core, &why_core);
-				if (ncore <= 0) {
-					rk_err("--core %s: %s", show_core, why_core);
-					pt_image_free(img);
-					rk_symbols__free(syms);
-					free(aux);
-					return 1;
-				}
-			}
 			if (!nmaps && !ncore)
 				rk_err("%s: no mapped files in the sideband of process %u (and no "
 				       "--core): only events decode",
@@ -832,7 +830,7 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 		rk_err("%s: %s", path, pt_errstr(pt_errcode((int)pk)));
 		return 1;
 	}
-	return 0;
+	return ret;
 }
 
 static int cmd_show(int argc, char **argv)
