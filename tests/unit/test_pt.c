@@ -993,6 +993,13 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 	snprintf(cmd, sizeof(cmd), "%s show --pt --core %s/core %s/intel_pt/100 > %s.err 2>&1",
 		 rk_bin(), dir, sess, out);
 	cr_assert_eq(WEXITSTATUS(system(cmd)), 2, "--core without --pt=insn");
+	snprintf(cmd, sizeof(cmd), "%s show --pt=insn --core %s/type %s/intel_pt/100 > %s.err 2>&1",
+		 rk_bin(), dir, sess, out);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 1, "a file that is not a core");
+	snprintf(p, sizeof(p), "%s.err", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "not an ELF core dump"), "%s", txt);
+	free(txt);
 	/* A file with no AUX area, a descriptor-less file: clear refusals. */
 	snprintf(cmd, sizeof(cmd), "%s show --pt %s/sched/100 > %s.err 2>&1", rk_bin(), sess, out);
 	cr_assert_neq(system(cmd), 0);
