@@ -36,6 +36,31 @@ size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size)
 	return RK_PAGE_SIZE + data_size + aux_size;
 }
 
+/*
+ * A consistent (head, tail) pair of a ring that a live writer may be moving.
+ * The writer moves tail only over bytes head has passed, storing it (release)
+ * before it overwrites them, so a head loaded before tail is never more than
+ * @size past it; but a reader descheduled between its two loads can find a
+ * tail past the head it loaded. Loading both again then gives a good pair;
+ * a bad pair that does not move is a corrupt file (-EBADMSG, with the pair).
+ */
+static int ring_pair(const __u64 *headp, const __u64 *tailp, __u64 size, __u64 *head, __u64 *tail)
+{
+	__u64 h0 = 0, t0 = 0;
+	int i;
+
+	for (i = 0;; i++) {
+		*head = __atomic_load_n(headp, __ATOMIC_ACQUIRE);
+		*tail = __atomic_load_n(tailp, __ATOMIC_ACQUIRE);
+		if (*tail <= *head && *head - *tail <= size)
+			return 0;
+		if (i && *head == h0 && *tail == t0)
+			return -EBADMSG;
+		h0 = *head;
+		t0 = *tail;
+	}
+}
+
 static __u64 pmu_entry_size(const struct rk_pmu_entry *pmu)
 {
 	return (__u64)pmu->info.note_size + pmu->attr.size + pmu->info.pmu_descsz;
@@ -169,12 +194,9 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	if (pg->aux_size && (pg->aux_offset < data_end || !is_pow2(pg->aux_size) ||
 			     pg->aux_offset > size || pg->aux_size > size - pg->aux_offset))
 		BAD("aux area out of the file");
-	head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	tail = __atomic_load_n(&pg->data_tail, __ATOMIC_ACQUIRE);
-	if (head < tail)
-		BAD("data_head is behind data_tail");
-	if (head - tail > pg->data_size)
-		BAD("data_head - data_tail exceeds data_size");
+	if (ring_pair(&pg->data_head, &pg->data_tail, pg->data_size, &head, &tail))
+		BAD(head < tail ? "data_head is behind data_tail" :
+				  "data_head - data_tail exceeds data_size");
 	if ((head | tail) % 8)
 		BAD("data_head/data_tail not 8-byte aligned");
 
@@ -307,7 +329,8 @@ int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size)
 		bf->ident->overwritten++;
 	}
 	if (tail != old_tail) {
-		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELAXED);
+		/* Release: a reader that sees this tail sees a head past it (ring_pair()). */
+		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
 		/*
 		 * The new tail must be visible before we overwrite the bytes it
 		 * gave up; pairs with the acquire fence before the tail
@@ -334,13 +357,10 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 	buf = malloc(sizeof(*buf));
 	if (!buf)
 		return -ENOMEM;
-	/* Pairs with the release store of data_head in rk_bufile__write(). */
-	head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	tail = __atomic_load_n(&pg->data_tail, __ATOMIC_ACQUIRE);
-	if (tail > head || head - tail > pg->data_size) {
-		ret = -EBADMSG;
+	/* Pairs with the release stores in rk_bufile__write(). */
+	ret = ring_pair(&pg->data_head, &pg->data_tail, pg->data_size, &head, &tail);
+	if (ret)
 		goto out;
-	}
 	for (pos = tail; pos < head;) {
 		size_t sz;
 
@@ -401,7 +421,7 @@ int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len)
 		 * Oldest bytes go first; the new tail is visible before they are
 		 * overwritten (pairs with the tail re-read in rk_bufile__read_aux()).
 		 */
-		__atomic_store_n(&pg->aux_tail, head + len - size, __ATOMIC_RELAXED);
+		__atomic_store_n(&pg->aux_tail, head + len - size, __ATOMIC_RELEASE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	ring_copy_in(aux, mask, head, src, len);
@@ -435,7 +455,7 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
 	return rk_bufile__write(bf, rec.b, h->size);
 }
 
-ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len)
+ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, __u64 *offset)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;
 	const __u8 *aux = (const __u8 *)bf->base + pg->aux_offset;
@@ -443,9 +463,7 @@ ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len)
 
 	if (!size)
 		return -ENODATA;
-	head = __atomic_load_n(&pg->aux_head, __ATOMIC_ACQUIRE);
-	tail = __atomic_load_n(&pg->aux_tail, __ATOMIC_ACQUIRE);
-	if (tail > head || head - tail > size)
+	if (ring_pair(&pg->aux_head, &pg->aux_tail, size, &head, &tail))
 		return -EBADMSG;
 	n = head - tail;
 	if (n > len) {
@@ -462,6 +480,8 @@ ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len)
 		memmove(buf, (__u8 *)buf + gone, n - gone);
 		n -= gone;
 	}
+	if (offset)
+		*offset = head - n;
 	return (ssize_t)n;
 }
 

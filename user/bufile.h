@@ -193,10 +193,12 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
 
 /**
  * rk_bufile__read_aux() - copy [aux_tail, aux_head) (at most @len, the
- * newest) into @buf, oldest first.
+ * newest) into @buf, oldest first; safe against a live writer.
+ * @offset: if not NULL, set to the AUX offset of @buf[0] (the file's
+ *	coordinates, as in its PERF_RECORD_AUX records).
  * Return: bytes copied; -ENODATA (no AUX area), -EBADMSG (head/tail corrupt).
  */
-ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len);
+ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, __u64 *offset);
 
 /** rk_bufile_sched_rec_size() - bytes of sample_id for an attr's sample_type. */
 size_t rk_sample_id_size(__u64 sample_type);

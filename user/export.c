@@ -192,6 +192,7 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 	struct rk_pt_desc d;
 	const char *why;
 	struct pt_config cfg;
+	__u64 aux_off;
 	__u8 *aux;
 	ssize_t n;
 	int err;
@@ -234,7 +235,7 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 	aux = malloc(bf->pg->aux_size + 8);
 	if (!aux)
 		return -ENOMEM;
-	n = rk_bufile__read_aux(bf, aux, bf->pg->aux_size);
+	n = rk_bufile__read_aux(bf, aux, bf->pg->aux_size, &aux_off);
 	if (n > 0) {
 		struct {
 			struct perf_event_header h;
@@ -247,7 +248,7 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 		at.h.type = PERF_RECORD_AUXTRACE_;
 		at.h.size = sizeof(at); /* the data follows, size bytes */
 		at.size = (__u64)n + pad;
-		at.offset = __atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) - (__u64)n;
+		at.offset = aux_off;
 		at.reference = bf->ident->start_ns;
 		at.idx = e->aux_idx++;
 		at.tid = bf->ident->tid;

@@ -774,6 +774,7 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 	struct pt_image *img = NULL;
 	struct pt_config cfg;
 	const char *why = NULL;
+	__u64 aux_off = 0;
 	int ret = 0;
 	ssize_t n;
 	long pk;
@@ -789,16 +790,14 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 		return 1;
 	}
 	aux = malloc(bf->pg->aux_size);
-	n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size) : -ENOMEM;
+	n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size, &aux_off) : -ENOMEM;
 	if (n < 0) {
 		rk_err("%s: %s", path, strerror((int)-n));
 		free(aux);
 		return 1;
 	}
 	if (show_pt == 1) {
-		pk = rk_pt_dump(stdout, aux, (size_t)n,
-				__atomic_load_n(&bf->pg->aux_head, __ATOMIC_ACQUIRE) - (__u64)n,
-				&cfg);
+		pk = rk_pt_dump(stdout, aux, (size_t)n, aux_off, &cfg);
 	} else {
 		int nmaps = 0, ncore = 0;
 		const char *why_core = NULL;

@@ -270,7 +270,7 @@ Test(pt, aux_ring_wraps_and_decodes_from_the_oldest_psb)
 				  &dcfg, &why),
 		     0, "%s", why);
 	lin = malloc(8192);
-	cr_assert_eq(rk_bufile__read_aux(ro, lin, 8192), 8192);
+	cr_assert_eq(rk_bufile__read_aux(ro, lin, 8192, NULL), 8192);
 	cr_assert_eq(memcmp(lin, stream + tail, 8192), 0, "the newest 8 KiB, in order");
 	dump_lines(lin, 8192, &dcfg, &got, &n);
 	cr_assert_gt(n, 0);
@@ -584,7 +584,7 @@ Test(pt, drain_copies_aux_ranges_into_each_threads_file)
 		ssize_t got_n;
 
 		cr_assert_eq(head, len[t], "thread %d: all its bytes, none of the others'", t);
-		got_n = rk_bufile__read_aux(s.bf[t], lin, sizeof(lin));
+		got_n = rk_bufile__read_aux(s.bf[t], lin, sizeof(lin), NULL);
 		cr_assert_eq((__u64)got_n, head - tail);
 		cr_assert_eq(memcmp(lin, stream[t] + tail, (size_t)got_n), 0,
 			     "thread %d: its own stream, in order", t);
