@@ -45,10 +45,11 @@ struct rk_pin_pool {
 	uint64_t lat[RK_PIN_LAT_BUCKETS]; /* switch-in to pinned */
 };
 
-static uint64_t mono_ns(void)
+static uint64_t mono_ns(void *ctx)
 {
 	struct timespec ts;
 
+	(void)ctx;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -146,7 +147,7 @@ static void enqueue(struct rk_pin_pool *p, struct rk_pin_item *it)
 		return;
 	it->queued = 1;
 	if (it->wanted && !it->pinned && !it->retired) {
-		it->queued_at = mono_ns();
+		it->queued_at = p->ops.now(p->ops.ctx);
 		it->q_prev = NULL;
 		it->q_next = p->pin_new;
 		if (p->pin_new)
@@ -179,7 +180,8 @@ static struct rk_pin_item *dequeue(struct rk_pin_pool *p)
 		 * Newest first; every fourth pin, the oldest if it waited too
 		 * long (progress for it without turning the queue into FIFO).
 		 */
-		if (!(p->pin_turn++ % 4) && mono_ns() - p->pin_old->queued_at > p->opts.max_wait_ns)
+		if (!(p->pin_turn++ % 4) &&
+		    p->ops.now(p->ops.ctx) - p->pin_old->queued_at > p->opts.max_wait_ns)
 			it = p->pin_old;
 		else
 			it = p->pin_new;
@@ -302,7 +304,7 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 			return 1;
 		}
 		it->pinned = 1;
-		it->pinned_at = mono_ns();
+		it->pinned_at = p->ops.now(p->ops.ctx);
 		if (it->pinned_flag)
 			__atomic_store_n(it->pinned_flag, 1, __ATOMIC_RELAXED);
 		p->st.pins++;
@@ -389,6 +391,8 @@ struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts)
 		p->ops.lock = sys_lock;
 	if (!p->ops.unlock)
 		p->ops.unlock = sys_unlock;
+	if (!p->ops.now)
+		p->ops.now = mono_ns;
 	p->st.budget = opts->budget;
 	p->nworkers = opts->workers;
 	if (!p->nworkers) {

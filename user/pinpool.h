@@ -24,12 +24,15 @@
  * struct rk_pin_ops - how to lock and unlock; NULL members mean
  * mlock/munlock. Tests replace them to count calls.
  * @release: called by a worker once a retired item is unlocked (may be NULL).
+ * @now: the clock of queue ages and pin times, in ns (NULL: CLOCK_MONOTONIC,
+ *	the clock of the now_ns arguments). Tests replace it to set ages exactly.
  */
 struct rk_pin_ops {
 	int (*lock)(void *addr, size_t len, void *ctx);
 	int (*unlock)(void *addr, size_t len, void *ctx);
 	void (*release)(void *item_owner, void *ctx);
 	void *ctx;
+	uint64_t (*now)(void *ctx);
 };
 
 /**

@@ -21,6 +21,8 @@ struct fake {
 	int fail_next;
 	pthread_cond_t c;
 	int gate_closed; /* locking mem[1] waits until the test opens it */
+	int at_gate; /* a worker waits there */
+	uint64_t clock_ns; /* the pool's clock, where a test sets it */
 	int order[64]; /* mem index of each successful lock, in order */
 	int norder;
 };
@@ -67,8 +69,11 @@ static int f_lock_mark(void *addr, size_t len, void *ctx)
 	int err;
 
 	pthread_mutex_lock(&f->m);
-	while (addr == mem[1] && f->gate_closed)
+	while (addr == mem[1] && f->gate_closed) {
+		f->at_gate = 1;
+		pthread_cond_broadcast(&f->c);
 		pthread_cond_wait(&f->c, &f->m);
+	}
 	pthread_mutex_unlock(&f->m);
 	err = f_lock(addr, len, ctx);
 
@@ -92,8 +97,20 @@ static void f_release(void *owner, void *ctx)
 	pthread_mutex_unlock(&f->m);
 }
 
+static uint64_t f_now(void *ctx)
+{
+	struct fake *f = ctx;
+	uint64_t t;
+
+	pthread_mutex_lock(&f->m);
+	t = f->clock_ns;
+	pthread_mutex_unlock(&f->m);
+	return t;
+}
+
 static struct fake fk;
-static struct rk_pin_ops ops = { f_lock_mark, f_unlock, f_release, &fk };
+static struct rk_pin_ops ops = { f_lock_mark, f_unlock, f_release, &fk, NULL };
+static struct rk_pin_ops ops_clock = { f_lock_mark, f_unlock, f_release, &fk, f_now };
 
 static void reset(void)
 {
@@ -433,34 +450,40 @@ Test(pinpool, latency_buckets_bound_their_values)
 /*
  * One worker held on mem[1]; pins queued meanwhile (mem[2], then mem[3..9])
  * are served newest first, but every fourth pin is the oldest if it waited
- * longer than max_wait (300 ms here: slack for valgrind).
+ * longer than max_wait. The pool's clock is the test's: ages are exact.
  */
 static void queue_order(int age_first, const int *want)
 {
 	struct rk_pin_opts o = { .workers = 1,
 				 .budget = 64 * L,
 				 .linger_ns = 1000 * MS,
-				 .ops = &ops,
+				 .ops = &ops_clock,
 				 .max_wait_ns = 300 * MS };
-	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_pool *p;
 	struct rk_pin_item it[10];
+	struct timespec until;
 	int i;
 
+	fk.clock_ns = 1000 * MS;
+	p = rk_pin_pool__new(&o);
 	cr_assert_not_null(p);
 	for (i = 1; i < 10; i++)
 		item(&it[i], i, 1000);
 	fk.gate_closed = 1;
 	rk_pin_want(p, &it[1], 1, 1);
-	/* Wait until the worker is inside the lock call of mem[1]. */
-	for (i = 0; i < 1000 && !fk.locks; i++) {
-		pthread_mutex_lock(&fk.m);
-		pthread_mutex_unlock(&fk.m);
-		usleep(1000);
-	}
-	usleep(20000);
+	/* Until the worker is inside the lock call of mem[1] (bounded). */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&fk.m);
+	while (!fk.at_gate)
+		cr_assert_neq(pthread_cond_timedwait(&fk.c, &fk.m, &until), ETIMEDOUT,
+			      "the worker never took mem[1]");
+	fk.clock_ns += MS;
+	pthread_mutex_unlock(&fk.m);
 	rk_pin_want(p, &it[2], 1, 2);
-	if (age_first)
-		usleep(400000);
+	pthread_mutex_lock(&fk.m);
+	fk.clock_ns += age_first ? 400 * MS : MS; /* over max_wait, or far under it */
+	pthread_mutex_unlock(&fk.m);
 	for (i = 3; i < 10; i++)
 		rk_pin_want(p, &it[i], 1, (uint64_t)i);
 	pthread_mutex_lock(&fk.m);
