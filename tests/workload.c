@@ -3,7 +3,13 @@
  * workload.c - a multi-threaded program for the demo and the integration
  * tests: it creates threads (and optionally a child process with threads),
  * each sleeping and waking ITERS times, joins them, and prints the tid of
- * every thread it made ("tid T" lines), so tests can assert exact sets.
+ * every thread it made ("tid T WHO csw N" lines), so tests can assert exact
+ * sets. N is the thread's context switches as the kernel counted them
+ * (getrusage: voluntary + involuntary) just before it returned: each one is a
+ * sched_switch with the thread as prev, so a tracer must have at least N
+ * switch-outs and N + 1 switch-ins of it. A sleep does not always switch (a
+ * vCPU stalled past the timer returns at once), so tests compare against N,
+ * not against the number of sleeps.
  *
  *   workload [-t THREADS] [-i ITERS] [-s SLEEP_US] [-l LOOPS] [-f] [-w FD] [-Q]
  *     -l      spin LOOPS iterations between sleeps (CPU time for cpu-clock)
@@ -14,10 +20,12 @@
  *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
  *             wait for a second byte on FD before exiting; prints "churned N"
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +35,20 @@ static int iters = 20;
 static long sleep_us = 200;
 static unsigned long loops = 20000;
 
+/* What a thread reports when it is done. */
+struct done {
+	long tid, csw;
+};
+
+static void *finish(struct done *d)
+{
+	struct rusage ru;
+
+	d->tid = syscall(SYS_gettid);
+	d->csw = getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nvcsw + ru.ru_nivcsw;
+	return d;
+}
+
 /* The function tests look for in symbolized call chains. */
 __attribute__((noinline)) void *body(void *arg)
 {
@@ -34,7 +56,6 @@ __attribute__((noinline)) void *body(void *arg)
 	struct timespec ts = { 0, sleep_us * 1000 };
 	int i;
 
-	(void)arg;
 	for (i = 0; i < iters; i++) {
 		unsigned long k;
 
@@ -42,7 +63,7 @@ __attribute__((noinline)) void *body(void *arg)
 			spin += k;
 		nanosleep(&ts, NULL);
 	}
-	return (void *)(long)syscall(SYS_gettid);
+	return finish(arg);
 }
 
 static void *busy(void *arg)
@@ -50,10 +71,9 @@ static void *busy(void *arg)
 	struct timespec ts = { 0, sleep_us * 1000 };
 	int i;
 
-	(void)arg;
 	for (i = 0; i < iters; i++)
 		nanosleep(&ts, NULL);
-	return (void *)(long)syscall(SYS_gettid);
+	return finish(arg);
 }
 
 static void *quiet(void *arg)
@@ -61,10 +81,9 @@ static void *quiet(void *arg)
 	struct timespec ts = { 0, 50 * 1000 * 1000 };
 	int i;
 
-	(void)arg;
 	for (i = 0; i < 10; i++)
 		nanosleep(&ts, NULL);
-	return (void *)(long)syscall(SYS_gettid);
+	return finish(arg);
 }
 
 static void *brief(void *arg)
@@ -96,26 +115,27 @@ static int churn(long n)
 
 static int run_pair(void)
 {
+	struct done db, dq;
 	pthread_t b, q;
-	void *rb, *rq;
 
-	if (pthread_create(&q, NULL, quiet, NULL) || pthread_create(&b, NULL, busy, NULL))
+	if (pthread_create(&q, NULL, quiet, &dq) || pthread_create(&b, NULL, busy, &db))
 		return 1;
-	pthread_join(b, &rb);
-	pthread_join(q, &rq);
-	printf("busy %ld\nquiet %ld\n", (long)rb, (long)rq);
+	pthread_join(b, NULL);
+	pthread_join(q, NULL);
+	printf("busy %ld csw %ld\nquiet %ld csw %ld\n", db.tid, db.csw, dq.tid, dq.csw);
 	return 0;
 }
 
 static int run_threads(int n, const char *who)
 {
 	pthread_t *th = calloc((size_t)n, sizeof(*th));
+	struct done *d = calloc((size_t)n, sizeof(*d));
 	int i, err = 0;
 
-	if (!th)
+	if (!th || !d)
 		return 1;
 	for (i = 0; i < n; i++) {
-		if (pthread_create(&th[i], NULL, body, NULL)) {
+		if (pthread_create(&th[i], NULL, body, &d[i])) {
 			fprintf(stderr, "workload: pthread_create failed at %d\n", i);
 			n = i;
 			err = 1;
@@ -123,12 +143,11 @@ static int run_threads(int n, const char *who)
 		}
 	}
 	for (i = 0; i < n; i++) {
-		void *ret;
-
-		pthread_join(th[i], &ret);
-		printf("tid %ld %s\n", (long)ret, who);
+		pthread_join(th[i], NULL);
+		printf("tid %ld %s csw %ld\n", d[i].tid, who, d[i].csw);
 	}
 	free(th);
+	free(d);
 	return err;
 }
 

@@ -148,6 +148,40 @@ size_t expected_tids(const char *out, unsigned int *tids, size_t max)
 	return n;
 }
 
+long workload_csw(const char *out, unsigned int tid)
+{
+	const char *p = out;
+
+	while (p && *p) {
+		unsigned int v;
+		long csw;
+		int n = 0;
+
+		if ((sscanf(p, "tid %u %*s %n", &v, &n) == 1 ||
+		     sscanf(p, "busy %u %n", &v, &n) == 1 ||
+		     sscanf(p, "quiet %u %n", &v, &n) == 1) &&
+		    v == tid && n && sscanf(p + n, "csw %ld", &csw) == 1)
+			return csw;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+void assert_switches_cover(const struct check *c, const char *out, const char *path)
+{
+	long csw = workload_csw(out, c->tid);
+
+	cr_assert_geq(csw, 1, "%s: the workload reports no switches of tid %u: %s", path, c->tid,
+		      out);
+	/* Each switch the kernel counted is a sched_switch with the thread as prev. */
+	cr_assert_geq(c->out, csw, "%s: %ld switch-outs, the kernel counted %ld", path, c->out,
+		      csw);
+	cr_assert_geq(c->in, csw + 1, "%s: %ld switch-ins, the kernel counted %ld switches", path,
+		      c->in, csw);
+}
+
 int cmp_u32(const void *a, const void *b)
 {
 	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;

@@ -28,6 +28,17 @@ char *slurp(const char *path);
 int run_rk(char *const argv[], char **out, char **err);
 /* The tids a workload printed ("main P", "child P", "tid T" lines). */
 size_t expected_tids(const char *out, unsigned int *tids, size_t max);
+struct check;
+/*
+ * The context switches the kernel counted for @tid, from the workload's
+ * "... T ... csw N" line; -1 if there is none.
+ */
+long workload_csw(const char *out, unsigned int tid);
+/*
+ * @c has at least the switches the kernel counted for its thread (from the
+ * workload output @out): N switch-outs and N + 1 switch-ins.
+ */
+void assert_switches_cover(const struct check *c, const char *out, const char *path);
 int cmp_u32(const void *a, const void *b);
 /* The tids that have a file in @dir, sorted. */
 size_t files_in(const char *dir, unsigned int *tids, size_t max);
