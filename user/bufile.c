@@ -42,7 +42,9 @@ size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size)
  * before it overwrites them, so a head loaded before tail is never more than
  * @size past it; but a reader descheduled between its two loads can find a
  * tail past the head it loaded. Loading both again then gives a good pair;
- * a bad pair that does not move is a corrupt file (-EBADMSG, with the pair).
+ * a bad pair that does not move is a corrupt file (-EBADMSG, with the pair),
+ * and so is one that stays bad while it moves (bounded: something other than
+ * our writer is scribbling on it).
  */
 static int ring_pair(const __u64 *headp, const __u64 *tailp, __u64 size, __u64 *head, __u64 *tail)
 {
@@ -54,7 +56,7 @@ static int ring_pair(const __u64 *headp, const __u64 *tailp, __u64 size, __u64 *
 		*tail = __atomic_load_n(tailp, __ATOMIC_ACQUIRE);
 		if (*tail <= *head && *head - *tail <= size)
 			return 0;
-		if (i && *head == h0 && *tail == t0)
+		if ((i && *head == h0 && *tail == t0) || i == 1000)
 			return -EBADMSG;
 		h0 = *head;
 		t0 = *tail;
