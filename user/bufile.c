@@ -346,6 +346,11 @@ int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size)
 	return 0;
 }
 
+int rk_bufile__ring(const struct rk_bufile *bf, __u64 *head, __u64 *tail)
+{
+	return ring_pair(&bf->pg->data_head, &bf->pg->data_tail, bf->pg->data_size, head, tail);
+}
+
 int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;
@@ -360,7 +365,7 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 	if (!buf)
 		return -ENOMEM;
 	/* Pairs with the release stores in rk_bufile__write(). */
-	ret = ring_pair(&pg->data_head, &pg->data_tail, pg->data_size, &head, &tail);
+	ret = rk_bufile__ring(bf, &head, &tail);
 	if (ret)
 		goto out;
 	for (pos = tail; pos < head;) {

@@ -163,6 +163,13 @@ int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size);
 typedef int (*rk_record_fn)(const struct perf_event_header *rec, void *ctx);
 
 /**
+ * rk_bufile__ring() - a consistent (data_head, data_tail) pair, also of a
+ * file being written (see rk_bufile__for_each()).
+ * Return: 0; -EBADMSG if the pair is corrupt.
+ */
+int rk_bufile__ring(const struct rk_bufile *bf, __u64 *head, __u64 *tail);
+
+/**
  * rk_bufile__for_each() - walk the records of [data_tail, data_head).
  *
  * Safe against a live writer: reads head (acquire) and tail, copies each

@@ -559,11 +559,13 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 			continue;
 		}
 		{
-			__u64 used = bf->pg->data_head - bf->pg->data_tail;
+			__u64 head, tail, used;
 			char comm[RK_COMM_LEN];
 			int pinned = (int)__atomic_load_n(&bf->ident->pinned, __ATOMIC_RELAXED) &&
 				     s->have_stat && rk_session_alive(&s->st);
 
+			/* Checked at open; a live pair that went bad since reads as empty. */
+			used = rk_bufile__ring(bf, &head, &tail) ? 0 : head - tail;
 			memcpy(comm, bf->ident->comm, sizeof(comm));
 			comm[RK_COMM_LEN - 1] = '\0';
 			if (json) {

@@ -346,9 +346,12 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 		start = p + 1;
 	}
 	snprintf(w.event, sizeof(w.event), "%.*s", slash ? (int)(slash - start) : 0, start);
-	__u64 head = __atomic_load_n(&bf->pg->data_head, __ATOMIC_ACQUIRE);
-	__u64 tail = __atomic_load_n(&bf->pg->data_tail, __ATOMIC_ACQUIRE);
+	__u64 head, tail;
 	int err;
+
+	err = rk_bufile__ring(bf, &head, &tail);
+	if (err)
+		return err;
 
 	memcpy(w.comm, id->comm, RK_COMM_LEN);
 	w.comm[RK_COMM_LEN - 1] = '\0';
