@@ -52,7 +52,7 @@ struct rk_thread {
 	struct rk_thread *all_next;
 	__u32 tid, tgid, uid;
 	int dead; /* final switch-out written, pin retired */
-	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 none */
+	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
@@ -556,6 +556,14 @@ static void handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		t = thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
 		if (!t)
 			return;
+		/*
+		 * Born off CPU: its first switch must be an in. The 6.18 host
+		 * kernel sometimes runs a new thread without a sched_switch
+		 * naming it (bpftrace sees the same); its first out is then
+		 * counted as unpaired like any other, not passed over.
+		 */
+		if (!t->last_switch)
+			t->last_switch = RK_SIG_SWITCH_OUT;
 		fr.h.type = PERF_RECORD_FORK;
 		fr.h.size = sizeof(fr);
 		fr.pid = s->tgid;

@@ -47,6 +47,7 @@ size_t files_in(const char *dir, unsigned int *tids, size_t max);
 struct check {
 	__u32 tid, tgid;
 	long in, out, fork, exec, exit_rec, other, foreign;
+	long in_missing; /* outs with no in since the last out (or since the fork) */
 	int last_switch; /* 0 none, 1 in, 2 out */
 	int first_switch;
 	int alternation_broken;
