@@ -46,6 +46,8 @@
 #define NBUCKETS 16384
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
+/* Our BPF programs: sched_switch, fork, exec, exit. */
+#define RK_NPROGS 4
 
 struct rk_thread {
 	struct rk_thread *hnext;
@@ -103,7 +105,7 @@ struct rk_rec {
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int link_fds[8]; /* pinned links taken over on resume */
-	int prog_fds[4]; /* our programs, for their run statistics; -1: not known */
+	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int nlinks;
 	struct rk_record_opts ro; /* the options, completed from the session on resume */
 };
@@ -1223,7 +1225,7 @@ static void prog_misses(struct rk_rec *r)
 	__u64 sum = 0;
 	int i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < RK_NPROGS; i++) {
 		struct bpf_prog_info info;
 		__u32 len = sizeof(info);
 
@@ -1239,18 +1241,24 @@ static void prog_misses(struct rk_rec *r)
 /* The programs behind our links (the skeleton's, or the pinned ones on resume). */
 static void find_progs(struct rk_rec *r)
 {
-	int i, n = 0, fds[4] = { -1, -1, -1, -1 };
+	int i, n = 0;
 
 	if (r->skel) {
-		fds[0] = bpf_program__fd(r->skel->progs.rk_sched_switch);
-		fds[1] = bpf_program__fd(r->skel->progs.rk_fork);
-		fds[2] = bpf_program__fd(r->skel->progs.rk_exec);
-		fds[3] = bpf_program__fd(r->skel->progs.rk_exit);
-		for (i = 0; i < 4; i++)
-			r->prog_fds[i] = fds[i] >= 0 ? dup(fds[i]) : -1;
+		const struct bpf_program *progs[RK_NPROGS] = {
+			r->skel->progs.rk_sched_switch,
+			r->skel->progs.rk_fork,
+			r->skel->progs.rk_exec,
+			r->skel->progs.rk_exit,
+		};
+
+		for (i = 0; i < RK_NPROGS; i++) {
+			int fd = bpf_program__fd(progs[i]);
+
+			r->prog_fds[i] = fd >= 0 ? dup(fd) : -1;
+		}
 		return;
 	}
-	for (i = 0; i < r->nlinks && n < 4; i++) {
+	for (i = 0; i < r->nlinks && n < RK_NPROGS; i++) {
 		struct bpf_link_info li;
 		__u32 len = sizeof(li);
 
@@ -1710,12 +1718,11 @@ int rk_record(const struct rk_record_opts *opts)
 	signal(SIGHUP, SIG_DFL);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	r = calloc(1, sizeof(*r));
-	if (r)
-		memset(r->prog_fds, -1, sizeof(r->prog_fds));
 	if (!r) {
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 		return -ENOMEM;
 	}
+	memset(r->prog_fds, -1, sizeof(r->prog_fds));
 	r->ro = *opts;
 	o = r->o = &r->ro;
 	r->lock_fd = -1;
@@ -2081,7 +2088,7 @@ out_resume:
 out_unlock:
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < RK_NPROGS; k++)
 		if (r->prog_fds[k] >= 0)
 			close(r->prog_fds[k]);
 out_free:
