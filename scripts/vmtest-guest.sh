@@ -19,9 +19,7 @@ echo "vmtest-guest: BPF programs load and attach on $kver"
 
 # Load/attach, sched_switch signals, fork inheritance, exit, the map, the pin
 # budget, one perf source (a tracepoint) and exec.
-tests='record/launch_traces_every_thread_from_birth|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues'
-tests="$tests|perf/tracepoint_samples_per_thread"
-tests="@($tests)"
+tests='@(record/launch_traces_every_thread_from_birth|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread)'
 start=$(date +%s)
 "$build/tests/integration_tests" --jobs 1 --verbose --filter "$tests" 2>&1 | grep --line-buffered -vE '^\[----\] (Criterion|Running)'
 rc=${PIPESTATUS[0]}
