@@ -8,11 +8,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <stdint.h>
 #include "bufile.h"
 
 _Static_assert(sizeof(struct perf_event_mmap_page) == 1088, "uapi perf_event_mmap_page");
@@ -25,6 +28,127 @@ _Static_assert(RK_PMU_OFFSET + sizeof(struct rk_pmu_entry) + sizeof(struct rk_th
 static int is_pow2(__u64 x)
 {
 	return x && !(x & (x - 1));
+}
+
+/*
+ * The SIGBUS registry: every writable mapping, so the handler can tell
+ * which file an address belongs to without taking a lock or touching a
+ * struct rk_bufile (another thread may be freeing one). A slot is claimed
+ * by a CAS on @base; the handler only reads.
+ */
+#define RK_GUARD_SLOTS (1u << 17)
+
+struct guard_slot {
+	uintptr_t base;
+	size_t size;
+	int broken;
+};
+
+static struct guard_slot *guard_slots;
+static unsigned int guard_hint;
+static struct sigaction guard_prev;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static int guard_err;
+
+static void guard_handler(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	unsigned int i;
+
+	for (i = 0; guard_slots && i < RK_GUARD_SLOTS; i++) {
+		struct guard_slot *g = &guard_slots[i];
+		uintptr_t base = __atomic_load_n(&g->base, __ATOMIC_ACQUIRE);
+
+		if (!base || a < base || a - base >= g->size)
+			continue;
+		/*
+		 * The file lost the page (truncated, or tmpfs full): put
+		 * anonymous memory where the whole file was, so this write and
+		 * any racing one land somewhere harmless, and mark the file
+		 * broken for its writer. mmap is a plain syscall here.
+		 */
+		if (mmap((void *)base, g->size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+			__atomic_store_n(&g->broken, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		break;
+	}
+	/* Not ours: whatever handled SIGBUS before (default: die with a core). */
+	if (guard_prev.sa_flags & SA_SIGINFO && guard_prev.sa_sigaction) {
+		guard_prev.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (guard_prev.sa_handler != SIG_DFL && guard_prev.sa_handler != SIG_IGN &&
+	    !(guard_prev.sa_flags & SA_SIGINFO)) {
+		guard_prev.sa_handler(sig);
+		return;
+	}
+	/* Returning re-runs the faulting access, which now gets the default action. */
+	signal(SIGBUS, SIG_DFL);
+}
+
+static void guard_setup(void)
+{
+	struct sigaction sa;
+	void *p;
+
+	p = mmap(NULL, RK_GUARD_SLOTS * sizeof(struct guard_slot), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		guard_err = -errno;
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = guard_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &guard_prev)) {
+		guard_err = -errno;
+		munmap(p, RK_GUARD_SLOTS * sizeof(struct guard_slot));
+		return;
+	}
+	__atomic_store_n(&guard_slots, (struct guard_slot *)p, __ATOMIC_RELEASE);
+}
+
+int rk_bufile_guard_init(void)
+{
+	pthread_once(&guard_once, guard_setup);
+	return guard_err;
+}
+
+/* Return: the slot, or -1 (no registry, or full: the file is then unguarded). */
+static int guard_add(void *base, size_t size)
+{
+	unsigned int i, n;
+
+	if (!__atomic_load_n(&guard_slots, __ATOMIC_ACQUIRE))
+		return -1;
+	for (n = 0; n < RK_GUARD_SLOTS; n++) {
+		uintptr_t zero = 0;
+
+		i = (__atomic_fetch_add(&guard_hint, 1, __ATOMIC_RELAXED)) % RK_GUARD_SLOTS;
+		if (__atomic_load_n(&guard_slots[i].base, __ATOMIC_RELAXED))
+			continue;
+		guard_slots[i].size = size;
+		guard_slots[i].broken = 0;
+		/* Release: the handler that sees base sees size. */
+		if (__atomic_compare_exchange_n(&guard_slots[i].base, &zero, (uintptr_t)base, 0,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void guard_del(int slot)
+{
+	if (slot >= 0)
+		__atomic_store_n(&guard_slots[slot].base, 0, __ATOMIC_RELEASE);
+}
+
+int rk_bufile__broken(const struct rk_bufile *bf)
+{
+	return bf->slot >= 0 && __atomic_load_n(&guard_slots[bf->slot].broken, __ATOMIC_ACQUIRE);
 }
 
 size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size)
@@ -87,19 +211,22 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	bf = calloc(1, sizeof(*bf));
 	if (!bf)
 		return NULL;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	bf->slot = -1;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		err = -errno;
 		goto err_free;
 	}
 	/*
-	 * posix_fallocate() would account the whole buffer against tmpfs now
-	 * and turn a later ENOSPC into an error here, where it can be handled,
-	 * instead of a SIGBUS in the drain path.
+	 * Sparse: the ring's pages are allocated when first written, so a
+	 * quiet thread costs what it used. Page 0 is allocated now, where a
+	 * full tmpfs is an error to report rather than a SIGBUS; a later
+	 * ENOSPC while writing costs that file only (rk_bufile_guard_init()).
 	 */
-	err = -posix_fallocate(fd, 0, (off_t)size);
-	if (err)
+	if (ftruncate(fd, (off_t)size) || fallocate(fd, 0, 0, RK_PAGE_SIZE)) {
+		err = -errno;
 		goto err_close;
+	}
 	bf->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (bf->base == MAP_FAILED) {
 		err = -errno;
@@ -107,12 +234,16 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	}
 	close(fd);
 	bf->map_size = size;
+	bf->slot = guard_add(bf->base, size);
 	bf->pg = bf->base;
 	bf->ext = (struct rk_page_ext *)((__u8 *)bf->base + RK_PAGE_EXT_OFFSET);
 	bf->pmu = (const struct rk_pmu_entry *)((__u8 *)bf->base + RK_PMU_OFFSET);
 	bf->ident =
 		(struct rk_thread_ident *)((__u8 *)bf->base + RK_ALIGN8(RK_PMU_OFFSET + pmu_size));
 	bf->data = (__u8 *)bf->base + RK_PAGE_SIZE;
+	bf->data_size = data_size;
+	bf->aux_size = aux_size;
+	bf->aux_offset = aux_size ? RK_PAGE_SIZE + data_size : 0;
 
 	/* As the kernel's perf_event_init_userpage() does. */
 	bf->pg->cap_bit0_is_deprecated = 1;
@@ -120,24 +251,31 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	bf->pg->data_offset = RK_PAGE_SIZE;
 	bf->pg->data_size = data_size;
 	if (aux_size) {
-		bf->pg->aux_offset = RK_PAGE_SIZE + data_size;
+		bf->pg->aux_offset = bf->aux_offset;
 		bf->pg->aux_size = aux_size;
 	}
 	memcpy((void *)bf->pmu, pmu, pmu_size);
-	memcpy(bf->ident, ident, sizeof(*ident));
-	bf->ident->magic = RK_IDENT_MAGIC;
-	bf->ident->version = RK_IDENT_VERSION;
-	bf->ident->size = sizeof(*ident);
+	bf->id = *ident;
+	bf->id.magic = RK_IDENT_MAGIC;
+	bf->id.version = RK_IDENT_VERSION;
+	bf->id.size = sizeof(bf->id);
 	/* The writer's own counters start from nothing, whatever the caller passed. */
-	bf->ident->pinned = 0;
-	bf->ident->overwritten = 0;
-	bf->ident->lost = 0;
+	bf->id.pinned = 0;
+	bf->id.overwritten = 0;
+	bf->id.lost = 0;
+	memcpy(bf->ident, &bf->id, sizeof(bf->id));
 	/*
 	 * pmu_offset last: a reader that sees it sees a complete page 0.
 	 * Pairs with the acquire load in rk_bufile__from_mem().
 	 */
 	bf->ext->pmu_size = pmu_size;
 	__atomic_store_n(&bf->ext->pmu_offset, RK_PMU_OFFSET, __ATOMIC_RELEASE);
+	if (rk_bufile__broken(bf)) {
+		/* Page 0 is allocated above: only a truncation by someone else gets here. */
+		rk_bufile__free(bf);
+		errno = EIO;
+		return NULL;
+	}
 	return bf;
 
 err_close:
@@ -147,6 +285,15 @@ err_free:
 	free(bf);
 	errno = -err;
 	return NULL;
+}
+
+void rk_bufile__publish_ident(struct rk_bufile *bf)
+{
+	if (rk_bufile__broken(bf))
+		return;
+	/* pinned is the pin pool's to store (rk_pin_item.pinned_flag). */
+	bf->id.pinned = __atomic_load_n(&bf->ident->pinned, __ATOMIC_RELAXED);
+	memcpy(bf->ident, &bf->id, sizeof(bf->id));
 }
 
 #define BAD(msg)                        \
@@ -162,7 +309,7 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	const struct rk_page_ext *ext;
 	const struct rk_pmu_entry *pmu;
 	const struct rk_thread_ident *id;
-	__u64 off, psz, head, tail, data_end;
+	__u64 off, psz, head, tail, data_end, d_off, d_size, a_off, a_size;
 
 	memset(bf, 0, sizeof(*bf));
 	if (size < RK_PAGE_SIZE)
@@ -189,14 +336,22 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 		BAD("no ringkeeper identity record");
 	if (id->version != RK_IDENT_VERSION || id->size < sizeof(*id))
 		BAD("identity record of an unknown version");
-	if (pg->data_offset != RK_PAGE_SIZE || !is_pow2(pg->data_size) ||
-	    pg->data_size < RK_PAGE_SIZE || pg->data_size > size - RK_PAGE_SIZE)
+	/*
+	 * The geometry is read once: another writer of the file may change
+	 * page 0 while we check it, and what we use is what we checked.
+	 */
+	d_off = __atomic_load_n(&pg->data_offset, __ATOMIC_RELAXED);
+	d_size = __atomic_load_n(&pg->data_size, __ATOMIC_RELAXED);
+	a_off = __atomic_load_n(&pg->aux_offset, __ATOMIC_RELAXED);
+	a_size = __atomic_load_n(&pg->aux_size, __ATOMIC_RELAXED);
+	if (d_off != RK_PAGE_SIZE || !is_pow2(d_size) || d_size < RK_PAGE_SIZE ||
+	    d_size > size - RK_PAGE_SIZE)
 		BAD("data area out of the file");
-	data_end = pg->data_offset + pg->data_size;
-	if (pg->aux_size && (pg->aux_offset < data_end || !is_pow2(pg->aux_size) ||
-			     pg->aux_offset > size || pg->aux_size > size - pg->aux_offset))
+	data_end = d_off + d_size;
+	if (a_size &&
+	    (a_off < data_end || !is_pow2(a_size) || a_off > size || a_size > size - a_off))
 		BAD("aux area out of the file");
-	if (ring_pair(&pg->data_head, &pg->data_tail, pg->data_size, &head, &tail))
+	if (ring_pair(&pg->data_head, &pg->data_tail, d_size, &head, &tail))
 		BAD(head < tail ? "data_head is behind data_tail" :
 				  "data_head - data_tail exceeds data_size");
 	if ((head | tail) % 8)
@@ -209,6 +364,12 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	bf->pmu = pmu;
 	bf->ident = (struct rk_thread_ident *)id;
 	bf->data = (__u8 *)base + RK_PAGE_SIZE;
+	bf->data_size = d_size;
+	bf->aux_offset = a_size ? a_off : 0;
+	bf->aux_size = a_size;
+	bf->head = head;
+	bf->tail = tail;
+	bf->slot = -1;
 	return 0;
 }
 
@@ -219,7 +380,8 @@ static struct rk_bufile *open_mode(const char *path, const char **err_msg, int r
 	void *base;
 	int fd, err;
 
-	fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO put in place of a buffer must not hang us in open(). */
+	fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st)) {
@@ -231,6 +393,13 @@ static struct rk_bufile *open_mode(const char *path, const char **err_msg, int r
 			*err_msg = S_ISREG(st.st_mode) ? "shorter than one page" :
 							 "not a regular file";
 		err = -EBADMSG;
+		goto err_close;
+	}
+	if (rw && (st.st_uid != 0 || st.st_mode & (S_IWGRP | S_IWOTH))) {
+		/* Our writer's state comes from this page 0: only root may have written it. */
+		if (err_msg)
+			*err_msg = "writable by a user other than root";
+		err = -EPERM;
 		goto err_close;
 	}
 	base = mmap(NULL, (size_t)st.st_size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
@@ -248,6 +417,21 @@ static struct rk_bufile *open_mode(const char *path, const char **err_msg, int r
 	err = rk_bufile__from_mem(bf, base, (size_t)st.st_size, err_msg);
 	if (err)
 		goto err_unmap;
+	/* A reader, too, must survive the file being truncated under it. */
+	bf->slot = guard_add(base, (size_t)st.st_size);
+	if (rw) {
+		bf->aux_head = bf->pg->aux_head;
+		bf->aux_tail = bf->pg->aux_tail;
+		memcpy(&bf->id, bf->ident, sizeof(bf->id));
+		if (bf->aux_size &&
+		    (bf->aux_tail > bf->aux_head || bf->aux_head - bf->aux_tail > bf->aux_size)) {
+			if (err_msg)
+				*err_msg = "aux_head/aux_tail corrupt";
+			err = -EBADMSG;
+			guard_del(bf->slot);
+			goto err_unmap;
+		}
+	}
 	return bf;
 
 err_unmap:
@@ -275,6 +459,7 @@ void rk_bufile__free(struct rk_bufile *bf)
 {
 	if (!bf)
 		return;
+	guard_del(bf->slot);
 	munmap(bf->base, bf->map_size);
 	free(bf);
 }
@@ -307,30 +492,36 @@ int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size)
 {
 	struct perf_event_mmap_page *pg = bf->pg;
 	const struct perf_event_header *h = rec;
-	__u64 mask = pg->data_size - 1, head, tail, old_tail;
+	__u64 mask = bf->data_size - 1, head = bf->head, tail = bf->tail;
 
 	if (size < sizeof(*h) || size % 8 || h->size != size)
 		return -EINVAL;
-	if (size > pg->data_size) {
-		bf->ident->lost++;
+	if (rk_bufile__broken(bf))
+		return -EIO;
+	if (size > bf->data_size) {
+		bf->id.lost++;
+		bf->ident->lost = bf->id.lost;
 		return -E2BIG;
 	}
-	/* We are the only writer of both: plain loads see our own stores. */
-	head = pg->data_head;
-	tail = old_tail = pg->data_tail;
-	while (head + size - tail > pg->data_size) {
+	while (head + size - tail > bf->data_size) {
 		struct perf_event_header oh;
 
+		/*
+		 * The sizes we step over are our own records', bounded by our
+		 * own head: nothing in the file can move tail past head.
+		 */
 		ring_copy_out(bf->data, mask, tail, &oh, sizeof(oh));
 		if (!oh.size || oh.size % 8 || oh.size > head - tail) {
-			/* Cannot happen unless someone scribbled on the file: start over. */
+			/* Only if someone else wrote into the ring: start over. */
 			tail = head;
 			break;
 		}
 		tail += oh.size;
-		bf->ident->overwritten++;
+		bf->id.overwritten++;
 	}
-	if (tail != old_tail) {
+	if (tail != bf->tail) {
+		bf->tail = tail;
+		bf->ident->overwritten = bf->id.overwritten;
 		/* Release: a reader that sees this tail sees a head past it (ring_pair()). */
 		__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
 		/*
@@ -341,20 +532,21 @@ int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	ring_copy_in(bf->data, mask, head, rec, size);
+	bf->head = head + size;
 	/* Publish the record; pairs with the acquire load of data_head in readers. */
-	__atomic_store_n(&pg->data_head, head + size, __ATOMIC_RELEASE);
-	return 0;
+	__atomic_store_n(&pg->data_head, bf->head, __ATOMIC_RELEASE);
+	return rk_bufile__broken(bf) ? -EIO : 0;
 }
 
 int rk_bufile__ring(const struct rk_bufile *bf, __u64 *head, __u64 *tail)
 {
-	return ring_pair(&bf->pg->data_head, &bf->pg->data_tail, bf->pg->data_size, head, tail);
+	return ring_pair(&bf->pg->data_head, &bf->pg->data_tail, bf->data_size, head, tail);
 }
 
 int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;
-	__u64 mask = pg->data_size - 1, head, tail, pos, cur_tail;
+	__u64 mask = bf->data_size - 1, head, tail, pos, cur_tail;
 	union {
 		struct perf_event_header h;
 		__u8 bytes[65536];
@@ -409,32 +601,34 @@ out:
 int rk_bufile__write_aux(struct rk_bufile *bf, const void *data, size_t len)
 {
 	struct perf_event_mmap_page *pg = bf->pg;
-	__u8 *aux = (__u8 *)bf->base + pg->aux_offset;
-	__u64 size = pg->aux_size, mask = size - 1, head, tail;
+	__u8 *aux = (__u8 *)bf->base + bf->aux_offset;
+	__u64 size = bf->aux_size, mask = size - 1, head = bf->aux_head;
 	const __u8 *src = data;
 
 	if (!size)
 		return -EINVAL;
-	head = pg->aux_head;
-	tail = pg->aux_tail;
+	if (rk_bufile__broken(bf))
+		return -EIO;
 	if (len > size) {
 		/* Only the newest bytes can be kept: the rest is overwritten at once. */
 		head += len - size;
 		src += len - size;
 		len = size;
 	}
-	if (head + len - tail > size) {
+	if (head + len - bf->aux_tail > size) {
 		/*
 		 * Oldest bytes go first; the new tail is visible before they are
 		 * overwritten (pairs with the tail re-read in rk_bufile__read_aux()).
 		 */
-		__atomic_store_n(&pg->aux_tail, head + len - size, __ATOMIC_RELEASE);
+		bf->aux_tail = head + len - size;
+		__atomic_store_n(&pg->aux_tail, bf->aux_tail, __ATOMIC_RELEASE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	ring_copy_in(aux, mask, head, src, len);
+	bf->aux_head = head + len;
 	/* Pairs with the acquire load of aux_head in rk_bufile__read_aux(). */
-	__atomic_store_n(&pg->aux_head, head + len, __ATOMIC_RELEASE);
-	return 0;
+	__atomic_store_n(&pg->aux_head, bf->aux_head, __ATOMIC_RELEASE);
+	return rk_bufile__broken(bf) ? -EIO : 0;
 }
 
 int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_header *h,
@@ -444,10 +638,10 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
 		struct perf_event_header h;
 		__u8 b[256];
 	} rec;
-	__u64 start = bf->pg->aux_head, size = n0 + n1;
+	__u64 start = bf->aux_head, size = n0 + n1;
 	int err;
 
-	if (!bf->pg->aux_size || h->type != PERF_RECORD_AUX || h->size < sizeof(*h) + 24 ||
+	if (!bf->aux_size || h->type != PERF_RECORD_AUX || h->size < sizeof(*h) + 24 ||
 	    h->size > sizeof(rec))
 		return -EINVAL;
 	err = rk_bufile__write_aux(bf, p0, n0);
@@ -465,8 +659,8 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
 ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, __u64 *offset)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;
-	const __u8 *aux = (const __u8 *)bf->base + pg->aux_offset;
-	__u64 size = pg->aux_size, head, tail, n, cur;
+	const __u8 *aux = (const __u8 *)bf->base + bf->aux_offset;
+	__u64 size = bf->aux_size, head, tail, n, cur;
 
 	if (!size)
 		return -ENODATA;

@@ -31,6 +31,8 @@
 #define RK_THREAD_EXITING 1 /* exit seen, final switch-out not yet */
 #define RK_THREAD_EXITED 2
 #define RK_THREAD_STOPPED 3 /* the recording stopped while it ran */
+/* exec'd a program its user may not read: continued in a new, root-only file */
+#define RK_THREAD_EXECED 4
 
 /**
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
@@ -79,7 +81,17 @@ struct rk_thread_ident {
  * struct rk_bufile - an open, mapped buffer file.
  * @base: the mapping; @map_size: its length (the whole file).
  * @pg: page 0; @ext, @pmu, @ident: inside page 0, validated.
- * @data: the data ring (@pg->data_size bytes, a power of two).
+ * @data: the data ring.
+ * @data_size, @aux_offset, @aux_size: the geometry as validated when the
+ *	file was opened or created. Readers and the writer use these, never
+ *	page 0 again: whoever can write the file cannot steer them.
+ *
+ * The writer's state (a file made by rk_bufile__create() or adopted by
+ * rk_bufile__open_rw()) lives here too, in the recorder's own memory: page 0
+ * is what it publishes, never what it reads back to decide where to write.
+ * @head, @tail, @aux_head, @aux_tail: the rings' positions.
+ * @id: the identity record; rk_bufile__publish_ident() copies it to page 0.
+ * @slot: this mapping's entry in the SIGBUS registry (-1: none).
  */
 struct rk_bufile {
 	void *base;
@@ -89,7 +101,39 @@ struct rk_bufile {
 	const struct rk_pmu_entry *pmu;
 	struct rk_thread_ident *ident;
 	__u8 *data;
+	__u64 data_size, aux_offset, aux_size;
+	/* writer only */
+	__u64 head, tail, aux_head, aux_tail;
+	struct rk_thread_ident id;
+	int slot;
 };
+
+/**
+ * rk_bufile_guard_init() - install the SIGBUS handler that keeps a lost
+ * file from killing the process. Idempotent; call before writing files.
+ *
+ * A write to a writable buffer file whose pages are gone (the file was
+ * truncated, or tmpfs is full: shmem faults in pages lazily) raises SIGBUS.
+ * The handler replaces that one file's mapping with anonymous memory and
+ * marks it broken (rk_bufile__broken()); the write completes harmlessly and
+ * the caller counts the file as lost. A SIGBUS on any other address gets
+ * the default action (or the handler installed before ours).
+ *
+ * Return: 0, or -errno from sigaction().
+ */
+int rk_bufile_guard_init(void);
+
+/**
+ * rk_bufile__broken() - whether this file's mapping was lost (see
+ * rk_bufile_guard_init()). Its data is gone; write nothing more to it.
+ */
+int rk_bufile__broken(const struct rk_bufile *bf);
+
+/**
+ * rk_bufile__publish_ident() - copy the writer's identity record (@bf->id)
+ * to page 0. A broken file is left alone.
+ */
+void rk_bufile__publish_ident(struct rk_bufile *bf);
 
 /**
  * rk_bufile_layout_size() - validate a data size and return the file size.
@@ -101,15 +145,20 @@ struct rk_bufile {
 size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size);
 
 /**
- * rk_bufile__create() - create (or truncate) and map a buffer file.
- * @path: file to create, mode 0600.
+ * rk_bufile__create() - create and map a buffer file.
+ * @path: file to create, mode 0600, owned by the caller; it must not exist
+ *        (O_EXCL: nobody can have it open or have placed it there).
  * @data_size, @aux_size: as for rk_bufile_layout_size().
  * @pmu: the entry to place at pmu_offset.
  * @ident: identity record; magic/version/size are filled in, pinned and the
  *         counters zeroed.
  *
+ * The file is sparse: pages take memory (and tmpfs space) when first
+ * written, so a quiet thread costs what it used. Page 0 is written at once.
+ *
  * Return: the mapped file, or NULL with errno set (EINVAL for bad sizes or
- * a pmu entry that does not fit in page 0, else the failing call's errno).
+ * a pmu entry that does not fit in page 0, EEXIST, else the failing call's
+ * errno).
  */
 struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux_size,
 				    const struct rk_pmu_entry *pmu,
@@ -117,7 +166,8 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 
 /**
  * rk_bufile__open() - map an existing file read-only and validate page 0.
- * @path: the file.
+ * @path: the file: a regular file (a FIFO or device is refused without
+ *        blocking, EBADMSG "not a regular file"); symlinks are not followed.
  * @err_msg: if not NULL, receives a static description of what is wrong.
  *
  * Return: the file, or NULL with errno set (EBADMSG: not a valid buffer).
@@ -126,7 +176,10 @@ struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg);
 
 /**
  * rk_bufile__open_rw() - map an existing, valid file for writing (a loader
- * resuming a session). Same errors as rk_bufile__open().
+ * resuming a session). The writer's state is taken from page 0 once, after
+ * validation, so only a file that only root can write is accepted (owned
+ * by root, no group or other write bit): EPERM otherwise. Same errors as
+ * rk_bufile__open().
  */
 struct rk_bufile *rk_bufile__open_rw(const char *path, const char **err_msg);
 
@@ -151,7 +204,7 @@ void rk_bufile__free(struct rk_bufile *bf);
  * at every instant, for a concurrent reader and after a crash.
  *
  * Return: 0; -EINVAL for a malformed record; -E2BIG for a record larger
- * than the ring (counted in ident->lost).
+ * than the ring (counted in ident->lost); -EIO if the file is broken.
  */
 int rk_bufile__write(struct rk_bufile *bf, const void *rec, size_t size);
 

@@ -232,10 +232,10 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 			return err;
 		e->auxtrace_info = 1;
 	}
-	aux = malloc(bf->pg->aux_size + 8);
+	aux = malloc(bf->aux_size + 8);
 	if (!aux)
 		return -ENOMEM;
-	n = rk_bufile__read_aux(bf, aux, bf->pg->aux_size, &aux_off);
+	n = rk_bufile__read_aux(bf, aux, bf->aux_size, &aux_off);
 	if (n > 0) {
 		struct {
 			struct perf_event_header h;
@@ -340,7 +340,7 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 	}
 	e->cur_attr = (unsigned int)idx;
 	e->cur_sample_type = attr_sample_type(e->attrs[idx]);
-	if (!sideband && bf->pg->aux_size) {
+	if (!sideband && bf->aux_size) {
 		err = add_aux(e, path, bf);
 		if (err) {
 			rk_bufile__free(bf);

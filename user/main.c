@@ -81,6 +81,9 @@ static void usage_record(FILE *f)
 		"      --max-threads N    trace at most N threads at a time; others are not\n"
 		"                         traced and counted (stat: threads not traced)\n"
 		"      --max-shm SIZE     create at most SIZE of buffer files in the session\n"
+		"  -r, --realtime PRIO    run the event loop at SCHED_FIFO PRIO (default 1; 0:\n"
+		"                         normal), so thousands of busy threads cannot starve\n"
+		"                         it into dropping signals; CMD runs at normal priority\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"      --session NAME     session name (default: date-time-loaderpid)\n"
 		"      --root DIR         where sessions live (default " RK_DEFAULT_ROOT ")\n"
@@ -142,6 +145,7 @@ static int cmd_record(int argc, char **argv)
 		{ "resume", required_argument, NULL, 17 },
 		{ "max-threads", required_argument, NULL, 15 },
 		{ "max-shm", required_argument, NULL, 16 },
+		{ "realtime", required_argument, NULL, 'r' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -156,6 +160,7 @@ static int cmd_record(int argc, char **argv)
 		.inherit = 1,
 		.ready_fd = -1,
 		.cpu_ring = 256 * 1024,
+		.rt_prio = 1,
 	};
 	struct rk_evsel_opts eo = { 0 };
 	const char *events = NULL;
@@ -166,7 +171,7 @@ static int cmd_record(int argc, char **argv)
 	char b1[32], b2[32], b3[32];
 	int c, have_budget = 0, aux_ev = 0;
 
-	while ((c = getopt_long(argc, argv, "+p:m:d:e:F:c:gvh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:m:d:e:F:c:gr:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_uint(optarg, INT_MAX, &v) || !v) {
@@ -251,6 +256,15 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 8:
 			o.root = optarg;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 99, &v)) {
+				rk_err("--realtime: a SCHED_FIFO priority from 1 to 99, or 0 for none; "
+				       "got '%s'",
+				       optarg);
+				return 2;
+			}
+			o.rt_prio = (int)v;
 			break;
 		case 9:
 			o.keep = 1;
@@ -578,7 +592,7 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 				       "\"data_size\":%llu,\"file\":",
 				       rk_thread_state_name(bf->ident->state),
 				       pinned ? "true" : "false", (unsigned long long)used,
-				       (unsigned long long)bf->pg->data_size);
+				       (unsigned long long)bf->data_size);
 				rk_json_str(stdout, path);
 				printf("}");
 				*first = 0;
@@ -587,7 +601,7 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 				       bf->ident->tid, bf->ident->tgid, comm,
 				       rk_thread_state_name(bf->ident->state),
 				       pinned ? "yes" : "no", (unsigned long long)used,
-				       rk_fmt_size(bf->pg->data_size, b1, sizeof(b1)), path);
+				       rk_fmt_size(bf->data_size, b1, sizeof(b1)), path);
 			}
 		}
 		rk_bufile__free(bf);
@@ -782,7 +796,7 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 	long pk;
 	__u8 *aux;
 
-	if (!bf->pg->aux_size) {
+	if (!bf->aux_size) {
 		rk_err("%s has no AUX area: not an Intel PT buffer", path);
 		return 1;
 	}
@@ -791,8 +805,8 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 		rk_err("%s: cannot decode its Intel PT: %s", path, why);
 		return 1;
 	}
-	aux = malloc(bf->pg->aux_size);
-	n = aux ? rk_bufile__read_aux(bf, aux, bf->pg->aux_size, &aux_off) : -ENOMEM;
+	aux = malloc(bf->aux_size);
+	n = aux ? rk_bufile__read_aux(bf, aux, bf->aux_size, &aux_off) : -ENOMEM;
 	if (n < 0) {
 		rk_err("%s: %s", path, strerror((int)-n));
 		free(aux);

@@ -82,10 +82,15 @@ static void lat_sample(struct rk_pin_pool *p, uint64_t ns)
 	p->st.lat_n++;
 }
 
+/*
+ * MLOCK_ONFAULT: pages the thread has not written yet are locked when
+ * first touched, not faulted in (and charged) by the pin: a quiet thread's
+ * pin costs the pages it used.
+ */
 static int sys_lock(void *addr, size_t len, void *ctx)
 {
 	(void)ctx;
-	return mlock(addr, len) ? -errno : 0;
+	return mlock2(addr, len, MLOCK_ONFAULT) ? -errno : 0;
 }
 
 static int sys_unlock(void *addr, size_t len, void *ctx)

@@ -75,6 +75,15 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(threads, "threads traced")                          \
 	X(threads_live, "threads live")                       \
 	X(file_errors, "buffer files not created")            \
+	X(not_traced, "threads not traced (limits)")          \
+	X(mem_refused, "  of which for the memory cgroup")    \
+	X(files_broken, "files lost while written (SIGBUS)")  \
+	X(files_root_only, "files readable by root only")     \
+	X(exec_rotated, "execs into a root-only file")        \
+	X(outage_drops, "signals dropped while no recorder")  \
+	X(outage_exited, "threads found exited at resume")    \
+	X(shm_used, "buffer bytes in memory")                 \
+	X(loader_rss, "loader resident bytes")                \
 	X(pins, "pins (mlock)")                               \
 	X(unpins, "unpins (munlock)")                         \
 	X(refusals, "pins refused by budget")                 \

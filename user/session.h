@@ -99,6 +99,15 @@ struct rk_session_stat {
 	__u64 loader_cpu_ns; /* user + system CPU time of the loader */
 	__u64 pin_hot; /* switch-ins whose buffer was still locked (no wait) */
 	__u64 bpf_prog_misses; /* program runs the kernel skipped (recursion): events unseen */
+	/* hardening and scale; 0 in older stat files */
+	__u64 files_broken; /* files whose pages were lost while written (SIGBUS: truncated, tmpfs full) */
+	__u64 files_root_only; /* files not granted to the thread's user (kernel's rules) */
+	__u64 exec_rotated; /* threads that exec'd into a program their user may not read */
+	__u64 outage_drops; /* signals the BPF side dropped while no recorder ran (resume) */
+	__u64 outage_exited; /* threads found exited at resume, their exit signal lost */
+	__u64 mem_refused; /* threads not traced to keep the memory cgroup from its limit */
+	__u64 shm_used; /* bytes of buffer files actually in memory (sampled) */
+	__u64 loader_rss; /* the loader's resident memory (sampled) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

@@ -17,6 +17,8 @@ const char *rk_thread_state_name(__u32 state)
 		return "exiting";
 	case RK_THREAD_EXITED:
 		return "exited";
+	case RK_THREAD_EXECED:
+		return "exec-root-only";
 	case RK_THREAD_STOPPED:
 		return "stopped";
 	}
@@ -369,7 +371,7 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 			"\"context_switch\":%u,\"clockid\":%d},\"pmu_descsz\":%u}\n",
 			rk_thread_state_name(id->state), id->exit_code,
 			(unsigned long long)id->start_ns, (unsigned long long)id->exit_ns,
-			(unsigned long long)bf->pg->data_size, (unsigned long long)head,
+			(unsigned long long)bf->data_size, (unsigned long long)head,
 			(unsigned long long)tail, (unsigned long long)id->overwritten,
 			(unsigned long long)id->lost, (unsigned long long)bf->ext->pmu_offset,
 			(unsigned long long)bf->ext->pmu_size, a->type, a->size,
@@ -384,7 +386,7 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 		fprintf(out,
 			"\n# data: %llu bytes ring, %llu in use [tail %llu, head %llu), "
 			"%llu records overwritten, %llu lost\n",
-			(unsigned long long)bf->pg->data_size, (unsigned long long)(head - tail),
+			(unsigned long long)bf->data_size, (unsigned long long)(head - tail),
 			(unsigned long long)tail, (unsigned long long)head,
 			(unsigned long long)id->overwritten, (unsigned long long)id->lost);
 		fprintf(out,

@@ -69,6 +69,7 @@ static struct rk_bufile *make(size_t data_size)
 	id.tid = 42;
 	id.tgid = 41;
 	rk_pmu_sched_entry(&e);
+	unlink(path); /* create never replaces a file (O_EXCL) */
 	bf = rk_bufile__create(path, data_size, 0, &e, &id);
 	cr_assert_not_null(bf, "create: %s", strerror(errno));
 	return bf;
