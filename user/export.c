@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -109,6 +110,9 @@ static __u64 rec_time(__u64 st, const struct perf_event_header *h)
 		off += st & PERF_SAMPLE_IP ? 8 : 0;
 		off += st & PERF_SAMPLE_TID ? 8 : 0;
 	} else {
+		/* A record too short for its sample_id has no time (hostile or torn). */
+		if (h->size < sizeof(*h) + rk_sample_id_size(st))
+			return 0;
 		off = h->size - rk_sample_id_size(st);
 		off += st & PERF_SAMPLE_TID ? 8 : 0;
 	}
@@ -392,8 +396,14 @@ static int write_perf_data(struct exp *e)
 	size_t k;
 	int fd, err = 0;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", e->o->out);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/*
+	 * Written beside the target, then renamed over it: a reader never sees
+	 * half a file. Never through a symlink someone placed at the temporary
+	 * name (we may be root in a directory others can write).
+	 */
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", e->o->out, (int)getpid());
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = -errno;
 		rk_err("cannot create %s: %s", tmp, strerror(errno));
@@ -528,6 +538,18 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 	if (!e)
 		return -ENOMEM;
 	memset(st, 0, sizeof(*st));
+	{
+		struct stat ost;
+
+		/* /dev/full, a FIFO, a directory: never replaced by our regular file. */
+		if (!lstat(o->out, &ost) && !S_ISREG(ost.st_mode)) {
+			rk_err("export: %s is not a regular file: not replacing it (perf.data is "
+			       "written to a new file and renamed into place)",
+			       o->out);
+			free(e);
+			return -EINVAL;
+		}
+	}
 	e->o = o;
 	e->st = st;
 	e->tracking = -1;
@@ -560,7 +582,8 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 		err = -ENOENT;
 		goto out;
 	}
-	qsort(e->refs, e->nrefs, sizeof(*e->refs), cmp_ref);
+	if (e->nrefs)
+		qsort(e->refs, e->nrefs, sizeof(*e->refs), cmp_ref);
 	st->attrs = e->nattr;
 	err = write_perf_data(e);
 out:

@@ -194,7 +194,8 @@ int rk_gc(const struct rk_gc_opts *o)
 		rk_err("gc: cannot scan %s: %s", o->root, strerror(-err));
 		goto out;
 	}
-	qsort(g.v, g.n, sizeof(*g.v), by_age_desc);
+	if (g.n)
+		qsort(g.v, g.n, sizeof(*g.v), by_age_desc);
 	for (i = 0; i < g.n; i++) {
 		struct cand *c = &g.v[i];
 		int go = 0;

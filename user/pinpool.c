@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -326,6 +327,13 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 static void *worker_main(void *arg)
 {
 	struct rk_pin_pool *p = arg;
+
+	if (p->opts.rt_prio) {
+		struct sched_param sp = { .sched_priority = p->opts.rt_prio };
+
+		/* Best effort: the caller reports whether real-time priority is to be had. */
+		(void)sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp);
+	}
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {

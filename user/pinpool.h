@@ -63,6 +63,12 @@ struct rk_pin_opts {
 	uint64_t linger_ns; /* keep an off-CPU buffer locked this long */
 	const struct rk_pin_ops *ops; /* NULL: mlock/munlock */
 	uint64_t max_wait_ns; /* a pin queued longer goes before newer ones; 0: 10 ms */
+	/*
+	 * SCHED_FIFO priority of the workers (0: SCHED_OTHER). The event loop
+	 * waits on the pool's lock and on the mm lock mlock takes: a worker
+	 * below it, preempted while holding either, stalls it (inversion).
+	 */
+	int rt_prio;
 };
 
 /** struct rk_pin_stats - counters; locked/peak are of the user with most. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,13 +12,19 @@
 int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
 {
 	char path[4096];
+	struct stat sb;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, RK_STAT_FILE);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EBADMSG; /* a FIFO or device there must not hang a reader */
+	}
 	memset(st, 0, sizeof(*st));
 	n = pread(fd, st, sizeof(*st), 0);
 	close(fd);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -102,9 +103,16 @@ static void dso_load(struct dso *d)
 	d->loaded = 1;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return;
-	fd = open(d->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
+	{
+		struct stat sb;
+
+		/* A path from a record: hostile; only a regular file, and never block on it. */
+		fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return;
+		if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
+			goto out_close;
+	}
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (!e)
 		goto out_close;
@@ -244,7 +252,8 @@ struct rk_symbols *rk_symbols__new(const char *sideband_path)
 		s->ndsos = anc->ndsos;
 		m = realloc(anc->maps, (anc->nmaps + s->nmaps) * sizeof(*m));
 		if (m && (anc->nmaps + s->nmaps)) {
-			memcpy(m + anc->nmaps, s->maps, s->nmaps * sizeof(*m));
+			if (s->nmaps)
+				memcpy(m + anc->nmaps, s->maps, s->nmaps * sizeof(*m));
 			free(s->maps);
 			s->maps = m;
 			s->nmaps += anc->nmaps;
