@@ -52,7 +52,7 @@ INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
-	$(BENCH_DIR)/noop.bpf.o
+	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout
 
 .PHONY: bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
@@ -145,8 +145,9 @@ unit: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) $(UNIT_BIN) --jobs 2 --tap=$(OUTPUT)/unit.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/unit.tap); exit $$rc
 
-integration: $(BIN) $(WORKLOAD) $(INTEG_BIN)
+integration: $(BIN) $(WORKLOAD) $(INTEG_BIN) $(BENCH_DIR)/fanout
 	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) RK_SANITIZED=$(SANITIZE) \
+		RK_FANOUT=$(abspath $(BENCH_DIR)/fanout) \
 		$(INTEG_BIN) --jobs 1 --tap=$(OUTPUT)/integration.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/integration.tap); exit $$rc
 

@@ -70,6 +70,7 @@ struct rk_thread {
 		struct rk_bufile *bf;
 		struct rk_pin_item pin;
 		struct rk_thread *t;
+		int lost; /* its mapping was lost (SIGBUS), counted */
 	} b[RK_MAX_SRC];
 };
 
@@ -397,11 +398,15 @@ static void put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void
 {
 	struct rk_bufile *bf = t->b[k].bf;
 	__u64 before = bf->id.overwritten;
-	int broken = rk_bufile__broken(bf);
 	int err = rk_bufile__write(bf, rec, size);
 
-	if (err == -EIO && !broken) {
-		/* Its pages went away under us (truncated, tmpfs full): this file is lost. */
+	/*
+	 * Its pages went away (truncated, tmpfs full): this file is lost.
+	 * Counted once, whoever met the SIGBUS first (we, or a pin worker
+	 * storing the pinned flag).
+	 */
+	if (err == -EIO && !t->b[k].lost) {
+		t->b[k].lost = 1;
 		if (!r->st->files_broken)
 			rk_warn("the buffer file of tid %u lost its memory while written (truncated, "
 				"or tmpfs full); its records are lost, the others go on "

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_hostile.c - what a traced, unprivileged user (and a careless root)
+ * can do to the recorder: nothing that crashes or steers it, nothing that
+ * shows them more than the kernel would.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "access.h"
+#include "helpers.h"
+
+TestSuite(hostile, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 180);
+
+#define NOBODY 65534
+
+/* Fork a child that becomes nobody, waits for a byte on a pipe, then execs @argv. */
+static pid_t spawn_nobody(char *const argv[], int *go_wr)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		char b;
+
+		close(p[1]);
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(125);
+		if (read(p[0], &b, 1) != 1)
+			_exit(124);
+		close(p[0]);
+		execv(argv[0], argv);
+		_exit(126);
+	}
+	close(p[0]);
+	*go_wr = p[1];
+	return pid;
+}
+
+/* Run @fn(@arg) as nobody in a child; its exit status. */
+static int as_nobody(int (*fn)(const char *), const char *arg)
+{
+	pid_t c = fork();
+	int st;
+
+	cr_assert_geq(c, 0);
+	if (!c) {
+		if (setgid(NOBODY) || setuid(NOBODY))
+			_exit(125);
+		_exit(fn(arg));
+	}
+	st = wait_for(c, 10000);
+	cr_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int try_modify(const char *path)
+{
+	if (truncate(path, 0) == 0 || errno != EACCES)
+		return 1;
+	if (open(path, O_RDWR) >= 0 || errno != EACCES)
+		return 2;
+	if (open(path, O_RDONLY) < 0)
+		return 3; /* the traced user may read its own sched file */
+	return 0;
+}
+
+static int can_open(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	return fd >= 0 ? 0 : 1;
+}
+
+/* Wait (bounded) until @dir holds at least @n files. */
+static size_t wait_files(const char *dir, unsigned int *tids, size_t max, size_t n)
+{
+	uint64_t end = now_ms() + 20000;
+	size_t k;
+
+	do {
+		k = files_in(dir, tids, max);
+		if (k >= n)
+			return k;
+		usleep(10000);
+	} while (now_ms() < end);
+	return k;
+}
+
+/*
+ * The two attacks of issue 11 (truncate the live file: the recorder died of
+ * SIGBUS; rewrite data_head/data_size: it wrote where the user chose) fail
+ * for the traced user: the files are root's. Done by root by mistake, they
+ * cost that one file, counted, and the recorder and every other file go on.
+ */
+Test(hostile, user_cannot_touch_files_and_root_mistakes_cost_one_file)
+{
+	char fd[16], dir[256], path[300], line[64];
+	char *wl_argv[] = { (char *)workload, "-t", "3", "-i", "400", "-s", "2000", NULL };
+	unsigned int tids[16];
+	struct rk_session_stat st;
+	struct rk_bufile *bf;
+	const char *msg = NULL;
+	int go, ready, status;
+	size_t n, i;
+	pid_t wl, rk;
+	__u64 bad;
+
+	(void)fd;
+	cr_assert_eq(chmod(root, 0755), 0);
+	wl = spawn_nobody(wl_argv, &go);
+	rk = start_recorder_on(wl, "h", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	cr_assert_eq(write(go, "g", 1), 1);
+	close(go);
+	snprintf(dir, sizeof(dir), "%s/h/sched", root);
+	n = wait_files(dir, tids, 16, 4);
+	cr_assert_eq(n, 4, "main and 3 threads have files (%zu)", n);
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%u", dir, tids[i]);
+		cr_assert_eq(as_nobody(try_modify, path), 0,
+			     "the traced user could modify %s, or not read it", path);
+	}
+	/* Root's mistakes, on a live recording: truncate one file, scribble on another. */
+	snprintf(path, sizeof(path), "%s/%u", dir, tids[0]);
+	cr_assert_eq(truncate(path, 0), 0);
+	snprintf(path, sizeof(path), "%s/%u", dir, tids[1]);
+	{
+		int f = open(path, O_WRONLY);
+
+		cr_assert_geq(f, 0);
+		bad = 1ull << 40;
+		cr_assert_eq(pwrite(f, &bad, 8, offsetof(struct perf_event_mmap_page, data_head)),
+			     8);
+		bad = 1ull << 33;
+		cr_assert_eq(pwrite(f, &bad, 8, offsetof(struct perf_event_mmap_page, data_size)),
+			     8);
+		close(f);
+	}
+	status = wait_for(wl, 60000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "workload status %d", status);
+	status = wait_for(rk, 60000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the recorder did not survive: status 0x%x\n%s", status,
+		  slurp(strcat(strcpy(path, root), "/.rk.err")));
+	close(ready);
+	read_stat("h", &st);
+	/* The truncated file's thread (the main one) still wrote its exit records. */
+	cr_assert_eq(st.files_broken, 1, "files lost while written: %llu (truncated tid %u)\n%s",
+		     (unsigned long long)st.files_broken, tids[0],
+		     slurp(strcat(strcpy(path, root), "/.rk.err")));
+	cr_assert_eq(st.bpf_drops, 0);
+	/* The scribbled file is refused by readers, with a reason, not misread. */
+	snprintf(path, sizeof(path), "%s/%u", dir, tids[1]);
+	bf = rk_bufile__open(path, &msg);
+	cr_assert_null(bf, "a page 0 with data_size 8 GiB was accepted");
+	cr_assert_not_null(msg);
+	for (i = 2; i < n; i++) {
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, tids[i]);
+		check_file(path, &c, NULL);
+		cr_assert_gt(c.in + c.out, 10, "%s kept its history", path);
+	}
+}
+
+/*
+ * A setuid program run inside a traced tree: the kernel makes it
+ * non-dumpable, so its trace is root's. The history before the exec stays
+ * the user's (renamed TID.1, state exec-root-only); the new file is root's.
+ */
+Test(hostile, setuid_exec_continues_in_a_root_only_file)
+{
+	char *argv[] = { "/bin/sh", "-c", "exec /usr/bin/chfn --help >/dev/null 2>&1", NULL };
+	char line[64], before[300], after[300];
+	struct rk_session_stat st;
+	struct rk_bufile *bf;
+	struct stat sb;
+	int go, ready, status;
+	pid_t sh, rk;
+
+	if (stat("/usr/bin/chfn", &sb) || !(sb.st_mode & S_ISUID) || sb.st_uid != 0)
+		cr_skip_test("no setuid-root /usr/bin/chfn here");
+	cr_assert_eq(chmod(root, 0755), 0);
+	sh = spawn_nobody(argv, &go);
+	rk = start_recorder_on(sh, "x", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	cr_assert_eq(write(go, "g", 1), 1);
+	close(go);
+	status = wait_for(sh, 30000);
+	cr_assert(WIFEXITED(status), "chfn status %d", status);
+	status = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(ready);
+	read_stat("x", &st);
+	cr_assert_eq(st.exec_rotated, 1);
+
+	snprintf(after, sizeof(after), "%s/x/sched/%d", root, sh);
+	snprintf(before, sizeof(before), "%s/x/sched/%d.1", root, sh);
+	cr_assert_eq(stat(after, &sb), 0);
+	cr_assert_eq(sb.st_uid, 0);
+	cr_assert_eq(sb.st_mode & 0777, 0600, "after the exec: root only, mode %o",
+		     sb.st_mode & 0777);
+	cr_assert_neq(as_nobody(can_open, after), 0, "nobody can read the setuid program's trace");
+	bf = rk_bufile__open(after, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_str_eq(bf->ident->comm, "chfn");
+	rk_bufile__free(bf);
+
+	cr_assert_eq(stat(before, &sb), 0, "the history before the exec is kept");
+	cr_assert_eq(as_nobody(can_open, before), 0, "the user reads its own shell's history");
+	bf = rk_bufile__open(before, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_eq(bf->ident->state, RK_THREAD_EXECED);
+	rk_bufile__free(bf);
+}
+
+/*
+ * Kernel addresses (an event that does not exclude the kernel) reach the
+ * traced user only where perf_event_paranoid lets an unprivileged user
+ * record them (<= 1); the sched history, which has none, always does.
+ */
+Test(hostile, kernel_addresses_follow_perf_event_paranoid)
+{
+	char *wl_argv[] = { (char *)workload, "-t", "2", "-i", "20", NULL };
+	const char *const extra_k[] = { "-e", "cpu-clock", "-g", NULL };
+	const char *const extra_u[] = { "-e", "cpu-clock", "-g", "--exclude-kernel", NULL };
+	const char *const *extra[] = { extra_k, extra_u };
+	int paranoid = rk_access_paranoid(), round;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	for (round = 0; round < 2; round++) {
+		char session[8], dir[256], path[300], line[64];
+		unsigned int tids[8];
+		int go, ready, status, want;
+		size_t n, i;
+		pid_t wl, rk;
+
+		snprintf(session, sizeof(session), "k%d", round);
+		wl = spawn_nobody(wl_argv, &go);
+		rk = start_recorder_on(wl, session, &ready, extra[round]);
+		cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+		cr_assert_eq(write(go, "g", 1), 1);
+		close(go);
+		status = wait_for(wl, 30000);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		status = wait_for(rk, 30000);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		close(ready);
+		snprintf(dir, sizeof(dir), "%s/%s/cpu-clock", root, session);
+		n = files_in(dir, tids, 8);
+		cr_assert_geq(n, 1);
+		/* With the kernel excluded, always; otherwise only as perf would allow. */
+		want = round == 1 || paranoid <= 1;
+		for (i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/%u", dir, tids[i]);
+			cr_assert_eq(as_nobody(can_open, path) == 0, want,
+				     "%s: readable by the traced user %s, perf_event_paranoid %d",
+				     path, want ? "expected" : "not expected", paranoid);
+			snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tids[i]);
+			cr_assert_eq(as_nobody(can_open, path), 0, "%s: sched history", path);
+		}
+	}
+}
+
+/* Readers open regular files only: a FIFO in place of a buffer never hangs them. */
+Test(hostile, readers_refuse_fifos_and_devices)
+{
+	char *rec[] = {
+		(char *)rk_bin, "record",	  "--root", root, "--session", "f", "-m", "16K",
+		"--",		(char *)workload, "-t",	    "1",  "-i",	       "2", NULL
+	};
+	char dir[256], path[300], tid[16], out[300];
+	char *show[] = { (char *)rk_bin, "show", "--root", root, "--session", "f", tid, NULL };
+	char *ls[] = { (char *)rk_bin, "ls", "--root", root, "f", NULL };
+	char *exp[] = { (char *)rk_bin, "export",    "--root", root, "--session", "f",
+			"-o",		"/dev/full", NULL };
+	char *exp2[] = {
+		(char *)rk_bin, "export", "--root", root, "--session", "f", "-o", out, NULL
+	};
+	unsigned int tids[8];
+	struct stat sb;
+	uint64_t t0;
+	char *err;
+	int st;
+
+	st = run_rk(rec, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(dir, sizeof(dir), "%s/f/sched", root);
+	cr_assert_geq(files_in(dir, tids, 8), 1);
+	snprintf(tid, sizeof(tid), "%u", tids[0]);
+	snprintf(path, sizeof(path), "%s/%u", dir, tids[0]);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	t0 = now_ms();
+	st = run_rk(show, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "show of a FIFO succeeded: %s", err);
+	cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
+	free(err);
+	st = run_rk(ls, NULL, NULL);
+	cr_assert(WIFEXITED(st));
+	cr_assert_lt(now_ms() - t0, 20000, "a reader blocked on the FIFO");
+
+	/* export never replaces a device with its regular file. */
+	st = run_rk(exp, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s", err);
+	cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
+	free(err);
+	cr_assert_eq(stat("/dev/full", &sb), 0);
+	cr_assert(S_ISCHR(sb.st_mode), "/dev/full was replaced");
+
+	/* Nor writes through a symlink planted at its temporary name. */
+	snprintf(out, sizeof(out), "%s/out.data", root);
+	snprintf(path, sizeof(path), "%s/victim", root);
+	cr_assert_eq(close(open(path, O_CREAT | O_WRONLY, 0644)), 0);
+	cr_assert_eq(truncate(path, 4096), 0);
+	{
+		char lnk[340];
+		int i;
+
+		/* The temporary name has the exporter's pid: plant a range of them. */
+		for (i = 0; i < 64; i++) {
+			snprintf(lnk, sizeof(lnk), "%s.tmp.%d", out, (int)getpid() + i);
+			cr_assert_eq(symlink(path, lnk), 0);
+		}
+	}
+	run_rk(exp2, NULL, NULL);
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert_eq(sb.st_size, 4096, "export truncated the symlink's target");
+}
+
+/* Refusals with a reason: a --root whose parent does not exist, a kernel thread. */
+Test(hostile, bad_root_and_kernel_threads_are_refused)
+{
+	char deep[128];
+	char *a[] = { (char *)rk_bin, "record", "--root", deep, "--", "/bin/true", NULL };
+	char *k[] = { (char *)rk_bin, "record", "--root", root, "-p", "2", NULL };
+	struct stat sb;
+
+	snprintf(deep, sizeof(deep), "%s/nonexistent/deep/dir", root);
+	expect_error(a, 1, "its parent does not exist");
+	snprintf(deep, sizeof(deep), "%s/nonexistent", root);
+	cr_assert_neq(stat(deep, &sb), 0, "--root created a path of directories");
+	expect_error(k, 1, "kernel thread");
+}
+
+/*
+ * Scale, at default sizes: @n threads that exist before we attach, waking
+ * @iters times @sleep_us apart (4 of them busy), lose no signal and no record.
+ */
+static void fanout_run(const char *session, int n, int iters, int sleep_us)
+{
+	const char *fanout = getenv("RK_FANOUT");
+	char nb[16], ib[16], sb[16], line[64];
+	char *argv[] = { (char *)fanout, "-t", nb, "-i", ib, "-s", sb, NULL };
+	int in[2], out[2], ready, status;
+	struct rk_session_stat st;
+	FILE *fo;
+	pid_t f, rk;
+
+	if (!fanout)
+		cr_skip_test("RK_FANOUT not set: run through 'make integration'");
+	snprintf(nb, sizeof(nb), "%d", n);
+	snprintf(ib, sizeof(ib), "%d", iters);
+	snprintf(sb, sizeof(sb), "%d", sleep_us);
+	cr_assert_eq(pipe(in), 0);
+	cr_assert_eq(pipe(out), 0);
+	f = fork();
+	cr_assert_geq(f, 0);
+	if (!f) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execv(fanout, argv);
+		_exit(126);
+	}
+	close(in[0]);
+	close(out[1]);
+	fo = fdopen(out[0], "r");
+	cr_assert_not_null(fgets(line, sizeof(line), fo), "fanout did not start");
+	cr_assert_str_eq(line, "ready\n");
+	rk = start_recorder_on(f, session, &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 60000), 0);
+	cr_assert_eq(write(in[1], "g", 1), 1);
+	close(in[1]);
+	status = wait_for(f, 120000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = wait_for(rk, 60000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(ready);
+	fclose(fo);
+	read_stat(session, &st);
+	printf("%d threads x %d wakeups: %llu signals, %llu dropped, %llu records lost, loader "
+	       "CPU %.2f s\n",
+	       n, iters, (unsigned long long)st.bpf_signals, (unsigned long long)st.bpf_drops,
+	       (unsigned long long)st.lost, st.loader_cpu_ns / 1e9);
+	cr_assert_eq(st.threads, (__u64)n + 1);
+	cr_assert_gt(st.bpf_signals, (__u64)n * (__u64)iters, "the threads ran");
+	cr_assert_eq(st.bpf_drops, 0, "signals dropped");
+	cr_assert_eq(st.lost, 0, "records lost");
+	cr_assert_eq(st.files_broken + st.not_traced + st.file_errors, 0);
+}
+
+Test(hostile, thousands_of_threads_drop_nothing)
+{
+	fanout_run("s4096", 4096, 50, 1000);
+}
+
+Test(hostile, fifty_thousand_signals_a_second_drop_nothing)
+{
+	/* 512 threads waking every 20 ms: about 51,000 switch signals per second, for 2 s. */
+	fanout_run("s512", 512, 100, 20000);
+}
