@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate" \
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,9 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch pin rate"}
+SECTIONS=${SECTIONS:-"mem switch pin rate scale"}
+SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
+SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
 cd "$(dirname "$0")/.."
 RK=$PWD/build/ringkeeper
@@ -34,7 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" = 0 ] || die "needs root (BPF programs, perf events)"
-for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o"; do
+for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o" "$B/fanout"; do
 	[ -e "$f" ] || die "missing $f: run 'make bench'"
 done
 command -v perf >/dev/null || die "perf not found (make deps installs linux-perf)"
@@ -288,6 +290,60 @@ section_rate() {
 		"$(awk -v t="$ptimes" -v s="$RATE_SECS" 'BEGIN { split(t, a, " "); u = a[1]; y = a[2];
 			sub("s", "", u); sub("s", "", y); n = split(u, m, "m"); uu = m[1] * 60 + m[2];
 			n = split(y, k, "m"); yy = k[1] * 60 + k[2]; printf "%.1f ms per s", (uu + yy) * 1000 / s }')"
+}
+
+# --- 5. scale: signals per second against thread count ----------------------
+# N threads exist before -p attaches (fanout), each waking every SLEEP us for
+# about 2 s, 4 of them busy. The baseline is the loader's cost per signal at
+# the smallest N, measured in the same run.
+section_scale() {
+	local n sl iters st sig drop cpu secs t0 t1 us base="" best rate fo rk
+	echo
+	echo "== Scale: threads attached with -p, waking every SLEEP us for ~2 s (default sizes)"
+	printf "%-7s %-8s | %12s %9s %12s %11s %9s\n" threads sleep "signals/s" drops \
+		"loader ms/s" "us/signal" "vs ${SCALE_THREADS%% *}"
+	for n in $SCALE_THREADS; do
+		best=0
+		for sl in $SCALE_SLEEPS; do
+			iters=$(( 2000000 / sl ))
+			rm -f "$ROOT/fo.in"
+			mkfifo "$ROOT/fo.in"
+			"$B/fanout" -t "$n" -i "$iters" -s "$sl" <"$ROOT/fo.in" >"$ROOT/fo.out" &
+			LAST=$!
+			exec 9>"$ROOT/fo.in"
+			wait_ready "$ROOT/fo.out" /dev/null || die "fanout did not start"
+			fo=$LAST
+			start_recorder "sc-$n-$sl" -p "$LAST" || die "recorder did not start"
+			rk=$LAST
+			t0=$(date +%s%N)
+			echo g >&9
+			exec 9>&-
+			wait "$fo"
+			t1=$(date +%s%N)
+			wait "$rk"
+			st=$("$RK" stat --root "$ROOT" --json "sc-$n-$sl")
+			sig=$(jfield "$st" bpf_signals)
+			drop=$(jfield "$st" bpf_drops)
+			cpu=$(jfield "$st" loader_cpu_ns)
+			secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+			us=$(awk -v c="$cpu" -v s="$sig" 'BEGIN { printf "%.2f", s ? c / 1e3 / s : 0 }')
+			[ -z "$base" ] && base=$us
+			rate=$(awk -v s="$sig" -v t="$secs" 'BEGIN { printf "%.0f", s / t }')
+			[ "$drop" = 0 ] && [ "$rate" -gt "$best" ] && best=$rate
+			printf "%-7s %-8s | %12s %9s %12.1f %11s %8.2fx\n" "$n" "$sl" "$rate" "$drop" \
+				"$(awk -v c="$cpu" -v t="$secs" 'BEGIN { print c / 1e6 / t }')" "$us" \
+				"$(awk -v u="$us" -v b="$base" 'BEGIN { print b > 0 ? u / b : 0 }')"
+			if [ "$n" = 4096 ] && [ "$sl" = "${SCALE_SLEEPS%% *}" ]; then
+				MEM4096="tmpfs $(du -sk "$ROOT/sc-$n-$sl" | cut -f1) KiB" 
+				MEM4096="$MEM4096 ($(( $(du -sk "$ROOT/sc-$n-$sl" | cut -f1) / n )) KiB/thread),"
+				MEM4096="$MEM4096 loader peak RSS $(( $(jfield "$st" loader_rss) / 1024 )) KiB"
+				MEM4096="$MEM4096 ($(( $(jfield "$st" loader_rss) / 1024 / n )) KiB/thread)"
+			fi
+			rm -rf "${ROOT:?}/sc-$n-$sl"
+		done
+		echo "        highest rate without drops at $n threads: $best signals/s"
+	done
+	[ -n "${MEM4096:-}" ] && echo "   memory at 4096 threads: $MEM4096"
 }
 
 for s in $SECTIONS; do

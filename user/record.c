@@ -33,6 +33,7 @@
 #include <bpf/libbpf.h>
 #include "ringkeeper.skel.h"
 #include "access.h"
+#include "memcg.h"
 #include "bufile.h"
 #include "drain.h"
 #include "evsel.h"
@@ -112,6 +113,11 @@ struct rk_rec {
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int nlinks;
 	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */
+	/*
+	 * Under a memory cgroup limit: the buffer bytes we may commit (files
+	 * at their full size: the most they can take), and what is committed.
+	 */
+	uint64_t mem_cap, mem_bytes;
 	struct rk_record_opts ro; /* the options, completed from the session on resume */
 };
 
@@ -314,6 +320,11 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		refuse(r, tid, "--max-threads");
 		return NULL;
 	}
+	if (r->mem_cap && r->mem_bytes + thread_bytes(r) > r->mem_cap) {
+		r->st->mem_refused++;
+		refuse(r, tid, "memory cgroup limit: room for no more buffers");
+		return NULL;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		r->st->file_errors++;
@@ -391,6 +402,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	r->st->threads++;
 	r->st->threads_live++;
 	r->st->shm_bytes += thread_bytes(r);
+	r->mem_bytes += thread_bytes(r);
 	return t;
 }
 
@@ -492,6 +504,8 @@ static void thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 			if (!unlink(path))
 				r->st->dropped++;
 		}
+		/* Its memory goes with the last mapping: room for another thread. */
+		r->mem_bytes -= r->mem_bytes < thread_bytes(r) ? r->mem_bytes : thread_bytes(r);
 	}
 	/* The workers unlock and unmap the files; we never touch them again. */
 	for (k = 0; k < nsrc(r); k++)
@@ -861,6 +875,28 @@ static void realtime(const struct rk_record_opts *o)
 			o->rt_prio, strerror(errno));
 }
 
+/*
+ * Under a memory cgroup limit, commit at most three quarters of the room
+ * left at start to buffer files (at their full size, the most they can
+ * take): the rest is for our own memory and the page cache. Threads beyond
+ * it are not traced, counted, and the recorder is never the OOM victim.
+ */
+static void memory_cap(struct rk_rec *r)
+{
+	uint64_t room, limit;
+	char cg[512], b1[32], b2[32];
+
+	if (rk_memcg_headroom(&room, &limit, cg, sizeof(cg)) != 1)
+		return;
+	r->mem_cap = room / 4 * 3;
+	rk_info("memory cgroup %s: limit %s, buffers capped at %s", cg,
+		rk_fmt_size(limit, b1, sizeof(b1)), rk_fmt_size(r->mem_cap, b2, sizeof(b2)));
+	if (r->mem_cap < thread_bytes(r))
+		rk_warn("memory cgroup %s leaves room for no thread's buffers (%s left of %s): "
+			"raise its limit or use a smaller -m",
+			cg, rk_fmt_size(room, b1, sizeof(b1)), rk_fmt_size(limit, b2, sizeof(b2)));
+}
+
 static int ensure_fs(const char *path, long magic, const char *type)
 {
 	struct statfs sfs;
@@ -1004,6 +1040,9 @@ static int track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 	int err, k;
 
 	refused = r->st->not_traced;
+	t = thread_find(r, tid);
+	if (t && t->refused)
+		return 0; /* refused before: counted then */
 	t = thread_new(r, tid, tgid, 0, comm, rk_now_mono_ns());
 	if (!t && r->st->not_traced != refused)
 		return 0; /* over a limit: counted, the others are traced */
@@ -1326,7 +1365,9 @@ static int attach_pid(struct rk_rec *r, pid_t pid)
 		while ((de = readdir(d))) {
 			__u32 tid = (__u32)strtoul(de->d_name, NULL, 10);
 
-			if (!tid || (thread_find(r, tid) && !thread_find(r, tid)->dead))
+			/* Known: traced already, or refused by a limit (counted once). */
+			if (!tid || (thread_find(r, tid) &&
+				     (!thread_find(r, tid)->dead || thread_find(r, tid)->refused)))
 				continue;
 			err = track(r, (__u32)pid, tid, NULL);
 			if (err == -ESRCH)
@@ -1504,6 +1545,12 @@ static void publish(struct rk_rec *r)
 					1000ull;
 	}
 	note_vmlck(r);
+	{
+		int64_t kb = rk_proc_status_kb(getpid(), "VmHWM:");
+
+		if (kb > 0)
+			r->st->loader_rss = (uint64_t)kb * 1024;
+	}
 	r->st->update_ns = rk_now_real_ns();
 }
 
@@ -2062,6 +2109,7 @@ int rk_record(const struct rk_record_opts *opts)
 		goto out_skel;
 
 setup_pool:
+	memory_cap(r);
 	popts.workers = o->workers;
 	popts.budget = o->budget;
 	popts.linger_ns = o->linger_ns;

@@ -89,8 +89,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(exec_rotated, "execs into a root-only file")        \
 	X(outage_drops, "signals dropped while no recorder")  \
 	X(outage_exited, "threads found exited at resume")    \
-	X(shm_used, "buffer bytes in memory")                 \
-	X(loader_rss, "loader resident bytes")                \
+	X(loader_rss, "loader peak resident bytes")           \
 	X(pins, "pins (mlock)")                               \
 	X(unpins, "unpins (munlock)")                         \
 	X(refusals, "pins refused by budget")                 \

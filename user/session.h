@@ -106,8 +106,7 @@ struct rk_session_stat {
 	__u64 outage_drops; /* signals the BPF side dropped while no recorder ran (resume) */
 	__u64 outage_exited; /* threads found exited at resume, their exit signal lost */
 	__u64 mem_refused; /* threads not traced to keep the memory cgroup from its limit */
-	__u64 shm_used; /* bytes of buffer files actually in memory (sampled) */
-	__u64 loader_rss; /* the loader's resident memory (sampled) */
+	__u64 loader_rss; /* the loader's peak resident memory (VmHWM) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

@@ -186,9 +186,10 @@ unsigned int rk_online_cpus(void)
 	return n > 0 ? (unsigned int)n : 1;
 }
 
-int64_t rk_proc_vmlck_kb(int pid)
+int64_t rk_proc_status_kb(int pid, const char *key)
 {
 	char path[64], line[256];
+	size_t n = strlen(key);
 	long long kb = -ENOENT;
 	FILE *f;
 
@@ -197,8 +198,13 @@ int64_t rk_proc_vmlck_kb(int pid)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
+		if (!strncmp(line, key, n) && sscanf(line + n, " %lld kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
+}
+
+int64_t rk_proc_vmlck_kb(int pid)
+{
+	return rk_proc_status_kb(pid, "VmLck:");
 }

@@ -41,6 +41,8 @@ int rk_read_u64_file(const char *path, uint64_t *out);
 /** rk_online_cpus() - CPUs online now (>= 1). */
 unsigned int rk_online_cpus(void);
 
+/** rk_proc_status_kb() - a "KEY: N kB" line of /proc/PID/status (@key with its colon), or -errno. */
+int64_t rk_proc_status_kb(int pid, const char *key);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */
 int64_t rk_proc_vmlck_kb(int pid);
 
