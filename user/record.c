@@ -118,6 +118,7 @@ struct rk_rec {
 	 * at their full size: the most they can take), and what is committed.
 	 */
 	uint64_t mem_cap, mem_bytes;
+	uint64_t drops_before; /* resume: BPF drops the dead recorder last published */
 	struct rk_record_opts ro; /* the options, completed from the session on resume */
 };
 
@@ -1814,6 +1815,7 @@ static int resume_session(struct rk_rec *r)
 	o->on_exit_drop = (int)r->st->on_exit_drop;
 	o->pid = (pid_t)r->st->target_pid;
 	o->nev = 0;
+	r->drops_before = r->st->bpf_drops;
 	r->st->loader_pid = (__u32)getpid();
 	r->st->state = RK_SESSION_RUNNING;
 	return 0;
@@ -1893,14 +1895,18 @@ static void finish_vanished(struct rk_rec *r)
 	for (t = r->all; t; t = t->all_next) {
 		struct rk_pmu_key key = { .tid = t->tid, .src = RK_SRC_SCHED };
 		struct rk_pmu_entry v;
-		char path[64];
+		char path[64], state;
 
 		if (t->dead)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%u/task/%u", t->tgid, t->tid);
-		if (!access(path, F_OK) || !bpf_map_lookup_elem(r->pmu_fd, &key, &v))
+		/* A zombie (not reaped yet) has exited too. */
+		state = proc_state((pid_t)t->tid);
+		if ((!access(path, F_OK) && state != 'Z' && state != 'X') ||
+		    !bpf_map_lookup_elem(r->pmu_fd, &key, &v))
 			continue;
 		thread_finish(r, t, RK_THREAD_EXITED);
+		r->st->outage_exited++;
 	}
 }
 
@@ -2180,8 +2186,21 @@ setup_pool:
 			r->target_exited = 1;
 			r->drain_deadline = rk_now_mono_ns();
 		}
-		fprintf(stderr, "ringkeeper: resumed session %s: %d live threads adopted\n",
+		/* What the outage cost: drops since the dead recorder last published. */
+		publish(r);
+		r->st->outage_drops =
+			r->st->bpf_drops > r->drops_before ? r->st->bpf_drops - r->drops_before : 0;
+		fprintf(stderr, "ringkeeper: resumed session %s: %d live threads adopted",
 			r->session, n);
+		if (r->st->outage_exited)
+			fprintf(stderr, ", %llu of them found exited meanwhile",
+				(unsigned long long)r->st->outage_exited);
+		fprintf(stderr, "\n");
+		if (r->st->outage_drops)
+			rk_warn("%llu signals were dropped while no recorder ran (the pinned ringbuf "
+				"was full): switches and exits of that time are missing "
+				"(--ringbuf-size)",
+				(unsigned long long)r->st->outage_drops);
 		goto ready;
 	}
 	err = ringkeeper_bpf__attach(r->skel);

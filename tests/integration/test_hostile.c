@@ -484,9 +484,8 @@ static void memcg_cleanup(void)
 Test(hostile, memory_cgroup_limit_degrades_instead_of_oom, .fini = memcg_cleanup)
 {
 	char lim[600], procs[600], oom[600], go_s[8], line[256];
-	char *argv[] = { (char *)rk_bin, "record",	      "--root", root, "--session", "m",
-			 "--",		 (char *)workload, "-t",     "64", "-i",	"5",
-			 NULL };
+	char *argv[] = { (char *)rk_bin,   "record", "--root", root, "--session", "m", "--",
+			 (char *)workload, "-t",     "64",     "-i", "5",	  NULL };
 	struct rk_session_stat st;
 	int p[2], status, kills = -1;
 	pid_t c;

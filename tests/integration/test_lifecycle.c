@@ -14,6 +14,7 @@
 #include "bufile.h"
 #include "helpers.h"
 #include "session.h"
+#include "show.h"
 #include <bpf/bpf.h>
 
 TestSuite(lifecycle, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
@@ -638,4 +639,63 @@ Test(lifecycle, resume_after_sigkill_loses_nothing)
 
 		expect_error(argv, 1, "ended normally: there is nothing to resume");
 	}
+}
+
+/*
+ * An outage the pinned ringbuf cannot hold (a 4 KiB one: 64 signals): the
+ * threads exit while no recorder runs and their exit signals are dropped.
+ * The resume marks them exited from /proc and shows what the outage lost.
+ */
+Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
+{
+	char wo[128], we[128], line[64], dir[256], path[300], *err;
+	const char *const extra[] = { "--ringbuf-size", "4K", NULL };
+	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "o", NULL };
+	char *wl_argv[] = { (char *)workload, "-t", "3", "-i", "200", "-s", "1000", NULL };
+	struct rk_session_stat st;
+	unsigned int files[8];
+	int ready, status;
+	size_t n, i;
+	pid_t wl, rk;
+
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	wl = spawn(wl_argv, wo, we, -1);
+	rk = start_recorder_on(wl, "o", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	close(ready);
+	snprintf(dir, sizeof(dir), "%s/o/sched", root);
+	{
+		uint64_t end = now_ms() + 20000;
+
+		while (files_in(dir, files, 8) < 4)
+			cr_assert_lt(now_ms(), end, "no files for the workload's threads");
+	}
+	kill(rk, SIGKILL);
+	status = wait_for(rk, 10000);
+	cr_assert(WIFSIGNALED(status));
+	/* The whole workload runs and exits (reaped) while no recorder runs. */
+	status = wait_for(wl, 30000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = run_rk(argv, NULL, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "dropped while no recorder ran"), "%s", err);
+	read_stat("o", &st);
+	printf("outage: %llu signals dropped, %llu threads found exited at resume\n",
+	       (unsigned long long)st.outage_drops, (unsigned long long)st.outage_exited);
+	cr_assert_gt(st.outage_drops, 0);
+	cr_assert_gt(st.outage_exited, 0, "some exit was lost in the outage: %s", err);
+	n = files_in(dir, files, 8);
+	cr_assert_eq(n, 4);
+	for (i = 0; i < n; i++) {
+		struct rk_bufile *bf;
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, &bf);
+		cr_assert_eq(bf->ident->state, RK_THREAD_EXITED, "%s is still shown %s", path,
+			     rk_thread_state_name(bf->ident->state));
+		rk_bufile__free(bf);
+	}
+	free(err);
 }
