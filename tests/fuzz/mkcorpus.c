@@ -98,5 +98,32 @@ int main(int argc, char **argv)
 		put(bf, &smp, sizeof(smp));
 	put(bf, &mm, sizeof(mm));
 	rk_bufile__free(bf);
+	/* Issue 11's crafted files: records shorter than their sample_id. */
+	snprintf(path, sizeof(path), "%s/short-records", argv[1]);
+	bf = rk_bufile__create(path, 4096, 0, &sched, &id);
+	if (!bf)
+		return 1;
+	{
+		struct {
+			struct perf_event_header h;
+			__u64 x;
+		} r16 = { { PERF_RECORD_COMM, 0, 16 }, 0 };
+		struct perf_event_header r8 = { PERF_RECORD_SWITCH, 0, 8 };
+
+		put(bf, &r16, sizeof(r16));
+		r16.h.type = PERF_RECORD_SAMPLE;
+		put(bf, &r16, sizeof(r16));
+		put(bf, &r8, sizeof(r8));
+	}
+	rk_bufile__free(bf);
+	/* And a page 0 a hostile writer rewrote: head far past a huge data_size. */
+	snprintf(path, sizeof(path), "%s/scribbled-page0", argv[1]);
+	bf = rk_bufile__create(path, 4096, 0, &sched, &id);
+	if (!bf)
+		return 1;
+	put(bf, &sw, sizeof(sw));
+	bf->pg->data_head = 1ull << 40;
+	bf->pg->data_size = 1ull << 33;
+	rk_bufile__free(bf);
 	return 0;
 }

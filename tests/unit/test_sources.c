@@ -13,6 +13,7 @@
 #include "drain.h"
 #include "evsel.h"
 #include "export.h"
+#include "symbols.h"
 #include "pmu.h"
 #include "session.h"
 
@@ -269,6 +270,130 @@ Test(export, writes_a_perf_data_file)
 	cr_assert_eq(rk_export_perf_data(&eo, &st), -ENOENT, "no such thread");
 	rk_bufile__free(a);
 	rk_bufile__free(b);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	cr_assert_eq(system(p), 0);
+}
+
+/*
+ * Hostile contents reach export too: a record shorter than its sample_id
+ * (it used to read 8 bytes before the record, ASan), a session whose only
+ * file is empty (qsort of NULL), and a target that is not a regular file.
+ */
+Test(export, short_records_empty_files_and_devices)
+{
+	struct rk_thread_ident id = { .tid = 5, .tgid = 5 };
+	struct rk_export_opts eo = { 0 };
+	struct rk_export_stats st;
+	struct rk_pmu_entry sched;
+	struct rk_bufile *a, *e;
+	struct stat sb;
+	char p[200], out[200];
+	/*
+	 * 16 bytes: the sched attr's sample_id is 32, so the time's offset
+	 * (size - 32 + 8) was -8: 8 bytes before the record.
+	 */
+	struct {
+		struct perf_event_header h;
+		__u64 x;
+	} shortrec[2] = { { { PERF_RECORD_COMM, 0, 16 }, 0 },
+			  { { PERF_RECORD_SWITCH, 0, 16 }, 0 } };
+
+	snprintf(dir, sizeof(dir), "/tmp/rk-export-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	mk(RK_SCHED_DIR);
+	rk_pmu_sched_entry(&sched);
+	snprintf(p, sizeof(p), "%s/%s/5", dir, RK_SCHED_DIR);
+	a = rk_bufile__create(p, 4096, 0, &sched, &id);
+	cr_assert_not_null(a);
+	cr_assert_eq(rk_bufile__write(a, &shortrec[0], 16), 0);
+	cr_assert_eq(rk_bufile__write(a, &shortrec[1], 16), 0);
+	id.tid = id.tgid = 6;
+	snprintf(p, sizeof(p), "%s/%s/6", dir, RK_SCHED_DIR);
+	e = rk_bufile__create(p, 4096, 0, &sched, &id);
+	cr_assert_not_null(e);
+	snprintf(out, sizeof(out), "%s/out.data", dir);
+	eo.session_dir = dir;
+	eo.out = out;
+	cr_assert_eq(rk_export_perf_data(&eo, &st), 0);
+	cr_assert_eq(st.threads, 2);
+	eo.tid = 6; /* the empty one alone: nothing to sort */
+	cr_assert_eq(rk_export_perf_data(&eo, &st), 0);
+	eo.tid = 0;
+	eo.out = "/dev/full";
+	cr_assert_eq(rk_export_perf_data(&eo, &st), -EINVAL);
+	cr_assert_eq(stat("/dev/full", &sb), 0);
+	cr_assert(S_ISCHR(sb.st_mode), "/dev/full was replaced");
+	rk_bufile__free(a);
+	rk_bufile__free(e);
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	cr_assert_eq(system(p), 0);
+}
+
+static int count_map(void *ctx, const char *path, __u64 start, __u64 len, __u64 pgoff)
+{
+	(void)path;
+	(void)start;
+	(void)len;
+	(void)pgoff;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * A forked child's sideband with no mappings of its own inherits its
+ * parent's: the merge used to memcpy from the child's NULL map array (UBSan).
+ */
+Test(symbols, forked_child_without_maps_inherits_the_parents)
+{
+	struct rk_thread_ident id = { .tid = 99, .tgid = 99 };
+	struct rk_pmu_entry sched;
+	struct rk_bufile *parent, *child;
+	struct rk_symbols *s;
+	char p[200];
+	int n = 0;
+	struct {
+		struct perf_event_header h;
+		__u32 pid, ppid, tid, ptid;
+		__u64 time;
+	} fork_rec = { { PERF_RECORD_FORK, 0, sizeof(fork_rec) }, 100, 99, 100, 99, 1 };
+	union {
+		__u8 b[128];
+		struct perf_event_header h;
+	} mm = { { 0 } };
+	__u32 u32;
+	__u64 u64;
+
+	snprintf(dir, sizeof(dir), "/tmp/rk-symbols-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	mk(RK_SIDEBAND_DIR);
+	rk_pmu_sched_entry(&sched);
+	/* MMAP2 of /bin/true in the parent: pid, tid, addr, len, pgoff, ..., name. */
+	mm.h.type = PERF_RECORD_MMAP2;
+	u32 = 99;
+	memcpy(mm.b + 8, &u32, 4);
+	memcpy(mm.b + 12, &u32, 4);
+	u64 = 0x400000;
+	memcpy(mm.b + 16, &u64, 8);
+	u64 = 0x1000;
+	memcpy(mm.b + 24, &u64, 8);
+	memcpy(mm.b + 72, "/bin/true", 10);
+	mm.h.size = 72 + 16;
+	snprintf(p, sizeof(p), "%s/%s/99", dir, RK_SIDEBAND_DIR);
+	parent = rk_bufile__create(p, 4096, 0, &sched, &id);
+	cr_assert_not_null(parent);
+	cr_assert_eq(rk_bufile__write(parent, &mm, mm.h.size), 0);
+	id.tid = id.tgid = 100;
+	snprintf(p, sizeof(p), "%s/%s/100", dir, RK_SIDEBAND_DIR);
+	child = rk_bufile__create(p, 4096, 0, &sched, &id);
+	cr_assert_not_null(child);
+	cr_assert_eq(rk_bufile__write(child, &fork_rec, sizeof(fork_rec)), 0);
+	s = rk_symbols__new(p);
+	cr_assert_not_null(s);
+	cr_assert_eq(rk_symbols_for_each_map(s, count_map, &n), 0);
+	cr_assert_eq(n, 1, "the parent's mapping, inherited");
+	rk_symbols__free(s);
+	rk_bufile__free(parent);
+	rk_bufile__free(child);
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	cr_assert_eq(system(p), 0);
 }
