@@ -300,8 +300,9 @@ section_scale() {
 	local n sl iters st sig drop cpu secs t0 t1 us base="" best rate fo rk
 	echo
 	echo "== Scale: threads attached with -p, waking every SLEEP us for ~2 s (default sizes)"
-	printf "%-7s %-8s | %12s %9s %12s %11s %9s\n" threads sleep "signals/s" drops \
-		"loader ms/s" "us/signal" "vs ${SCALE_THREADS%% *}"
+	printf "%-7s %-8s | %12s %9s %12s %11s %9s %14s\n" threads sleep "signals/s" drops \
+		"loader ms/s" "us/signal" "vs ${SCALE_THREADS%% *}" "mlock+munlock" 
+	printf "%-7s %-8s | %12s %9s %12s %11s %9s %14s\n" "" "" "" "" "" "" "" "per 1k signals"
 	for n in $SCALE_THREADS; do
 		best=0
 		for sl in $SCALE_SLEEPS; do
@@ -330,9 +331,11 @@ section_scale() {
 			[ -z "$base" ] && base=$us
 			rate=$(awk -v s="$sig" -v t="$secs" 'BEGIN { printf "%.0f", s / t }')
 			[ "$drop" = 0 ] && [ "$rate" -gt "$best" ] && best=$rate
-			printf "%-7s %-8s | %12s %9s %12.1f %11s %8.2fx\n" "$n" "$sl" "$rate" "$drop" \
+			printf "%-7s %-8s | %12s %9s %12.1f %11s %8.2fx %14s\n" "$n" "$sl" "$rate" "$drop" \
 				"$(awk -v c="$cpu" -v t="$secs" 'BEGIN { print c / 1e6 / t }')" "$us" \
-				"$(awk -v u="$us" -v b="$base" 'BEGIN { print b > 0 ? u / b : 0 }')"
+				"$(awk -v u="$us" -v b="$base" 'BEGIN { print (b > 0 ? u / b : 0) }')" \
+				"$(awk -v p="$(jfield "$st" pins)" -v u="$(jfield "$st" unpins)" -v s="$sig" \
+					'BEGIN { printf "%.1f", s ? (p + u) * 1000 / s : 0 }')"
 			if [ "$n" = 4096 ] && [ "$sl" = "${SCALE_SLEEPS%% *}" ]; then
 				MEM4096="tmpfs $(du -sk "$ROOT/sc-$n-$sl" | cut -f1) KiB" 
 				MEM4096="$MEM4096 ($(( $(du -sk "$ROOT/sc-$n-$sl" | cut -f1) / n )) KiB/thread),"

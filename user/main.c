@@ -81,6 +81,9 @@ static void usage_record(FILE *f)
 		"      --max-threads N    trace at most N threads at a time; others are not\n"
 		"                         traced and counted (stat: threads not traced)\n"
 		"      --max-shm SIZE     create at most SIZE of buffer files in the session\n"
+		"      --min-run-us US    do not lock the buffer of a thread whose last run on\n"
+		"                         CPU was shorter than US: it would be off CPU before\n"
+		"                         the lock lands (default 100; 0: lock every run)\n"
 		"  -r, --realtime PRIO    run the event loop at SCHED_FIFO PRIO (default 1; 0:\n"
 		"                         normal), so thousands of busy threads cannot starve\n"
 		"                         it into dropping signals; CMD runs at normal priority\n"
@@ -146,6 +149,7 @@ static int cmd_record(int argc, char **argv)
 		{ "max-threads", required_argument, NULL, 15 },
 		{ "max-shm", required_argument, NULL, 16 },
 		{ "realtime", required_argument, NULL, 'r' },
+		{ "min-run-us", required_argument, NULL, 19 },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -161,6 +165,7 @@ static int cmd_record(int argc, char **argv)
 		.ready_fd = -1,
 		.cpu_ring = 256 * 1024,
 		.rt_prio = 1,
+		.min_run_ns = 100 * 1000ull,
 	};
 	struct rk_evsel_opts eo = { 0 };
 	const char *events = NULL;
@@ -256,6 +261,13 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 8:
 			o.root = optarg;
+			break;
+		case 19:
+			if (parse_uint(optarg, 1000000000, &v)) {
+				rk_err("--min-run-us: not a number of microseconds: '%s'", optarg);
+				return 2;
+			}
+			o.min_run_ns = v * 1000ull;
 			break;
 		case 'r':
 			if (parse_uint(optarg, 99, &v)) {

@@ -459,10 +459,14 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int on, uint64_t
 				p->st.coalesced++;
 			lru_del(p, it);
 		} else if (!it->pinned) {
-			enqueue(p, it);
+			if (it->last_run_ns && it->last_run_ns < p->opts.min_run_ns)
+				p->st.skipped_short++; /* wanted, not queued: a longer run will be */
+			else
+				enqueue(p, it);
 		}
 	} else {
 		if (it->on_since && now_ns > it->on_since) {
+			it->last_run_ns = now_ns - it->on_since;
 			p->st.oncpu_ns += now_ns - it->on_since;
 			/* Locked for the part of the run after its pin completed. */
 			if (it->pinned && it->pinned_at < now_ns)

@@ -53,6 +53,7 @@ struct rk_pin_item {
 	struct rk_pin_item *lru_prev, *lru_next;
 	uint64_t off_since;
 	uint64_t on_since; /* switch-in of the current run, 0 while off CPU */
+	uint64_t last_run_ns; /* length of its last run on CPU, 0 if none yet */
 	uint64_t pinned_at; /* CLOCK_MONOTONIC of the last completed pin, 0 if unpinned */
 	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
 };
@@ -69,6 +70,13 @@ struct rk_pin_opts {
 	 * below it, preempted while holding either, stalls it (inversion).
 	 */
 	int rt_prio;
+	/*
+	 * Do not pin a thread whose last run was shorter than this: it would
+	 * be off CPU again before the lock lands (a lock takes ~100 us), and
+	 * the pin, and the eviction that makes room for it, only cost. Its
+	 * records are written all the same. 0: pin every switch-in.
+	 */
+	uint64_t min_run_ns;
 };
 
 /** struct rk_pin_stats - counters; locked/peak are of the user with most. */
@@ -79,6 +87,7 @@ struct rk_pin_stats {
 	uint64_t evictions; /* lingering items unlocked early for another */
 	uint64_t lock_errors; /* lock calls that failed (ENOMEM, EPERM...) */
 	uint64_t coalesced; /* state changes that needed no syscall */
+	uint64_t skipped_short; /* switch-ins not pinned: the last run was < min_run_ns */
 	uint64_t locked; /* bytes accounted now, all users */
 	uint64_t peak; /* highest per-user accounted bytes */
 	uint64_t budget;

@@ -1527,6 +1527,7 @@ static void publish(struct rk_rec *r)
 	r->st->evictions = ps.evictions;
 	r->st->lock_errors = ps.lock_errors;
 	r->st->coalesced = ps.coalesced;
+	r->st->pins_skipped_short = ps.skipped_short;
 	r->st->locked = ps.locked;
 	r->st->locked_peak = ps.peak;
 	r->st->pin_lat_n = ps.lat_n;
@@ -2121,6 +2122,7 @@ setup_pool:
 	popts.linger_ns = o->linger_ns;
 	popts.ops = &pops;
 	popts.rt_prio = o->rt_prio;
+	popts.min_run_ns = o->min_run_ns;
 	r->pool = rk_pin_pool__new(&popts);
 	if (!r->pool) {
 		err = -errno;

@@ -30,6 +30,7 @@
  * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
  * @max_shm: create at most this many bytes of buffer files (0: no cap).
+ * @min_run_ns: do not pin a thread whose last run was shorter (rk_pin_opts).
  * @rt_prio: SCHED_FIFO priority of the event loop (0: stay SCHED_OTHER).
  * @resume: continue this session of a recorder that was killed: the BPF
  *          programs, maps and ringbuf it left pinned keep working meanwhile.
@@ -59,6 +60,7 @@ struct rk_record_opts {
 	uint64_t max_shm;
 	const char *resume;
 	int rt_prio;
+	uint64_t min_run_ns;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

@@ -96,6 +96,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(evictions, "early unpins for budget")               \
 	X(lock_errors, "mlock failures")                      \
 	X(coalesced, "switches with no syscall")              \
+	X(pins_skipped_short, "pins skipped: runs too short") \
 	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
 	X(aux_bytes, "AUX bytes into thread files")           \
 	X(aux_truncated, "AUX records truncated (ring full)") \

@@ -233,11 +233,27 @@ Test(record, pmu_info_map_matches_the_files)
 Test(record, locked_memory_stays_within_budget_with_200_threads)
 {
 	/* -m 16K: 20 KiB per file; the budget fits exactly two buffers. */
-	char *argv[] = { (char *)rk_bin, "record", "--root", root,
-			 "--session",	 "b",	   "-m",     "16K",
-			 "--mlock-kb",	 "40",	   "--",     (char *)workload,
-			 "-t",		 "200",	   "-i",     "10",
-			 "-s",		 "1000",   NULL };
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "b",
+			 "-m",
+			 "16K",
+			 "--mlock-kb",
+			 "40",
+			 "--min-run-us",
+			 "0", /* pin every run */
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "200",
+			 "-i",
+			 "10",
+			 "-s",
+			 "1000",
+			 NULL };
 	char o[128], e[128], dir[256], path[300], *out;
 	struct rk_session_stat st;
 	int64_t max_kb = 0, samples = 0;

@@ -513,3 +513,45 @@ Test(pinpool, a_pin_that_waited_too_long_gets_every_fourth_turn)
 
 	queue_order(1, want);
 }
+
+/*
+ * A run shorter than min_run_ns is over before a lock would land: the next
+ * switch-in after one is not pinned (counted); after a long run it is. A
+ * buffer still locked from before stays locked whatever the run length.
+ */
+Test(pinpool, short_runs_are_not_pinned_long_ones_are)
+{
+	struct rk_pin_opts o = {
+		.workers = 1, .budget = 2 * L, .linger_ns = 0, .ops = &ops, .min_run_ns = 100 * 1000
+	};
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item a;
+	struct rk_pin_stats st;
+
+	cr_assert_not_null(p);
+	item(&a, 0, 0);
+	rk_pin_want(p, &a, 1, 1000); /* no history: pinned */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 1);
+	rk_pin_want(p, &a, 0, 11000); /* a 10 us run */
+	rk_pin_tick(p, 12000); /* linger 0: unlocked */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.unlocks, 1);
+	rk_pin_want(p, &a, 1, 20000);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(fk.locks, 1, "a run after a 10 us one was pinned");
+	cr_assert_eq(st.skipped_short, 1);
+	rk_pin_want(p, &a, 0, 520000); /* a 500 us run */
+	rk_pin_want(p, &a, 1, 600000);
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 2, "a run after a 500 us one was not pinned");
+	rk_pin_want(p, &a, 0, 610000); /* short, but still locked when it comes back */
+	rk_pin_want(p, &a, 1, 611000);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(fk.locks, 2);
+	cr_assert_eq(fk.unlocks, 1, "a locked buffer was dropped for a short run");
+	cr_assert_eq(st.skipped_short, 1);
+	rk_pin_pool__free(p);
+}
