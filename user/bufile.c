@@ -187,9 +187,10 @@ static int ring_pair(const __u64 *headp, const __u64 *tailp, __u64 size, __u64 *
 	}
 }
 
+/* What the RFC puts at pmu_offset: the attr, then the descriptor. */
 static __u64 pmu_entry_size(const struct rk_pmu_entry *pmu)
 {
-	return (__u64)pmu->info.note_size + pmu->attr.size + pmu->info.pmu_descsz;
+	return (__u64)pmu->attr.size + pmu->info.pmu_descsz;
 }
 
 struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux_size,
@@ -237,7 +238,8 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 	bf->slot = guard_add(bf->base, size);
 	bf->pg = bf->base;
 	bf->ext = (struct rk_page_ext *)((__u8 *)bf->base + RK_PAGE_EXT_OFFSET);
-	bf->pmu = (const struct rk_pmu_entry *)((__u8 *)bf->base + RK_PMU_OFFSET);
+	bf->pmu_copy = *pmu;
+	bf->pmu = &bf->pmu_copy;
 	bf->ident =
 		(struct rk_thread_ident *)((__u8 *)bf->base + RK_ALIGN8(RK_PMU_OFFSET + pmu_size));
 	bf->data = (__u8 *)bf->base + RK_PAGE_SIZE;
@@ -254,7 +256,9 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 		bf->pg->aux_offset = bf->aux_offset;
 		bf->pg->aux_size = aux_size;
 	}
-	memcpy((void *)bf->pmu, pmu, pmu_size);
+	/* As perf_event_init_pmu_info() does: attr, then the descriptor after it. */
+	memcpy((__u8 *)bf->base + RK_PMU_OFFSET, &pmu->attr, pmu->attr.size);
+	memcpy((__u8 *)bf->base + RK_PMU_OFFSET + pmu->attr.size, pmu->desc, pmu->info.pmu_descsz);
 	bf->id = *ident;
 	bf->id.magic = RK_IDENT_MAGIC;
 	bf->id.version = RK_IDENT_VERSION;
@@ -307,8 +311,8 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 {
 	const struct perf_event_mmap_page *pg = base;
 	const struct rk_page_ext *ext;
-	const struct rk_pmu_entry *pmu;
 	const struct rk_thread_ident *id;
+	__u32 attr_size;
 	__u64 off, psz, head, tail, data_end, d_off, d_size, a_off, a_size;
 
 	memset(bf, 0, sizeof(*bf));
@@ -320,22 +324,27 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	/* The RFC's constraints, plus room for our fixed header. */
 	if (off < RK_PAGE_EXT_OFFSET + sizeof(*ext) || off % 8 || off >= RK_PAGE_SIZE)
 		BAD("pmu_offset out of page 0");
-	if (psz < RK_PMU_INFO_NOTE_SIZE + PERF_ATTR_SIZE_VER0 || psz > RK_PAGE_SIZE - off)
+	if (psz < PERF_ATTR_SIZE_VER0 || psz > RK_PAGE_SIZE - off)
 		BAD("pmu_size does not fit in page 0");
-	pmu = (const struct rk_pmu_entry *)((const __u8 *)base + off);
-	if (pmu->info.note_size < RK_PMU_INFO_NOTE_SIZE || pmu->attr.size < PERF_ATTR_SIZE_VER0 ||
-	    pmu->attr.size > RK_PERF_ATTR_SIZE || pmu->info.pmu_descsz > RK_PMU_DESC_MAX ||
-	    (__u64)pmu->info.note_size + pmu->attr.size + pmu->info.pmu_descsz != psz)
-		BAD("pmu_info sizes disagree with pmu_size");
-	if (pmu->info.note_size != RK_PMU_INFO_NOTE_SIZE)
-		BAD("pmu_info note_size of an unknown version");
+	/* Where the identity is does not depend on the layout version: look first. */
 	if (RK_ALIGN8(off + psz) + sizeof(*id) > RK_PAGE_SIZE)
 		BAD("thread identity record does not fit in page 0");
 	id = (const struct rk_thread_ident *)((const __u8 *)base + RK_ALIGN8(off + psz));
 	if (id->magic != RK_IDENT_MAGIC)
 		BAD("no ringkeeper identity record");
+	if (id->version == 1)
+		BAD("written by an older ringkeeper (layout 1: a pmu_info header before the attr, "
+		    "not the RFC's page 0); read it with that version");
 	if (id->version != RK_IDENT_VERSION || id->size < sizeof(*id))
 		BAD("identity record of an unknown version");
+	/* The attr at pmu_offset, its size in its second word; the descriptor after it. */
+	memcpy(&attr_size, (const __u8 *)base + off + 4, 4);
+	if (attr_size < PERF_ATTR_SIZE_VER0 || attr_size > psz)
+		BAD("attr.size at pmu_offset disagrees with pmu_size");
+	if (attr_size > RK_PERF_ATTR_SIZE)
+		BAD("perf_event_attr larger than this ringkeeper knows");
+	if (psz - attr_size > RK_PMU_DESC_MAX)
+		BAD("PMU descriptor larger than this ringkeeper knows");
 	/*
 	 * The geometry is read once: another writer of the file may change
 	 * page 0 while we check it, and what we use is what we checked.
@@ -361,7 +370,14 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	bf->map_size = size;
 	bf->pg = base;
 	bf->ext = (struct rk_page_ext *)ext;
-	bf->pmu = pmu;
+	memset(&bf->pmu_copy, 0, sizeof(bf->pmu_copy));
+	bf->pmu_copy.info.note_size = RK_PMU_INFO_NOTE_SIZE;
+	bf->pmu_copy.info.pmu_descsz = (__u32)(psz - attr_size);
+	memcpy(&bf->pmu_copy.attr, (const __u8 *)base + off, attr_size);
+	/* The size we checked, whatever a writer put there meanwhile. */
+	bf->pmu_copy.attr.size = attr_size;
+	memcpy(bf->pmu_copy.desc, (const __u8 *)base + off + attr_size, psz - attr_size);
+	bf->pmu = &bf->pmu_copy;
 	bf->ident = (struct rk_thread_ident *)id;
 	bf->data = (__u8 *)base + RK_PAGE_SIZE;
 	bf->data_size = d_size;

@@ -4,9 +4,11 @@
  * reader.
  *
  * Page 0 holds struct perf_event_mmap_page as in the kernel uapi, then the
- * RFC's pmu_offset/pmu_size, then at pmu_offset the thread's
- * struct rk_pmu_entry (pmu_size bytes: pmu_info, attr, descriptor), then
- * at RK_ALIGN8(pmu_offset + pmu_size) a struct rk_thread_ident. The data
+ * RFC's pmu_offset/pmu_size, then at pmu_offset exactly what the RFC's
+ * perf_event_init_pmu_info() writes: the perf_event_attr (attr.size bytes)
+ * and right after it the PMU descriptor (pmu_size = attr.size + its size;
+ * the kernel's {note_size, pmu_descsz} container is not copied), then at
+ * RK_ALIGN8(pmu_offset + pmu_size) a struct rk_thread_ident. The data
  * area is a forward ring of perf records ([data_tail, data_head) always
  * parses: the writer drops whole records to make room).
  */
@@ -25,7 +27,11 @@
 
 /* "RINGKEEP", little endian. */
 #define RK_IDENT_MAGIC 0x504545474b474e52ULL
-#define RK_IDENT_VERSION 1
+/*
+ * 2: page 0 as the RFC writes it. 1: a pmu_info header before the attr
+ * (readers refuse it by name: its attr is 8 bytes further).
+ */
+#define RK_IDENT_VERSION 2
 
 #define RK_THREAD_LIVE 0
 #define RK_THREAD_EXITING 1 /* exit seen, final switch-out not yet */
@@ -38,7 +44,7 @@
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
  * directly after it (offset 1088).
  * @pmu_offset: >= end of this struct; @pmu_offset + @pmu_size <= page size.
- * @pmu_size: bytes at pmu_offset: pmu_info + attr.size + pmu_descsz.
+ * @pmu_size: bytes at pmu_offset: attr.size + the descriptor's size.
  */
 struct rk_page_ext {
 	__u64 pmu_offset;
@@ -80,7 +86,10 @@ struct rk_thread_ident {
 /**
  * struct rk_bufile - an open, mapped buffer file.
  * @base: the mapping; @map_size: its length (the whole file).
- * @pg: page 0; @ext, @pmu, @ident: inside page 0, validated.
+ * @pg: page 0; @ext, @ident: inside page 0, validated.
+ * @pmu: the attr and descriptor as validated (a copy in our memory, with
+ *	the pmu_info sizes the file leaves implicit: pmu_descsz = pmu_size -
+ *	attr.size), so nothing read later from page 0 can change them.
  * @data: the data ring.
  * @data_size, @aux_offset, @aux_size: the geometry as validated when the
  *	file was opened or created. Readers and the writer use these, never
@@ -102,6 +111,7 @@ struct rk_bufile {
 	struct rk_thread_ident *ident;
 	__u8 *data;
 	__u64 data_size, aux_offset, aux_size;
+	struct rk_pmu_entry pmu_copy;
 	/* writer only */
 	__u64 head, tail, aux_head, aux_tail;
 	struct rk_thread_ident id;
@@ -149,7 +159,8 @@ size_t rk_bufile_layout_size(__u64 data_size, __u64 aux_size);
  * @path: file to create, mode 0600, owned by the caller; it must not exist
  *        (O_EXCL: nobody can have it open or have placed it there).
  * @data_size, @aux_size: as for rk_bufile_layout_size().
- * @pmu: the entry to place at pmu_offset.
+ * @pmu: the attr and descriptor to place at pmu_offset (its pmu_info
+ *	says their sizes; the header itself is not written).
  * @ident: identity record; magic/version/size are filled in, pinned and the
  *         counters zeroed.
  *

@@ -218,8 +218,13 @@ Test(record, pmu_info_map_matches_the_files)
 		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
 		bf = rk_bufile__open(path, &msg);
 		cr_assert_not_null(bf, "%s", msg);
-		/* The map value is exactly what the file holds at pmu_offset. */
-		cr_assert_eq(memcmp(&v, (__u8 *)bf->base + bf->ext->pmu_offset, bf->ext->pmu_size),
+		/*
+		 * The map value is {note_size, pmu_descsz}, then exactly what the
+		 * file holds at pmu_offset (the RFC's attr + descriptor).
+		 */
+		cr_assert_eq(bf->ext->pmu_size, v.attr.size + v.info.pmu_descsz);
+		cr_assert_eq(memcmp(&v.attr, (__u8 *)bf->base + bf->ext->pmu_offset,
+				    bf->ext->pmu_size),
 			     0, "tid %u: map value differs from the file's pmu_info", files[i]);
 		cr_assert_eq(v.attr.context_switch, 1);
 		rk_bufile__free(bf);

@@ -117,9 +117,15 @@ Test(bufile, page0_and_pmu_info_placement)
 	cr_assert_geq(bf->ext->pmu_offset, sizeof(struct perf_event_mmap_page) + 16);
 	cr_assert_leq(bf->ext->pmu_offset + bf->ext->pmu_size, RK_PAGE_SIZE);
 	cr_assert_eq(bf->ext->pmu_offset, 1104);
-	cr_assert_eq(bf->ext->pmu_size, 8 + 136 + 0);
-	/* The bytes at pmu_offset are exactly the map value's first pmu_size bytes. */
-	cr_assert_eq(memcmp((__u8 *)bf->base + bf->ext->pmu_offset, &e, bf->ext->pmu_size), 0);
+	/* The RFC's perf_event_init_pmu_info(): attr, then the descriptor; no header. */
+	cr_assert_eq(bf->ext->pmu_size, 136 + 0);
+	cr_assert_eq(memcmp((__u8 *)bf->base + bf->ext->pmu_offset, &e.attr, 136), 0);
+	{
+		__u32 attr_size;
+
+		memcpy(&attr_size, (__u8 *)bf->base + 1104 + 4, 4);
+		cr_assert_eq(attr_size, 136, "attr.size is the second word at pmu_offset");
+	}
 	cr_assert_eq(bf->pg->data_offset, 4096);
 	cr_assert_eq(bf->pg->data_size, 8192);
 	cr_assert_eq(bf->pg->aux_size, 0);
@@ -128,8 +134,14 @@ Test(bufile, page0_and_pmu_info_placement)
 	cr_assert_eq(bf->ident->pinned, 0, "counters start at zero whatever was passed");
 	cr_assert_eq(bf->ident->overwritten, 0);
 	cr_assert_eq(bf->ident->ns_tid, 0xcccccccc, "the rest is copied verbatim");
-	cr_assert_eq((__u8 *)bf->ident - (__u8 *)bf->base, RK_ALIGN8(1104 + 144));
+	cr_assert_eq((__u8 *)bf->ident - (__u8 *)bf->base, RK_ALIGN8(1104 + 136));
 	cr_assert_eq(rk_bufile__from_mem(&ro, bf->base, bf->map_size, &msg), 0, "%s", msg);
+	/* The reader gives back the map value: pmu_info sizes from pmu_size and attr.size. */
+	cr_assert_eq(memcmp(ro.pmu, &e, 8 + 136), 0);
+	/* A file of the old layout (identity version 1) is named as such. */
+	bf->ident->version = 1;
+	cr_assert_eq(rk_bufile__from_mem(&ro, bf->base, bf->map_size, &msg), -EBADMSG);
+	cr_assert_not_null(strstr(msg, "older ringkeeper"), "%s", msg);
 	rk_bufile__free(bf);
 }
 
@@ -144,10 +156,10 @@ Test(bufile, max_descriptor_fits_and_oversize_is_refused)
 	memset(e.desc, 0x5a, sizeof(e.desc));
 	bf = rk_bufile__create(path, 4096, 0, &e, &id);
 	cr_assert_not_null(bf);
-	cr_assert_eq(bf->ext->pmu_size, 8 + 136 + RK_PMU_DESC_MAX);
+	cr_assert_eq(bf->ext->pmu_size, 136 + RK_PMU_DESC_MAX);
 	cr_assert_leq(bf->ext->pmu_offset + bf->ext->pmu_size + sizeof(struct rk_thread_ident),
 		      RK_PAGE_SIZE);
-	cr_assert_eq(((const __u8 *)bf->pmu)[8 + 136 + RK_PMU_DESC_MAX - 1], 0x5a);
+	cr_assert_eq(((const __u8 *)bf->base)[1104 + 136 + RK_PMU_DESC_MAX - 1], 0x5a);
 	rk_bufile__free(bf);
 
 	e.info.pmu_descsz = RK_PMU_DESC_MAX + 1;
@@ -314,8 +326,9 @@ Test(bufile, hostile_page0_is_rejected_with_a_reason)
 	CASE(pg->aux_size = 4096; pg->aux_offset = 8192);
 	CASE(((struct rk_thread_ident *)((__u8 *)copy + (((__u8 *)bf->ident) - (__u8 *)bf->base)))
 		     ->magic = 0);
-	CASE(((struct rk_pmu_entry *)((__u8 *)copy + 1104))->attr.size = 200);
-	CASE(((struct rk_pmu_entry *)((__u8 *)copy + 1104))->info.pmu_descsz = 10000);
+	/* The RFC's page 0: the attr at pmu_offset, its size its second word. */
+	CASE(((struct rk_perf_event_attr *)((__u8 *)copy + 1104))->size = 200);
+	CASE(((struct rk_perf_event_attr *)((__u8 *)copy + 1104))->size = 8);
 	memcpy(copy, bf->base, size);
 	cr_assert_eq(rk_bufile__from_mem(&ro, copy, 100, &msg), -EBADMSG, "truncated file");
 	cr_assert_eq(rk_bufile__from_mem(&ro, copy, size, &msg), 0, "the untouched copy is fine");
