@@ -35,7 +35,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
+USER_SRCS := user/cli_record.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
 	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c
 LIB_SRCS := user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
 	user/drain.c user/export.c user/symbols.c user/pt.c

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
+#include "cli_record.h"
 #include "export.h"
 #include "gc.h"
 #include "pt.h"
@@ -18,438 +19,45 @@
 #include "show.h"
 #include "util.h"
 
-#define DEFAULT_DATA_SIZE (512u * 1024)
+/* Defined below; listed here so the command table can be at the top. */
+static int cmd_ls(int argc, char **argv);
+static int cmd_stat(int argc, char **argv);
+static int cmd_show(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
+static int cmd_gc(int argc, char **argv);
+static int cmd_pmu(int argc, char **argv);
+
+/*
+ * Every command, as bpftool's struct cmd table: `ringkeeper --help` is
+ * printed from it, so it cannot forget one.
+ */
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} cmds[] = {
+	{ "record", rk_cmd_record, "trace a running process (-p PID) or a command (-- CMD ARGS)" },
+	{ "ls", cmd_ls, "list sessions and their per-thread buffer files" },
+	{ "stat", cmd_stat, "counters of a session (signals, drops, pins, locked bytes)" },
+	{ "show", cmd_show, "print the records of one thread's buffer (FILE or TID)" },
+	{ "export", cmd_export, "write a session (or threads of it) as a perf.data file" },
+	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
+	{ "pmu", cmd_pmu, "the PMU descriptor ringkeeper records for an event" },
+};
 
 static void usage_main(FILE *f)
 {
+	size_t i;
+
 	fprintf(f, "Usage: ringkeeper COMMAND [OPTIONS]\n"
 		   "\n"
 		   "A per-thread flight recorder: every traced thread gets its own trace ring\n"
 		   "buffer in a tmpfs file, locked in memory only while the thread runs.\n"
 		   "\n"
-		   "Commands:\n"
-		   "  record   trace a running process (-p PID) or a command (-- CMD ARGS)\n"
-		   "  ls       list sessions and their per-thread buffer files\n"
-		   "  stat     counters of a session (signals, drops, pins, locked bytes)\n"
-		   "  show     print the records of one thread's buffer (FILE or TID)\n"
-		   "\n"
-		   "Run 'ringkeeper COMMAND --help' for the options of each.\n");
-}
-
-static void usage_record(FILE *f)
-{
-	fprintf(f,
-		"Usage: ringkeeper record [OPTIONS] -p PID\n"
-		"       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
-		"       ringkeeper record --resume SESSION [--root DIR]\n"
-		"\n"
-		"Trace every thread of PID (and, with inheritance, every thread and process it\n"
-		"creates), or start CMD traced from its first instruction. Stops when the\n"
-		"target exits, after --duration, or on SIGINT/SIGTERM. Needs root.\n"
-		"Each thread's context switches are written as PERF_RECORD_SWITCH records into\n"
-		"ROOT/SESSION/sched/TID.\n"
-		"\n"
-		"Options:\n"
-		"  -p, --pid PID          trace this existing process\n"
-		"  -e, --event LIST       also record perf events, per thread: software events\n"
-		"                         (cpu-clock, task-clock, page-faults, ...), tracepoints\n"
-		"                         (sched:sched_wakeup), hardware events where a PMU exists,\n"
-		"                         Intel PT as perf writes it (intel_pt//, intel_pt/cyc,\n"
-		"                         mtc_period=0/u) where the intel_pt PMU exists\n"
-		"  -F, --freq HZ          sampling frequency of -e events (default 4000)\n"
-		"  -c, --count N          sample every N events instead (tracepoints: 1)\n"
-		"  -g                     record user (and kernel) call chains\n"
-		"      --exclude-kernel   count and unwind user space only\n"
-		"      --cpu-ring SIZE    kernel ring per CPU for -e events (default 256K)\n"
-		"  -m, --mmap-pages SIZE  data ring per thread and source: pages, or bytes with\n"
-		"                         a K/M/G suffix; rounded up to a power of two (default:\n"
-		"                         512K, or less so that a thread's buffers fit in one\n"
-		"                         CPU's share of the budget)\n"
-		"      --aux SIZE         AUX area of each thread's intel_pt file (power of two;\n"
-		"                         default 256K); the history of PT kept per thread\n"
-		"      --cpu-aux SIZE     kernel AUX ring per CPU for intel_pt (default 1M)\n"
-		"      --mlock-kb KB      locked-memory budget per user, in KiB (default:\n"
-		"                         perf_event_mlock_kb x online CPUs)\n"
-		"      --workers N        pin worker threads (default: online CPUs)\n"
-		"      --linger-ms MS     keep an off-CPU thread's buffer locked this long, so a\n"
-		"                         thread bouncing on and off CPU costs no syscall (20)\n"
-		"      --tick-ms MS       drain period of the BPF ringbuf (5)\n"
-		"      --ringbuf-size SZ  BPF signal ringbuf size, power of two (4M)\n"
-		"      --no-inherit       do not trace children and new threads\n"
-		"      --on-exit keep|drop  keep an exited thread's files (default), or remove\n"
-		"                         them when it exits (the RFC's truncate)\n"
-		"      --max-threads N    trace at most N threads at a time; others are not\n"
-		"                         traced and counted (stat: threads not traced)\n"
-		"      --max-shm SIZE     create at most SIZE of buffer files in the session\n"
-		"      --min-run-us US    do not lock the buffer of a thread whose last run on\n"
-		"                         CPU was shorter than US: it would be off CPU before\n"
-		"                         the lock lands (default 100; 0: lock every run)\n"
-		"  -r, --realtime PRIO    run the event loop at SCHED_FIFO PRIO (default 1; 0:\n"
-		"                         normal), so thousands of busy threads cannot starve\n"
-		"                         it into dropping signals; CMD runs at normal priority\n"
-		"  -d, --duration SECS    stop after SECS seconds\n"
-		"      --session NAME     session name (default: date-time-loaderpid)\n"
-		"      --root DIR         where sessions live (default " RK_DEFAULT_ROOT ")\n"
-		"      --keep             leave the maps pinned in " RK_BPFFS_DIR " at exit\n"
-		"      --ready-fd FD      write \"ready\\n\" to FD once tracing is on\n"
-		"      --resume SESSION   continue a session whose recorder was killed: its BPF\n"
-		"                         programs stayed attached (pinned in bpffs) and their\n"
-		"                         signals waited in the pinned ringbuf; the live threads'\n"
-		"                         files are taken over as they are (sched-only sessions)\n"
-		"  -v, --verbose          libbpf and loader details\n"
-		"  -h, --help             this text\n");
-}
-
-static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
-{
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || *end || *out > max)
-		return -EINVAL;
-	return 0;
-}
-
-static uint64_t round_pow2(uint64_t v)
-{
-	uint64_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
-static int cmd_record(int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "event", required_argument, NULL, 'e' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "count", required_argument, NULL, 'c' },
-		{ "exclude-kernel", no_argument, NULL, 12 },
-		{ "cpu-ring", required_argument, NULL, 13 },
-		{ "mmap-pages", required_argument, NULL, 'm' },
-		{ "mlock-kb", required_argument, NULL, 1 },
-		{ "workers", required_argument, NULL, 2 },
-		{ "linger-ms", required_argument, NULL, 3 },
-		{ "tick-ms", required_argument, NULL, 4 },
-		{ "ringbuf-size", required_argument, NULL, 5 },
-		{ "no-inherit", no_argument, NULL, 6 },
-		{ "session", required_argument, NULL, 7 },
-		{ "root", required_argument, NULL, 8 },
-		{ "keep", no_argument, NULL, 9 },
-		{ "ready-fd", required_argument, NULL, 10 },
-		{ "aux", required_argument, NULL, 11 },
-		{ "cpu-aux", required_argument, NULL, 18 },
-		{ "on-exit", required_argument, NULL, 14 },
-		{ "resume", required_argument, NULL, 17 },
-		{ "max-threads", required_argument, NULL, 15 },
-		{ "max-shm", required_argument, NULL, 16 },
-		{ "realtime", required_argument, NULL, 'r' },
-		{ "min-run-us", required_argument, NULL, 19 },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct rk_record_opts o = {
-		.root = RK_DEFAULT_ROOT,
-		.data_size = DEFAULT_DATA_SIZE,
-		.linger_ns = 20 * 1000000ull,
-		.tick_ns = 5 * 1000000ull,
-		.ringbuf_size = 4u << 20,
-		.inherit = 1,
-		.ready_fd = -1,
-		.cpu_ring = 256 * 1024,
-		.rt_prio = 1,
-		.min_run_ns = 100 * 1000ull,
-	};
-	struct rk_evsel_opts eo = { 0 };
-	const char *events = NULL;
-	char msg[512];
-	uint64_t mlock_kb = 0, size, cpu_kb;
-	int have_m = 0;
-	unsigned long long v;
-	char b1[32], b2[32], b3[32];
-	int c, have_budget = 0, aux_ev = 0;
-
-	while ((c = getopt_long(argc, argv, "+p:m:d:e:F:c:gr:vh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (parse_uint(optarg, INT_MAX, &v) || !v) {
-				rk_err("-p: not a pid: '%s'", optarg);
-				return 2;
-			}
-			o.pid = (pid_t)v;
-			break;
-		case 'm':
-			if (rk_parse_size(optarg, 1, &size) || !size) {
-				rk_err("-m: not a size: '%s' (pages, or bytes with K/M/G)", optarg);
-				return 2;
-			}
-			if (size < RK_PAGE_SIZE) {
-				rk_err("-m %s: the data ring needs at least one page (4 KiB)",
-				       optarg);
-				return 2;
-			}
-			if (size > (1ull << 30)) {
-				rk_err("-m %s: more than 1 GiB per thread is not supported",
-				       optarg);
-				return 2;
-			}
-			if (round_pow2(size) != size) {
-				fprintf(stderr,
-					"ringkeeper: rounding -m %s up to %s (a power of two)\n",
-					optarg, rk_fmt_size(round_pow2(size), b1, sizeof(b1)));
-				size = round_pow2(size);
-			}
-			o.data_size = size;
-			have_m = 1;
-			break;
-		case 1:
-			if (parse_uint(optarg, 1ull << 40, &v) || !v) {
-				rk_err("--mlock-kb: not a positive number of KiB: '%s'", optarg);
-				return 2;
-			}
-			mlock_kb = v;
-			have_budget = 1;
-			break;
-		case 2:
-			if (parse_uint(optarg, 256, &v) || !v) {
-				rk_err("--workers: expected 1..256, got '%s'", optarg);
-				return 2;
-			}
-			o.workers = (unsigned int)v;
-			break;
-		case 3:
-			if (parse_uint(optarg, 3600000, &v)) {
-				rk_err("--linger-ms: not a number of ms: '%s'", optarg);
-				return 2;
-			}
-			o.linger_ns = v * 1000000ull;
-			break;
-		case 4:
-			if (parse_uint(optarg, 1000, &v) || !v) {
-				rk_err("--tick-ms: expected 1..1000, got '%s'", optarg);
-				return 2;
-			}
-			o.tick_ns = v * 1000000ull;
-			break;
-		case 5:
-			if (rk_parse_size(optarg, 0, &size) || size < 4096 || size > (1ull << 30) ||
-			    round_pow2(size) != size) {
-				rk_err("--ringbuf-size: need a power of two from 4K to 1G, got '%s'",
-				       optarg);
-				return 2;
-			}
-			o.ringbuf_size = size;
-			break;
-		case 6:
-			o.inherit = 0;
-			break;
-		case 7:
-			if (!*optarg || strchr(optarg, '/') || !strcmp(optarg, ".") ||
-			    !strcmp(optarg, "..") || strlen(optarg) > 100) {
-				rk_err("--session: '%s' is not a usable name (no '/', 1..100 chars)",
-				       optarg);
-				return 2;
-			}
-			o.session = optarg;
-			break;
-		case 8:
-			o.root = optarg;
-			break;
-		case 19:
-			if (parse_uint(optarg, 1000000000, &v)) {
-				rk_err("--min-run-us: not a number of microseconds: '%s'", optarg);
-				return 2;
-			}
-			o.min_run_ns = v * 1000ull;
-			break;
-		case 'r':
-			if (parse_uint(optarg, 99, &v)) {
-				rk_err("--realtime: a SCHED_FIFO priority from 1 to 99, or 0 for none; "
-				       "got '%s'",
-				       optarg);
-				return 2;
-			}
-			o.rt_prio = (int)v;
-			break;
-		case 9:
-			o.keep = 1;
-			break;
-		case 10:
-			if (parse_uint(optarg, INT_MAX, &v)) {
-				rk_err("--ready-fd: not an fd: '%s'", optarg);
-				return 2;
-			}
-			o.ready_fd = (int)v;
-			break;
-		case 11:
-		case 18:
-			if (rk_parse_size(optarg, 1, &size) || size < RK_PAGE_SIZE ||
-			    size > (1ull << 30) || round_pow2(size) != size) {
-				rk_err("--%s: need a power of two from 4K to 1G, got '%s'",
-				       c == 11 ? "aux" : "cpu-aux", optarg);
-				return 2;
-			}
-			if (c == 11)
-				o.aux_size = size;
-			else
-				o.cpu_aux = size;
-			break;
-		case 'd':
-			if (parse_uint(optarg, 365ull * 86400, &v) || !v) {
-				rk_err("--duration: not a number of seconds: '%s'", optarg);
-				return 2;
-			}
-			o.duration_ns = v * 1000000000ull;
-			break;
-		case 'e':
-			events = optarg;
-			break;
-		case 'F':
-			if (parse_uint(optarg, 1000000, &v) || !v) {
-				rk_err("-F: not a frequency in Hz: '%s'", optarg);
-				return 2;
-			}
-			eo.freq = v;
-			break;
-		case 'c':
-			if (parse_uint(optarg, 1ull << 62, &v) || !v) {
-				rk_err("-c: not a positive count: '%s'", optarg);
-				return 2;
-			}
-			eo.period = v;
-			break;
-		case 'g':
-			eo.callgraph = 1;
-			break;
-		case 12:
-			eo.exclude_kernel = 1;
-			break;
-		case 13:
-			if (rk_parse_size(optarg, 1, &size) || size < 2 * RK_PAGE_SIZE ||
-			    size > (1ull << 30) || round_pow2(size) != size) {
-				rk_err("--cpu-ring: need a power of two from 8K to 1G, got '%s'",
-				       optarg);
-				return 2;
-			}
-			o.cpu_ring = size;
-			break;
-		case 17:
-			if (!*optarg || strchr(optarg, '/')) {
-				rk_err("--resume: not a session name: '%s'", optarg);
-				return 2;
-			}
-			o.resume = optarg;
-			break;
-		case 14:
-			if (strcmp(optarg, "keep") && strcmp(optarg, "drop")) {
-				rk_err("--on-exit: 'keep' or 'drop', not '%s'", optarg);
-				return 2;
-			}
-			o.on_exit_drop = !strcmp(optarg, "drop");
-			break;
-		case 15:
-			if (parse_uint(optarg, RK_MAX_ENTRIES, &v) || !v) {
-				rk_err("--max-threads: expected 1..%d, got '%s'", RK_MAX_ENTRIES,
-				       optarg);
-				return 2;
-			}
-			o.max_threads = (uint32_t)v;
-			break;
-		case 16:
-			if (rk_parse_size(optarg, 0, &size) || !size) {
-				rk_err("--max-shm: not a size: '%s' (bytes, or K/M/G)", optarg);
-				return 2;
-			}
-			o.max_shm = size;
-			break;
-		case 'v':
-			rk_verbose = 1;
-			break;
-		case 'h':
-			usage_record(stdout);
-			return 0;
-		default:
-			usage_record(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc)
-		o.argv = &argv[optind];
-	if (o.resume) {
-		/* Everything else comes from the session itself. */
-		if (o.pid || o.argv || events) {
-			rk_err("--resume continues a session as it was: no -p, command or -e");
-			return 2;
-		}
-		return rk_record(&o) ? 1 : 0;
-	}
-	if (o.pid && o.argv) {
-		rk_err("give either -p PID or a command after --, not both");
-		return 2;
-	}
-	if (!o.pid && !o.argv) {
-		rk_err("nothing to trace: give -p PID or -- CMD ARGS (see --help)");
-		return 2;
-	}
-	if (eo.freq && eo.period) {
-		rk_err("give -F or -c, not both");
-		return 2;
-	}
-	if ((eo.freq || eo.period || eo.callgraph || eo.exclude_kernel) && !events) {
-		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
-		return 2;
-	}
-	if (events &&
-	    rk_evsel_parse(events, &eo, o.evs, RK_MAX_SRC - 1, &o.nev, msg, sizeof(msg))) {
-		rk_err("-e: %s", msg);
-		return 2;
-	}
-	for (c = 0; c < o.nev; c++) {
-		o.evs[c].entry.attr.inherit = o.inherit ? 1 : 0;
-		aux_ev |= o.evs[c].aux;
-	}
-	if ((o.aux_size || o.cpu_aux) && !aux_ev) {
-		rk_err("--aux/--cpu-aux: no selected event has an AUX area (only intel_pt has; "
-		       "the sched source has none)");
-		return 2;
-	}
-	if (aux_ev && !o.aux_size)
-		o.aux_size = 256 * 1024;
-	if (aux_ev && !o.cpu_aux)
-		o.cpu_aux = 1u << 20;
-	if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &cpu_kb))
-		cpu_kb = 516; /* the kernel's default */
-	if (!have_budget)
-		mlock_kb = cpu_kb * rk_online_cpus();
-	if (!have_m) {
-		/*
-		 * Default: the largest ring such that one running thread's
-		 * buffers (one per source) fit in one CPU's share of the budget.
-		 */
-		uint64_t share = mlock_kb * 1024 / rk_online_cpus();
-
-		while (o.data_size > RK_PAGE_SIZE &&
-		       (o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + o.nev) + o.aux_size > share)
-			o.data_size >>= 1;
-	}
-	o.budget = mlock_kb * 1024;
-	/* A running thread wants all its buffers (sched + each -e event) locked. */
-	size = rk_bufile_layout_size(o.data_size, 0) * (uint64_t)(1 + o.nev) + o.aux_size;
-	if (o.budget < size) {
-		rk_err("budget %s is smaller than one thread's buffers, %s (-m %s + one page, "
-		       "per source, + --aux): raise --mlock-kb or lower -m/--aux",
-		       rk_fmt_size(o.budget, b1, sizeof(b1)), rk_fmt_size(size, b2, sizeof(b2)),
-		       rk_fmt_size(o.data_size, b3, sizeof(b3)));
-		return 2;
-	}
-	return rk_record(&o) ? 1 : 0;
+		   "Commands:\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\nRun 'ringkeeper COMMAND --help' for the options of each.\n");
 }
 
 /* Session directories under @root, newest first (by stat start time). */
@@ -985,7 +593,7 @@ static int cmd_export(int argc, char **argv)
 			break;
 		case 't':
 		case 'p':
-			if (parse_uint(optarg, INT_MAX, &v) || !v) {
+			if (rk_parse_uint(optarg, INT_MAX, &v) || !v) {
 				rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
 				       c == 't' ? "tid" : "pid", optarg);
 				return 2;
@@ -1160,7 +768,7 @@ static int cmd_gc(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+o:s:nr:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (parse_uint(optarg, 100ull * 365 * 86400, &v)) {
+			if (rk_parse_uint(optarg, 100ull * 365 * 86400, &v)) {
 				rk_err("--older-than: not a number of seconds: '%s'", optarg);
 				return 2;
 			}
@@ -1197,6 +805,7 @@ static int cmd_gc(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd;
+	size_t i;
 
 	if (argc < 2) {
 		usage_main(stderr);
@@ -1211,20 +820,9 @@ int main(int argc, char **argv)
 	argc--;
 	argv++;
 	optind = 1;
-	if (!strcmp(cmd, "record"))
-		return cmd_record(argc, argv);
-	if (!strcmp(cmd, "ls"))
-		return cmd_ls(argc, argv);
-	if (!strcmp(cmd, "stat"))
-		return cmd_stat(argc, argv);
-	if (!strcmp(cmd, "show"))
-		return cmd_show(argc, argv);
-	if (!strcmp(cmd, "export"))
-		return cmd_export(argc, argv);
-	if (!strcmp(cmd, "gc"))
-		return cmd_gc(argc, argv);
-	if (!strcmp(cmd, "pmu"))
-		return cmd_pmu(argc, argv);
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmd, cmds[i].name))
+			return cmds[i].fn(argc, argv);
 	rk_err("unknown command '%s' (see ringkeeper --help)", cmd);
 	return 2;
 }

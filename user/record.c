@@ -1487,6 +1487,17 @@ static void find_progs(struct rk_rec *r)
 	}
 }
 
+/* User + system CPU time of the whole loader. */
+static uint64_t loader_cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static void publish(struct rk_rec *r)
 {
 	__u64 vals[256];
@@ -1536,16 +1547,7 @@ static void publish(struct rk_rec *r)
 	r->st->pin_lat_p99_ns = ps.lat_p99_ns;
 	r->st->oncpu_ns = ps.oncpu_ns;
 	r->st->oncpu_pinned_ns = ps.oncpu_pinned_ns;
-	{
-		struct rusage ru;
-
-		if (!getrusage(RUSAGE_SELF, &ru))
-			r->st->loader_cpu_ns =
-				((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) *
-					1000000000ull +
-				((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) *
-					1000ull;
-	}
+	r->st->loader_cpu_ns = loader_cpu_ns();
 	note_vmlck(r);
 	{
 		int64_t kb = rk_proc_status_kb(getpid(), "VmHWM:");
@@ -2243,6 +2245,7 @@ ready:
 	if (pidfd < 0 && !r->target_exited)
 		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
 			r->target);
+	r->st->attach_cpu_ns = loader_cpu_ns();
 	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
 		rk_info("cannot write to the ready fd");
 	fprintf(stderr,

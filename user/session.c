@@ -108,7 +108,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(pin_lat_p99_ns, "switch-in to pinned, p99 (ns)")    \
 	X(oncpu_ns, "on-CPU time, per buffer (ns)")           \
 	X(oncpu_pinned_ns, "  of which pinned (ns)")          \
-	X(loader_cpu_ns, "loader CPU time (ns)")
+	X(loader_cpu_ns, "loader CPU time (ns)")              \
+	X(attach_cpu_ns, "  of which until tracing was on (ns)")
 
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
 {

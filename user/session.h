@@ -107,6 +107,7 @@ struct rk_session_stat {
 	__u64 outage_exited; /* threads found exited at resume, their exit signal lost */
 	__u64 mem_refused; /* threads not traced to keep the memory cgroup from its limit */
 	__u64 loader_rss; /* the loader's peak resident memory (VmHWM) */
+	__u64 attach_cpu_ns; /* loader CPU time until tracing was on (files of the threads found) */
 	__u64 pins_skipped_short; /* switch-ins not pinned: the last run was shorter than --min-run-us */
 };
 

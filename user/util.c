@@ -208,3 +208,25 @@ int64_t rk_proc_vmlck_kb(int pid)
 {
 	return rk_proc_status_kb(pid, "VmLck:");
 }
+
+int rk_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || *end || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+uint64_t rk_round_pow2(uint64_t v)
+{
+	uint64_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}

@@ -41,6 +41,10 @@ int rk_read_u64_file(const char *path, uint64_t *out);
 /** rk_online_cpus() - CPUs online now (>= 1). */
 unsigned int rk_online_cpus(void);
 
+/** rk_parse_uint() - a decimal number up to @max. Return: 0, or -EINVAL. */
+int rk_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
+/** rk_round_pow2() - the smallest power of two >= @v (1 for 0). */
+uint64_t rk_round_pow2(uint64_t v);
 /** rk_proc_status_kb() - a "KEY: N kB" line of /proc/PID/status (@key with its colon), or -errno. */
 int64_t rk_proc_status_kb(int pid, const char *key);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */

@@ -1,0 +1,593 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cli_record.c - `ringkeeper record`: the option table, its parsers, the
+ * checks across options, and the budget/ring defaults that depend on them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bufile.h"
+#include "cli_record.h"
+#include "evsel.h"
+#include "record.h"
+#include "util.h"
+
+#define DEFAULT_DATA_SIZE (512u * 1024)
+
+/* What the options build up; rk_record_opts plus what only the CLI needs. */
+struct rec_args {
+	struct rk_record_opts o;
+	struct rk_evsel_opts eo;
+	const char *events;
+	uint64_t mlock_kb;
+	int have_m, have_budget, help;
+};
+
+/*
+ * One option: its names, its parser (0, or -1 after saying what is wrong),
+ * its default (given to the same parser before the command line, and shown
+ * in the help; NULL: none, or one the help explains), and its help text.
+ */
+struct rec_opt {
+	const char *lname;
+	char sname;
+	const char *arg;
+	int (*parse)(struct rec_args *a, const char *v);
+	const char *dflt;
+	const char *help;
+};
+
+static int bad(const char *opt, const char *v, const char *want)
+{
+	rk_err("%s: %s, got '%s'", opt, want, v);
+	return -1;
+}
+
+/* A power-of-two size from @lo to 1 GiB. */
+static int pow2_size(const char *opt, const char *v, int pages, uint64_t lo, uint64_t *out)
+{
+	uint64_t size;
+	char want[96];
+
+	snprintf(want, sizeof(want), "need a power of two from %lluK to 1G",
+		 (unsigned long long)(lo >> 10));
+	if (rk_parse_size(v, pages, &size) || size < lo || size > (1ull << 30) ||
+	    rk_round_pow2(size) != size)
+		return bad(opt, v, want);
+	*out = size;
+	return 0;
+}
+
+static int o_pid(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, INT_MAX, &n) || !n)
+		return bad("-p", v, "not a pid");
+	a->o.pid = (pid_t)n;
+	return 0;
+}
+
+static int o_event(struct rec_args *a, const char *v)
+{
+	a->events = v;
+	return 0;
+}
+
+static int o_freq(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 1000000, &n) || !n)
+		return bad("-F", v, "not a frequency in Hz");
+	a->eo.freq = n;
+	return 0;
+}
+
+static int o_count(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 1ull << 62, &n) || !n)
+		return bad("-c", v, "not a positive count");
+	a->eo.period = n;
+	return 0;
+}
+
+static int o_callgraph(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->eo.callgraph = 1;
+	return 0;
+}
+
+static int o_exclude_kernel(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->eo.exclude_kernel = 1;
+	return 0;
+}
+
+static int o_cpu_ring(struct rec_args *a, const char *v)
+{
+	return pow2_size("--cpu-ring", v, 1, 2 * RK_PAGE_SIZE, &a->o.cpu_ring);
+}
+
+static int o_mmap_pages(struct rec_args *a, const char *v)
+{
+	uint64_t size;
+	char b[32];
+
+	if (rk_parse_size(v, 1, &size) || !size)
+		return bad("-m", v, "not a size (pages, or bytes with K/M/G)");
+	if (size < RK_PAGE_SIZE)
+		return bad("-m", v, "the data ring needs at least one page (4 KiB)");
+	if (size > (1ull << 30))
+		return bad("-m", v, "more than 1 GiB per thread is not supported");
+	if (rk_round_pow2(size) != size) {
+		fprintf(stderr, "ringkeeper: rounding -m %s up to %s (a power of two)\n", v,
+			rk_fmt_size(rk_round_pow2(size), b, sizeof(b)));
+		size = rk_round_pow2(size);
+	}
+	a->o.data_size = size;
+	a->have_m = 1;
+	return 0;
+}
+
+static int o_aux(struct rec_args *a, const char *v)
+{
+	return pow2_size("--aux", v, 1, RK_PAGE_SIZE, &a->o.aux_size);
+}
+
+static int o_cpu_aux(struct rec_args *a, const char *v)
+{
+	return pow2_size("--cpu-aux", v, 1, RK_PAGE_SIZE, &a->o.cpu_aux);
+}
+
+static int o_mlock_kb(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 1ull << 40, &n) || !n)
+		return bad("--mlock-kb", v, "not a positive number of KiB");
+	a->mlock_kb = n;
+	a->have_budget = 1;
+	return 0;
+}
+
+static int o_workers(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 256, &n) || !n)
+		return bad("--workers", v, "expected 1..256");
+	a->o.workers = (unsigned int)n;
+	return 0;
+}
+
+static int o_linger(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 3600000, &n))
+		return bad("--linger-ms", v, "not a number of ms");
+	a->o.linger_ns = n * 1000000ull;
+	return 0;
+}
+
+static int o_tick(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 1000, &n) || !n)
+		return bad("--tick-ms", v, "expected 1..1000");
+	a->o.tick_ns = n * 1000000ull;
+	return 0;
+}
+
+static int o_ringbuf(struct rec_args *a, const char *v)
+{
+	return pow2_size("--ringbuf-size", v, 0, 4096, &a->o.ringbuf_size);
+}
+
+static int o_no_inherit(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.inherit = 0;
+	return 0;
+}
+
+static int o_on_exit(struct rec_args *a, const char *v)
+{
+	if (strcmp(v, "keep") && strcmp(v, "drop"))
+		return bad("--on-exit", v, "'keep' or 'drop'");
+	a->o.on_exit_drop = !strcmp(v, "drop");
+	return 0;
+}
+
+static int o_max_threads(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, RK_MAX_ENTRIES, &n) || !n)
+		return bad("--max-threads", v, "expected 1..65536");
+	a->o.max_threads = (uint32_t)n;
+	return 0;
+}
+
+static int o_max_shm(struct rec_args *a, const char *v)
+{
+	uint64_t size;
+
+	if (rk_parse_size(v, 0, &size) || !size)
+		return bad("--max-shm", v, "not a size (bytes, or K/M/G)");
+	a->o.max_shm = size;
+	return 0;
+}
+
+static int o_min_run(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 1000000000, &n))
+		return bad("--min-run-us", v, "not a number of microseconds");
+	a->o.min_run_ns = n * 1000ull;
+	return 0;
+}
+
+static int o_realtime(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 99, &n))
+		return bad("--realtime", v, "a SCHED_FIFO priority from 1 to 99, or 0 for none");
+	a->o.rt_prio = (int)n;
+	return 0;
+}
+
+static int o_duration(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 365ull * 86400, &n) || !n)
+		return bad("--duration", v, "not a number of seconds");
+	a->o.duration_ns = n * 1000000000ull;
+	return 0;
+}
+
+static int o_session(struct rec_args *a, const char *v)
+{
+	if (!*v || strchr(v, '/') || !strcmp(v, ".") || !strcmp(v, "..") || strlen(v) > 100)
+		return bad("--session", v, "not a usable name (no '/', 1..100 chars)");
+	a->o.session = v;
+	return 0;
+}
+
+static int o_root(struct rec_args *a, const char *v)
+{
+	a->o.root = v;
+	return 0;
+}
+
+static int o_keep(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.keep = 1;
+	return 0;
+}
+
+static int o_ready_fd(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, INT_MAX, &n))
+		return bad("--ready-fd", v, "not an fd");
+	a->o.ready_fd = (int)n;
+	return 0;
+}
+
+static int o_resume(struct rec_args *a, const char *v)
+{
+	if (!*v || strchr(v, '/'))
+		return bad("--resume", v, "not a session name");
+	a->o.resume = v;
+	return 0;
+}
+
+static int o_verbose(struct rec_args *a, const char *v)
+{
+	(void)a;
+	(void)v;
+	rk_verbose = 1;
+	return 0;
+}
+
+static int o_help(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->help = 1;
+	return 0;
+}
+
+static const struct rec_opt opts[] = {
+	{ "pid", 'p', "PID", o_pid, NULL, "trace this existing process" },
+	{ "event", 'e', "LIST", o_event, NULL,
+	  "also record perf events, per thread: software events\n"
+	  "(cpu-clock, task-clock, page-faults, ...), tracepoints\n"
+	  "(sched:sched_wakeup), hardware events where there is a PMU,\n"
+	  "Intel PT as perf writes it (intel_pt//, intel_pt/cyc,\n"
+	  "mtc_period=0/u) where the intel_pt PMU exists" },
+	{ "freq", 'F', "HZ", o_freq, NULL, "sampling frequency of -e events (default 4000)" },
+	{ "count", 'c', "N", o_count, NULL, "sample every N events instead (tracepoints: 1)" },
+	{ NULL, 'g', NULL, o_callgraph, NULL, "record user (and kernel) call chains" },
+	{ "exclude-kernel", 0, NULL, o_exclude_kernel, NULL,
+	  "count and unwind user space only (files the traced\n"
+	  "user may read at perf_event_paranoid 2)" },
+	{ "cpu-ring", 0, "SIZE", o_cpu_ring, "256K", "kernel ring per CPU for -e events" },
+	{ "mmap-pages", 'm', "SIZE", o_mmap_pages, NULL,
+	  "data ring per thread and source: pages, or bytes with\n"
+	  "a K/M/G suffix; rounded up to a power of two (default:\n"
+	  "512K, or less so that a thread's buffers fit in one\n"
+	  "CPU's share of the budget)" },
+	{ "aux", 0, "SIZE", o_aux, NULL,
+	  "AUX area of each thread's intel_pt file (power of two;\n"
+	  "default 256K); the history of PT kept per thread" },
+	{ "cpu-aux", 0, "SIZE", o_cpu_aux, NULL,
+	  "kernel AUX ring per CPU for intel_pt (default 1M)" },
+	{ "mlock-kb", 0, "KB", o_mlock_kb, NULL,
+	  "locked-memory budget per user, in KiB (default:\n"
+	  "perf_event_mlock_kb x online CPUs)" },
+	{ "workers", 0, "N", o_workers, NULL, "pin worker threads (default: online CPUs)" },
+	{ "linger-ms", 0, "MS", o_linger, "20",
+	  "keep an off-CPU thread's buffer locked this long, so a\n"
+	  "thread bouncing on and off CPU costs no syscall" },
+	{ "min-run-us", 0, "US", o_min_run, "100",
+	  "do not lock the buffer of a thread whose last run on\n"
+	  "CPU was shorter than US: it would be off CPU before\n"
+	  "the lock lands (0: lock every run)" },
+	{ "tick-ms", 0, "MS", o_tick, "5", "drain period of the BPF ringbuf" },
+	{ "ringbuf-size", 0, "SZ", o_ringbuf, "4M", "BPF signal ringbuf size, power of two" },
+	{ "realtime", 'r', "PRIO", o_realtime, "1",
+	  "run the event loop and pin workers at SCHED_FIFO PRIO\n"
+	  "(0: normal), so thousands of busy threads cannot starve\n"
+	  "them into dropping signals; CMD runs at normal priority" },
+	{ "no-inherit", 0, NULL, o_no_inherit, NULL, "do not trace children and new threads" },
+	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
+	  "keep an exited thread's files, or remove them when it\n"
+	  "exits (the RFC's truncate)" },
+	{ "max-threads", 0, "N", o_max_threads, NULL,
+	  "trace at most N threads at a time; others are not\n"
+	  "traced and counted (stat: threads not traced)" },
+	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
+	  "create at most SIZE of buffer files in the session" },
+	{ "duration", 'd', "SECS", o_duration, NULL, "stop after SECS seconds" },
+	{ "session", 0, "NAME", o_session, NULL, "session name (default: date-time-loaderpid)" },
+	{ "root", 0, "DIR", o_root, RK_DEFAULT_ROOT,
+	  "where sessions live: made if its parent exists; must\n"
+	  "be root's, writable by root only or sticky" },
+	{ "keep", 0, NULL, o_keep, NULL, "leave the maps pinned in " RK_BPFFS_DIR " at exit" },
+	{ "ready-fd", 0, "FD", o_ready_fd, NULL, "write \"ready\\n\" to FD once tracing is on" },
+	{ "resume", 0, "SESSION", o_resume, NULL,
+	  "continue a session whose recorder was killed: its BPF\n"
+	  "programs stayed attached (pinned in bpffs) and their\n"
+	  "signals waited in the pinned ringbuf; the live threads'\n"
+	  "files are taken over as they are (sched-only sessions)" },
+	{ "verbose", 'v', NULL, o_verbose, NULL, "libbpf and loader details" },
+	{ "help", 'h', NULL, o_help, NULL, "this text" },
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define HELP_COL 25
+
+void rk_usage_record(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: ringkeeper record [OPTIONS] -p PID\n"
+		   "       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
+		   "       ringkeeper record --resume SESSION [--root DIR]\n"
+		   "\n"
+		   "Trace every thread of PID (and, with inheritance, every thread and process it\n"
+		   "creates), or start CMD traced from its first instruction. Stops when the\n"
+		   "target exits, after --duration, or on SIGINT/SIGTERM. Needs root.\n"
+		   "Each thread's context switches are written as PERF_RECORD_SWITCH records into\n"
+		   "ROOT/SESSION/sched/TID.\n"
+		   "\n"
+		   "Options:\n");
+	for (i = 0; i < NOPTS; i++) {
+		const struct rec_opt *d = &opts[i];
+		const char *h = d->help, *nl;
+		char left[64];
+		int n;
+
+		n = snprintf(left, sizeof(left), "  %c%c%s%s%s%s%s", d->sname ? '-' : ' ',
+			     d->sname ? d->sname : ' ', d->sname && d->lname ? ", " : "  ",
+			     d->lname ? "--" : "", d->lname ? d->lname : "", d->arg ? " " : "",
+			     d->arg ? d->arg : "");
+		fprintf(f, "%s%*s", left, n < HELP_COL - 1 ? HELP_COL - n : 2, "");
+		for (; (nl = strchr(h, '\n')); h = nl + 1)
+			fprintf(f, "%.*s\n%*s", (int)(nl - h), h, HELP_COL, "");
+		fprintf(f, "%s", h);
+		/* The default on the last line, or on its own past 80 columns. */
+		if (d->dflt && HELP_COL + strlen(h) + strlen(d->dflt) + 11 > 80)
+			fprintf(f, "\n%*s(default %s)", HELP_COL, "", d->dflt);
+		else if (d->dflt)
+			fprintf(f, " (default %s)", d->dflt);
+		fputc('\n', f);
+	}
+}
+
+/* The getopt tables, made from opts[]; long-only options get 256 + index. */
+static void getopt_tables(struct option *lo, char *sopts)
+{
+	size_t i, k = 0, s = 0;
+
+	sopts[s++] = '+';
+	for (i = 0; i < NOPTS; i++) {
+		if (opts[i].sname) {
+			sopts[s++] = opts[i].sname;
+			if (opts[i].arg)
+				sopts[s++] = ':';
+		}
+		if (!opts[i].lname)
+			continue;
+		lo[k].name = opts[i].lname;
+		lo[k].has_arg = opts[i].arg ? required_argument : no_argument;
+		lo[k].flag = NULL;
+		lo[k].val = opts[i].sname ? opts[i].sname : 256 + (int)i;
+		k++;
+	}
+	sopts[s] = '\0';
+	memset(&lo[k], 0, sizeof(lo[k]));
+}
+
+static const struct rec_opt *opt_of(int c)
+{
+	size_t i;
+
+	if (c >= 256 && c < 256 + (int)NOPTS)
+		return &opts[c - 256];
+	for (i = 0; i < NOPTS; i++)
+		if (opts[i].sname && opts[i].sname == c)
+			return &opts[i];
+	return NULL;
+}
+
+static int parse_args(struct rec_args *a, int argc, char **argv)
+{
+	struct option lo[NOPTS + 1];
+	char sopts[2 * NOPTS + 2];
+	size_t i;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->o.data_size = DEFAULT_DATA_SIZE;
+	a->o.inherit = 1;
+	a->o.ready_fd = -1;
+	for (i = 0; i < NOPTS; i++)
+		if (opts[i].dflt && opts[i].parse(a, opts[i].dflt))
+			return 2; /* a default its own parser refuses: a bug, said */
+	getopt_tables(lo, sopts);
+	while ((c = getopt_long(argc, argv, sopts, lo, NULL)) != -1) {
+		const struct rec_opt *d = opt_of(c);
+
+		if (!d) {
+			rk_usage_record(stderr);
+			return 2;
+		}
+		if (d->parse(a, optarg))
+			return 2;
+		if (a->help) {
+			rk_usage_record(stdout);
+			return 0;
+		}
+	}
+	if (optind < argc)
+		a->o.argv = &argv[optind];
+	return -1;
+}
+
+/* What no single option can check: combinations, and -e. */
+static int check_args(struct rec_args *a)
+{
+	char msg[512];
+	int c, aux_ev = 0;
+
+	if (a->o.pid && a->o.argv) {
+		rk_err("give either -p PID or a command after --, not both");
+		return 2;
+	}
+	if (!a->o.pid && !a->o.argv) {
+		rk_err("nothing to trace: give -p PID or -- CMD ARGS (see --help)");
+		return 2;
+	}
+	if (a->eo.freq && a->eo.period) {
+		rk_err("give -F or -c, not both");
+		return 2;
+	}
+	if ((a->eo.freq || a->eo.period || a->eo.callgraph || a->eo.exclude_kernel) && !a->events) {
+		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
+		return 2;
+	}
+	if (a->events && rk_evsel_parse(a->events, &a->eo, a->o.evs, RK_MAX_SRC - 1, &a->o.nev, msg,
+					sizeof(msg))) {
+		rk_err("-e: %s", msg);
+		return 2;
+	}
+	for (c = 0; c < a->o.nev; c++) {
+		a->o.evs[c].entry.attr.inherit = a->o.inherit ? 1 : 0;
+		aux_ev |= a->o.evs[c].aux;
+	}
+	if ((a->o.aux_size || a->o.cpu_aux) && !aux_ev) {
+		rk_err("--aux/--cpu-aux: no selected event has an AUX area (only intel_pt has; "
+		       "the sched source has none)");
+		return 2;
+	}
+	if (aux_ev && !a->o.aux_size)
+		a->o.aux_size = 256 * 1024;
+	if (aux_ev && !a->o.cpu_aux)
+		a->o.cpu_aux = 1u << 20;
+	return 0;
+}
+
+/*
+ * The budget (perf_event_mlock_kb x CPUs unless given) and, unless -m was
+ * given, the largest ring such that one running thread's buffers (one per
+ * source) fit in one CPU's share of it.
+ */
+static int size_budget(struct rec_args *a)
+{
+	uint64_t cpu_kb, size;
+	char b1[32], b2[32], b3[32];
+
+	if (rk_read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &cpu_kb))
+		cpu_kb = 516; /* the kernel's default */
+	if (!a->have_budget)
+		a->mlock_kb = cpu_kb * rk_online_cpus();
+	if (!a->have_m) {
+		uint64_t share = a->mlock_kb * 1024 / rk_online_cpus();
+
+		while (a->o.data_size > RK_PAGE_SIZE &&
+		       (a->o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + a->o.nev) + a->o.aux_size >
+			       share)
+			a->o.data_size >>= 1;
+	}
+	a->o.budget = a->mlock_kb * 1024;
+	/* A running thread wants all its buffers (sched + each -e event) locked. */
+	size = rk_bufile_layout_size(a->o.data_size, 0) * (uint64_t)(1 + a->o.nev) + a->o.aux_size;
+	if (a->o.budget < size) {
+		rk_err("budget %s is smaller than one thread's buffers, %s (-m %s + one page, "
+		       "per source, + --aux): raise --mlock-kb or lower -m/--aux",
+		       rk_fmt_size(a->o.budget, b1, sizeof(b1)), rk_fmt_size(size, b2, sizeof(b2)),
+		       rk_fmt_size(a->o.data_size, b3, sizeof(b3)));
+		return 2;
+	}
+	return 0;
+}
+
+int rk_cmd_record(int argc, char **argv)
+{
+	static struct rec_args a;
+	int rc;
+
+	rc = parse_args(&a, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (a.o.resume) {
+		/* Everything else comes from the session itself. */
+		if (a.o.pid || a.o.argv || a.events) {
+			rk_err("--resume continues a session as it was: no -p, command or -e");
+			return 2;
+		}
+		return rk_record(&a.o) ? 1 : 0;
+	}
+	rc = check_args(&a);
+	if (!rc)
+		rc = size_budget(&a);
+	if (rc)
+		return rc;
+	return rk_record(&a.o) ? 1 : 0;
+}
