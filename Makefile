@@ -36,7 +36,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 USER_SRCS := user/cli_record.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
-	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c
+	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c \
+	user/rec_threads.c user/rec_loop.c user/rec_bpf.c user/rec_sideband.c user/rec_target.c \
+	user/rec_session.c
 LIB_SRCS := user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
 	user/drain.c user/export.c user/symbols.c user/pt.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
@@ -71,7 +73,7 @@ $(SKEL): $(BPF_OBJ)
 	$(Q)$(BPFTOOL) gen skeleton $< name ringkeeper_bpf > $@.tmp && mv $@.tmp $@
 
 # The loader includes the skeleton: it must exist before dependency files do.
-$(OUTPUT)/user/record.o: $(SKEL)
+$(OUTPUT)/user/record.o $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/rec_*.c)): $(SKEL)
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 	$(call msg,CC,$@)

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rec.h - the recorder's state, shared by its modules (rec_*.c, record.c).
+ *
+ * Data flows one way: BPF signals -> event loop (rec_loop) -> {thread table
+ * (rec_threads), drain, pin pool, sideband (rec_sideband)} -> buffer files.
+ * record.c sets up and tears down; rec_target says what is traced;
+ * rec_session publishes; rec_bpf owns what is pinned in bpffs.
+ */
+#ifndef RK_REC_H
+#define RK_REC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "ringkeeper.skel.h"
+#include "bufile.h"
+#include "drain.h"
+#include "evsel.h"
+#include "pinpool.h"
+#include "record.h"
+#include "session.h"
+
+#define RK_NLINKS 4
+
+#define BPF_FS_MAGIC_ 0xcafe4a11
+#define TRACEFS_MAGIC_ 0x74726163
+#define RK_LOCK_FILE "/run/ringkeeper.lock"
+#define NBUCKETS 16384
+/* After the target exits, wait this long at most for its threads' last switch-out. */
+#define RK_DRAIN_NS (500 * 1000000ull)
+/* Our BPF programs: sched_switch, fork, exec, exit. */
+#define RK_NPROGS 4
+
+struct rk_thread {
+	struct rk_thread *hnext;
+	struct rk_thread *all_next;
+	__u32 tid, tgid, uid;
+	int dead; /* final switch-out written, pin retired */
+	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
+	int refused; /* over a limit: no files, never traced (a marker, dead too) */
+	int pending; /* on the deferred list: unpin/finish after the next drain */
+	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
+	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
+	uint64_t off_ns;
+	uint64_t reader; /* uid + 1 of the user granted a read of its sched file, 0: root only */
+	/* Buffers whose unmap (by a pin worker) is still to come; 0: reclaimable. */
+	int unreleased;
+	/* One buffer per source: [0] sched, [1..] the perf events. */
+	struct rk_tbuf {
+		struct rk_bufile *bf;
+		struct rk_pin_item pin;
+		struct rk_thread *t;
+		int lost; /* its mapping was lost (SIGBUS), counted */
+	} b[RK_MAX_SRC];
+};
+
+/* The sched buffer: the thread's identity lives in every file, this one is canonical. */
+#define SCHED_BF(t) ((t)->b[RK_SRC_SCHED].bf)
+
+struct rk_proc {
+	struct rk_proc *next;
+	__u32 pid;
+	struct rk_bufile *bf;
+};
+
+struct rk_rec {
+	const struct rk_record_opts *o;
+	struct ringkeeper_bpf *skel;
+	struct ring_buffer *rb;
+	struct rk_pin_pool *pool;
+	struct rk_thread *buckets[NBUCKETS];
+	struct rk_thread *all;
+	char dir[PATH_MAX]; /* <root>/<session> */
+	char session[128];
+	struct rk_session_stat *st;
+	struct rk_pmu_entry sched_entry;
+	uint64_t file_size;
+	pid_t target;
+	int target_exited;
+	uint64_t drain_deadline;
+	int lock_fd;
+	int maps_pinned;
+	unsigned int ncpus;
+	uint64_t last_pins;
+	struct rk_thread **pendingv;
+	size_t npending, cappending;
+	uint64_t drain_gen; /* drains started */
+	struct rk_drain *drain;
+	struct rk_proc *procs;
+	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
+	int link_fds[8]; /* pinned links taken over on resume */
+	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
+	int nlinks;
+	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */
+	/*
+	 * Under a memory cgroup limit: the buffer bytes we may commit (files
+	 * at their full size: the most they can take), and what is committed.
+	 */
+	uint64_t mem_cap, mem_bytes;
+	uint64_t drops_before; /* resume: BPF drops the dead recorder last published */
+	struct rk_record_opts ro; /* the options, completed from the session on resume */
+};
+
+/* sample_id of RK_SCHED_SAMPLE_TYPE. */
+struct sample_id {
+	__u32 pid, tid;
+	__u64 time;
+	__u32 cpu, res;
+	__u64 id;
+};
+
+extern const char *const rec_link_names[RK_NLINKS];
+
+#endif /* RK_REC_H */

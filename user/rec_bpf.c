@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_bpf.c - the recorder's the BPF side (see rec_bpf.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_bpf.h"
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <time.h>
+#include "util.h"
+const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch", "link_fork", "link_exec",
+						"link_exit" };
+
+int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !rk_verbose)
+		return 0;
+	if (level == LIBBPF_INFO && !rk_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+int rec_ensure_fs(const char *path, long magic, const char *type)
+{
+	struct statfs sfs;
+
+	if (!statfs(path, &sfs) && sfs.f_type == magic)
+		return 0;
+	if (mount(type, path, type, 0, NULL)) {
+		int err = -errno;
+
+		rk_err("%s is not mounted at %s and mounting it failed: %s "
+		       "(run: mount -t %s %s %s)",
+		       type, path, strerror(errno), type, type, path);
+		return err;
+	}
+	rk_info("mounted %s at %s", type, path);
+	return 0;
+}
+
+int rec_take_lock(struct rk_rec *r)
+{
+	char buf[32];
+	int fd = open(RK_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		rk_err("cannot open %s: %s", RK_LOCK_FILE, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+		buf[n > 0 ? n : 0] = '\0';
+		rk_err("another ringkeeper record is running (pid %s); one recorder owns %s at a time",
+		       n > 0 ? strtok(buf, "\n") : "?", RK_BPFFS_DIR);
+		close(fd);
+		return -EBUSY;
+	}
+	if (ftruncate(fd, 0) == 0) {
+		int n = snprintf(buf, sizeof(buf), "%d\n", getpid());
+
+		if (pwrite(fd, buf, (size_t)n, 0) != n)
+			rk_info("cannot write %s", RK_LOCK_FILE);
+	}
+	r->lock_fd = fd;
+	return 0;
+}
+
+/*
+ * Detach the programs: a pinned link holds them attached, so the pins go
+ * first, then our link fds (closed by the skeleton or by the caller).
+ */
+void rec_unpin_links(void)
+{
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(rec_link_names) / sizeof(rec_link_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, rec_link_names[i]);
+		unlink(path);
+	}
+}
+
+void rec_unpin_maps(void)
+{
+	rec_unpin_links();
+	unlink(RK_BPFFS_DIR "/pmu_info");
+	unlink(RK_BPFFS_DIR "/counters");
+	unlink(RK_BPFFS_DIR "/signals");
+	rmdir(RK_BPFFS_DIR);
+}
+
+/*
+ * Links and the signal ringbuf pinned too: if we are killed, the programs go
+ * on and their signals wait in the ringbuf for `record --resume`.
+ */
+int rec_pin_links(struct rk_rec *r)
+{
+	struct bpf_link *links[] = { r->skel->links.rk_sched_switch, r->skel->links.rk_fork,
+				     r->skel->links.rk_exec, r->skel->links.rk_exit };
+	char path[128];
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, rec_link_names[i]);
+		err = bpf_link__pin(links[i], path);
+		if (err) {
+			rk_err("cannot pin %s: %s", path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+int rec_pin_maps(struct rk_rec *r)
+{
+	int err;
+
+	if (mkdir(RK_BPFFS_DIR, 0700) && errno != EEXIST) {
+		err = -errno;
+		rk_err("cannot create %s: %s", RK_BPFFS_DIR, strerror(errno));
+		return err;
+	}
+	/* We hold the lock: anything pinned here is a dead recorder's. */
+	if (!access(RK_BPFFS_DIR "/signals", F_OK))
+		rk_warn("removing what a killed recorder left pinned in %s (its session could "
+			"have been continued with --resume)",
+			RK_BPFFS_DIR);
+	rec_unpin_links();
+	unlink(RK_BPFFS_DIR "/pmu_info");
+	unlink(RK_BPFFS_DIR "/counters");
+	unlink(RK_BPFFS_DIR "/signals");
+	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.signals, RK_BPFFS_DIR "/signals");
+	if (err) {
+		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
+		rec_unpin_maps();
+		return err;
+	}
+	r->maps_pinned = 1;
+	return 0;
+}
+
+/*
+ * Runs of our programs the kernel skipped (recursion on a CPU): their
+ * events were not seen at all, so they are counted, never silent.
+ */
+void rec_prog_misses(struct rk_rec *r)
+{
+	__u64 sum = 0;
+	int i;
+
+	for (i = 0; i < RK_NPROGS; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		if (r->prog_fds[i] < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(r->prog_fds[i], &info, &len))
+			sum += info.recursion_misses;
+	}
+	r->st->bpf_prog_misses = sum;
+}
+
+/* The programs behind our links (the skeleton's, or the pinned ones on resume). */
+void rec_find_progs(struct rk_rec *r)
+{
+	int i, n = 0;
+
+	if (r->skel) {
+		const struct bpf_program *progs[RK_NPROGS] = {
+			r->skel->progs.rk_sched_switch,
+			r->skel->progs.rk_fork,
+			r->skel->progs.rk_exec,
+			r->skel->progs.rk_exit,
+		};
+
+		for (i = 0; i < RK_NPROGS; i++) {
+			int fd = bpf_program__fd(progs[i]);
+
+			r->prog_fds[i] = fd >= 0 ? dup(fd) : -1;
+		}
+		return;
+	}
+	for (i = 0; i < r->nlinks && n < RK_NPROGS; i++) {
+		struct bpf_link_info li;
+		__u32 len = sizeof(li);
+
+		memset(&li, 0, sizeof(li));
+		if (bpf_obj_get_info_by_fd(r->link_fds[i], &li, &len))
+			continue;
+		r->prog_fds[n++] = bpf_prog_get_fd_by_id(li.prog_id);
+	}
+}

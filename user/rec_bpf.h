@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rec_bpf.h - the recorder's the BPF side.
+ *
+ * bpffs and tracefs mounted, the one-recorder lock, the BPF object's
+ * links and maps pinned in bpffs (so a killed recorder's programs run on
+ * for --resume) and unpinned, our programs' run statistics.
+ * Owns: RK_BPFFS_DIR's contents, RK_LOCK_FILE.
+ * May call: util, and the libraries below them (bufile, pinpool, drain, evsel, libbpf).
+ */
+#ifndef RK_REC_BPF_H
+#define RK_REC_BPF_H
+
+#include "rec.h"
+
+int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap);
+int rec_ensure_fs(const char *path, long magic, const char *type);
+int rec_take_lock(struct rk_rec *r);
+void rec_unpin_links(void);
+void rec_unpin_maps(void);
+int rec_pin_links(struct rk_rec *r);
+int rec_pin_maps(struct rk_rec *r);
+void rec_prog_misses(struct rk_rec *r);
+void rec_find_progs(struct rk_rec *r);
+
+#endif /* RK_REC_BPF_H */

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_loop.c - the recorder's the event loop (see rec_loop.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_loop.h"
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <time.h>
+#include "util.h"
+#include "rec_session.h"
+#include "rec_sideband.h"
+#include "rec_threads.h"
+int rec_on_signal(void *ctx, void *data, size_t size)
+{
+	struct rk_rec *r = ctx;
+	const struct rk_signal *s = data;
+
+	if (size < sizeof(*s))
+		return 0;
+	r->st->signals++;
+	if (s->kind == RK_SIG_SWITCH_OUT && s->flags & RK_SIGF_NEXT_IN) {
+		/* One record for both sides of a switch between two tracked tasks. */
+		struct rk_signal out = *s, in = { 0 };
+
+		out.flags &= ~RK_SIGF_NEXT_IN;
+		out.next_tgid = 0;
+		in.kind = RK_SIG_SWITCH_IN;
+		in.cpu = s->cpu;
+		in.tid = s->ptid;
+		in.tgid = s->next_tgid;
+		in.ptid = s->tid;
+		in.time_ns = s->time_ns;
+		rec_handle_signal(r, &out);
+		rec_handle_signal(r, &in);
+		return 0;
+	}
+	rec_handle_signal(r, s);
+	return 0;
+}
+
+void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t;
+
+	t = rec_thread_find(r, s->tid);
+	if (t && t->refused)
+		return; /* over a limit: not traced, already counted */
+	if (s->kind == RK_SIG_FORK) {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, ppid, tid, ptid;
+			__u64 time;
+			struct sample_id id;
+		} fr = { 0 };
+		struct rk_thread *parent = rec_thread_find(r, s->ptid);
+
+		t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
+		if (!t)
+			return;
+		/*
+		 * Born off CPU: its first switch must be an in. The 6.18 host
+		 * kernel sometimes runs a new thread without a sched_switch
+		 * naming it (bpftrace sees the same); its first out is then
+		 * counted as unpaired like any other, not passed over.
+		 */
+		if (!t->last_switch)
+			t->last_switch = RK_SIG_SWITCH_OUT;
+		fr.h.type = PERF_RECORD_FORK;
+		fr.h.size = sizeof(fr);
+		fr.pid = s->tgid;
+		fr.ppid = parent ? parent->tgid : 0;
+		fr.tid = s->tid;
+		fr.ptid = s->ptid;
+		fr.time = s->time_ns;
+		rec_fill_id(&fr.id, t, s);
+		rec_put_rec(r, t, &fr, sizeof(fr));
+		return;
+	}
+	if (!t || t->dead) {
+		/* Tracked before we made its file (attach race): make it now. */
+		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
+			return;
+		t = rec_thread_new(r, s->tid, s->tgid, s->uid,
+				   s->kind == RK_SIG_EXEC ? s->comm : "", s->time_ns);
+		if (!t)
+			return;
+	}
+	switch (s->kind) {
+	case RK_SIG_SWITCH_IN:
+	case RK_SIG_SWITCH_OUT: {
+		struct {
+			struct perf_event_header h;
+			struct sample_id id;
+		} sw = { 0 };
+
+		sw.h.type = PERF_RECORD_SWITCH;
+		sw.h.size = sizeof(sw);
+		if (s->kind == RK_SIG_SWITCH_OUT) {
+			sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
+			if (s->flags & RK_SIGF_PREEMPT)
+				sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		}
+		rec_fill_id(&sw.id, t, s);
+		rec_put_rec(r, t, &sw, sizeof(sw));
+		r->st->switches++;
+		/*
+		 * Two outs (or ins) in a row: a signal was dropped, or the
+		 * kernel ran the task without a sched_switch naming it next
+		 * (seen on 6.18 in perf's own sched_switch stream too).
+		 * Recorded as it happened, counted so it is not silent.
+		 */
+		if (t->last_switch == s->kind)
+			r->st->unpaired++;
+		t->last_switch = s->kind;
+		/* Only after its records are in the files may its buffers be unlocked. */
+		if (s->kind == RK_SIG_SWITCH_IN) {
+			rec_thread_pin(r, t, 1, s->time_ns);
+		} else {
+			if ((s->flags & RK_SIGF_DEAD) && !SCHED_BF(t)->id.exit_ns)
+				rec_thread_ident(r, t, NULL, 0, 1, SCHED_BF(t)->id.exit_code,
+						 s->time_ns);
+			rec_defer_off(r, t, s->time_ns,
+				      s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
+		}
+		break;
+	}
+	case RK_SIG_EXEC: {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, tid;
+			char comm[RK_COMM_LEN];
+			struct sample_id id;
+		} cr = { 0 };
+
+		t = rec_exec_access(r, t, s);
+		if (!t)
+			break;
+		cr.h.type = PERF_RECORD_COMM;
+		cr.h.misc = PERF_RECORD_MISC_COMM_EXEC;
+		cr.h.size = sizeof(cr);
+		cr.pid = t->tgid;
+		cr.tid = t->tid;
+		memcpy(cr.comm, s->comm, sizeof(cr.comm));
+		cr.comm[RK_COMM_LEN - 1] = '\0';
+		rec_fill_id(&cr.id, t, s);
+		rec_put_rec(r, t, &cr, sizeof(cr));
+		rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
+		if (s->ptid != s->tid) {
+			/* A non-leader exec'd and took over this tid. */
+			struct rk_thread *old = rec_thread_find(r, s->ptid);
+
+			if (old && !old->dead)
+				rec_defer_off(r, old, s->time_ns, RK_THREAD_EXITED);
+		}
+		break;
+	}
+	case RK_SIG_EXIT: {
+		struct {
+			struct perf_event_header h;
+			__u32 pid, ppid, tid, ptid;
+			__u64 time;
+			struct sample_id id;
+		} er = { 0 };
+
+		er.h.type = PERF_RECORD_EXIT;
+		er.h.size = sizeof(er);
+		er.pid = t->tgid;
+		er.tid = t->tid;
+		er.ppid = er.pid;
+		er.ptid = er.tid;
+		er.time = s->time_ns;
+		rec_fill_id(&er.id, t, s);
+		rec_put_rec(r, t, &er, sizeof(er));
+		rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
+		break;
+	}
+	}
+}
+
+/*
+ * PERF_RECORD_AUX: the range of the CPU's AUX ring it names goes into the
+ * AUX area of its thread's file (tid from sample_id: the task the AUX
+ * event ran for), the record itself into the data ring.
+ */
+void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct perf_event_header *h,
+		   __u32 pid, __u32 tid)
+{
+	struct rk_aux_chunk ck;
+	struct rk_thread *t;
+	int err;
+
+	r->st->aux_records++;
+	err = rk_drain_aux_chunk(r->drain, h, &ck);
+	if (ck.flags & PERF_AUX_FLAG_TRUNCATED)
+		r->st->aux_truncated++;
+	if (!err && ev && ev->aux && tid != (__u32)-1) {
+		t = rec_thread_find(r, tid);
+		if (!t)
+			t = rec_thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+		if (t && !t->refused && !t->dead &&
+		    !rk_bufile__write_aux_rec(t->b[ev->src].bf, h, ck.p[0], ck.n[0], ck.p[1],
+					      ck.n[1])) {
+			r->st->aux_bytes += ck.size;
+			r->st->records++;
+			return;
+		}
+	}
+	/* No ring bytes, no AUX source, no thread or no file: counted, not silent. */
+	r->st->aux_dropped += ck.size;
+}
+
+/* A drained perf record: to its thread's file, or to its process's sideband. */
+void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h, __u32 pid,
+	       __u32 tid)
+{
+	struct rk_rec *r = ctx;
+	struct rk_thread *t;
+	__u32 body_pid;
+
+	r->st->perf_records++;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		if (!ev || tid == (__u32)-1) {
+			r->st->lost++;
+			return;
+		}
+		t = rec_thread_find(r, tid);
+		if (t && t->refused)
+			return; /* not traced (a limit), already counted */
+		if (t && t->dead) {
+			r->st->lost++;
+			return;
+		}
+		if (!t) {
+			/* Inherited by the kernel but not (yet) known to BPF. */
+			t = rec_thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+			if (!t) {
+				r->st->lost++;
+				return;
+			}
+		}
+		rec_put_rec_src(r, t, ev->src, h, h->size);
+		return;
+	case PERF_RECORD_LOST: {
+		__u64 n = 0;
+
+		if (h->size >= sizeof(*h) + 16)
+			memcpy(&n, (const __u8 *)h + sizeof(*h) + 8, 8);
+		r->st->perf_lost += n;
+		t = tid != (__u32)-1 ? rec_thread_find(r, tid) : NULL;
+		if (t && !t->dead) {
+			int k = ev ? ev->src : 1;
+
+			rec_put_rec_src(r, t, k, h, h->size);
+			t->b[k].bf->id.lost += n;
+			rk_bufile__publish_ident(t->b[k].bf);
+		}
+		return;
+	}
+	case PERF_RECORD_AUX:
+		rec_route_aux(r, ev, h, pid, tid);
+		return;
+	case PERF_RECORD_ITRACE_START:
+		/* Which task a CPU's AUX data starts with: the thread's own file. */
+		t = ev && ev->aux && tid != (__u32)-1 ? rec_thread_find(r, tid) : NULL;
+		if (t && !t->dead && !t->refused)
+			rec_put_rec_src(r, t, ev->src, h, h->size);
+		return;
+	case PERF_RECORD_MMAP:
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (h->size < sizeof(*h) + 4)
+			return;
+		memcpy(&body_pid, (const __u8 *)h + sizeof(*h), 4);
+		rec_put_sideband(r, body_pid, h);
+		return;
+	default:
+		if (pid != (__u32)-1)
+			rec_put_sideband(r, pid, h);
+		else
+			r->st->lost++;
+	}
+}
+
+/*
+ * Drain the per-CPU perf rings (after the BPF signals, so the threads the
+ * records belong to are known), then let go of what went off CPU.
+ */
+void rec_drain(struct rk_rec *r)
+{
+	uint64_t gen = ++r->drain_gen;
+
+	if (r->drain) {
+		rk_drain_all(r->drain, rec_route, r);
+		/* Signals of threads born while we drained. */
+		ring_buffer__consume(r->rb);
+	}
+	rec_apply_deferred(r, gen);
+}
+
+int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
+{
+	struct epoll_event ev, evs[4];
+	uint64_t deadline = r->o->duration_ns ? rk_now_mono_ns() + r->o->duration_ns : 0;
+	unsigned int ticks = 0;
+	int ep, err = 0;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return -errno;
+	ev.events = EPOLLIN;
+	ev.data.u32 = 0;
+	epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
+	ev.data.u32 = 1;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.u32 = 2;
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	if (pidfd >= 0) {
+		ev.data.u32 = 3;
+		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
+	}
+	if (r->drain) {
+		int c;
+
+		/* The per-CPU rings wake us at their watermark (half full). */
+		ev.data.u32 = 4;
+		for (c = 0; c < rk_drain_ncpus(r->drain); c++)
+			if (rk_drain_ring_fd(r->drain, c) >= 0)
+				epoll_ctl(ep, EPOLL_CTL_ADD, rk_drain_ring_fd(r->drain, c), &ev);
+	}
+	for (;;) {
+		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
+		uint64_t now;
+
+		if (n < 0 && errno != EINTR) {
+			err = -errno;
+			rk_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			uint64_t exp;
+			struct signalfd_siginfo si;
+
+			switch (evs[i].data.u32) {
+			case 1:
+				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
+				    si.ssi_signo != SIGCHLD)
+					stop = 1;
+				break;
+			case 2:
+				if (read(tfd, &exp, sizeof(exp)) != sizeof(exp))
+					exp = 0;
+				break;
+			case 3:
+				if (!r->target_exited) {
+					r->target_exited = 1;
+					r->drain_deadline = rk_now_mono_ns() + RK_DRAIN_NS;
+					epoll_ctl(ep, EPOLL_CTL_DEL, pidfd, NULL);
+				}
+				break;
+			}
+		}
+		/* Consume everything, including rings epoll did not report (NO_WAKEUP). */
+		if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
+			rk_warn("ring_buffer__consume: %s", strerror(errno));
+		rec_drain(r);
+		now = rk_now_mono_ns();
+		rk_pin_tick(r->pool, now);
+		rec_sample_vmlck(r);
+		if (++ticks % 20 == 0) {
+			rec_publish(r);
+			rec_reclaim(r);
+		}
+		if (stop)
+			break;
+		if (deadline && now >= deadline)
+			break;
+		if (r->target_exited &&
+		    (now >= r->drain_deadline || !rec_live_threads_of(r, (__u32)r->target)))
+			break;
+	}
+	close(ep);
+	return err;
+}

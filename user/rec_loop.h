@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rec_loop.h - the recorder's the event loop.
+ *
+ * BPF signals in, records out: the ringbuf consumer turns each signal into
+ * records in its thread's files and pin wishes; the per-CPU perf rings are
+ * drained and each record routed to its thread (or process sideband); the
+ * loop waits on the ringbuf, the perf rings, a timer, signals and the
+ * target's pidfd, and decides when the recording ends.
+ * Owns: nothing that outlives a call but the loop's epoll fd.
+ * May call: rec_session, rec_sideband, rec_threads, util, and the libraries below them (bufile, pinpool, drain, evsel, libbpf).
+ */
+#ifndef RK_REC_LOOP_H
+#define RK_REC_LOOP_H
+
+#include "rec.h"
+
+int rec_on_signal(void *ctx, void *data, size_t size);
+void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s);
+void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct perf_event_header *h,
+		   __u32 pid, __u32 tid);
+void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h, __u32 pid,
+	       __u32 tid);
+void rec_drain(struct rk_rec *r);
+int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd);
+
+#endif /* RK_REC_LOOP_H */

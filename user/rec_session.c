@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_session.c - the recorder's the recording session (see rec_session.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_session.h"
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <time.h>
+#include "memcg.h"
+#include "pmu.h"
+#include "util.h"
+#include "rec_bpf.h"
+#include "rec_target.h"
+#include "rec_threads.h"
+/* User + system CPU time of the whole loader. */
+uint64_t rec_loader_cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+void rec_publish(struct rk_rec *r)
+{
+	__u64 vals[256];
+	struct rk_pin_stats ps;
+	__u32 k;
+
+	for (k = 0; k < RK_CNT_MAX && r->ncpus <= 256; k++) {
+		__u64 sum = 0;
+		unsigned int c;
+
+		if (bpf_map_lookup_elem(r->cnt_fd, &k, vals))
+			continue;
+		for (c = 0; c < (unsigned int)libbpf_num_possible_cpus() && c < 256; c++)
+			sum += vals[c];
+		switch (k) {
+		case RK_CNT_SIGNALS:
+			r->st->bpf_signals = sum;
+			break;
+		case RK_CNT_DROPS:
+			r->st->bpf_drops = sum;
+			break;
+		case RK_CNT_FORKS:
+			r->st->bpf_forks = sum;
+			break;
+		case RK_CNT_FORK_FAIL:
+			r->st->bpf_fork_fail = sum;
+			break;
+		case RK_CNT_EXITS:
+			r->st->bpf_exits = sum;
+			break;
+		}
+	}
+	rec_prog_misses(r);
+	rk_pin_pool__stats(r->pool, &ps);
+	r->st->pins = ps.pins;
+	r->st->unpins = ps.unpins;
+	r->st->refusals = ps.refusals;
+	r->st->evictions = ps.evictions;
+	r->st->lock_errors = ps.lock_errors;
+	r->st->coalesced = ps.coalesced;
+	r->st->pins_skipped_short = ps.skipped_short;
+	r->st->locked = ps.locked;
+	r->st->locked_peak = ps.peak;
+	r->st->pin_lat_n = ps.lat_n;
+	r->st->pin_hot = ps.lat_hot;
+	r->st->pin_lat_p50_ns = ps.lat_p50_ns;
+	r->st->pin_lat_p99_ns = ps.lat_p99_ns;
+	r->st->oncpu_ns = ps.oncpu_ns;
+	r->st->oncpu_pinned_ns = ps.oncpu_pinned_ns;
+	r->st->loader_cpu_ns = rec_loader_cpu_ns();
+	rec_note_vmlck(r);
+	{
+		int64_t kb = rk_proc_status_kb(getpid(), "VmHWM:");
+
+		if (kb > 0)
+			r->st->loader_rss = (uint64_t)kb * 1024;
+	}
+	r->st->update_ns = rk_now_real_ns();
+}
+
+void rec_make_session_name(struct rk_rec *r)
+{
+	struct tm tm;
+	time_t now = time(NULL);
+	char ts[32];
+
+	if (r->o->session) {
+		snprintf(r->session, sizeof(r->session), "%s", r->o->session);
+		return;
+	}
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+	snprintf(r->session, sizeof(r->session), "%s-%d", ts, getpid());
+}
+
+/* Map the session's stat file: a new one, or (resume) the one left behind. */
+int rec_stat_open(struct rk_rec *r, int create)
+{
+	char path[PATH_MAX + 16];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_STAT_FILE);
+	fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CLOEXEC, 0644);
+	if (fd < 0 || (create && ftruncate(fd, sizeof(*r->st)))) {
+		err = -errno;
+		rk_err("cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	r->st = mmap(NULL, sizeof(*r->st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r->st == MAP_FAILED) {
+		r->st = NULL;
+		err = -errno;
+		rk_err("cannot map %s: %s", path, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * --resume: take over a session whose recorder was killed. Its programs ran
+ * on (pinned links) and their signals wait in the pinned ringbuf; the
+ * session's options come from its stat file.
+ */
+int rec_resume_session(struct rk_rec *r)
+{
+	struct rk_record_opts *o = &r->ro;
+	struct rk_session_stat cur;
+	char path[128];
+	size_t i;
+	int err;
+
+	snprintf(r->session, sizeof(r->session), "%s", o->resume);
+	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
+	err = rk_session_stat_read(r->dir, &cur);
+	if (err) {
+		rk_err("no session %s in %s to resume (%s)", r->session, o->root,
+		       err == -EBADMSG ? "unreadable stat file" : strerror(-err));
+		return err;
+	}
+	if (rk_session_alive(&cur)) {
+		rk_err("session %s is still being recorded by pid %u", r->session, cur.loader_pid);
+		return -EBUSY;
+	}
+	if (cur.state == RK_SESSION_ENDED) {
+		rk_err("session %s ended normally: there is nothing to resume", r->session);
+		return -EINVAL;
+	}
+	if (cur.nev) {
+		rk_err("session %s also recorded perf events (-e %s): their kernel rings died with "
+		       "the recorder, so only its sched history could continue; not resumed",
+		       r->session, cur.events);
+		return -EOPNOTSUPP;
+	}
+	r->pmu_fd = bpf_obj_get(RK_BPFFS_DIR "/pmu_info");
+	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
+	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
+	if (r->pmu_fd < 0 || r->cnt_fd < 0 || r->sig_fd < 0) {
+		rk_err("nothing pinned in %s to resume from (the machine rebooted, or a new "
+		       "recorder took over): session %s stays as it is",
+		       RK_BPFFS_DIR, r->session);
+		return -ENOENT;
+	}
+	for (i = 0; i < sizeof(rec_link_names) / sizeof(rec_link_names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, rec_link_names[i]);
+		r->link_fds[r->nlinks] = bpf_obj_get(path);
+		if (r->link_fds[r->nlinks] >= 0)
+			r->nlinks++;
+	}
+	err = rec_stat_open(r, 0);
+	if (err)
+		return err;
+	o->data_size = r->st->data_size;
+	o->budget = r->st->budget;
+	o->inherit = (int)r->st->inherit;
+	o->max_threads = r->st->max_threads;
+	o->max_shm = r->st->max_shm;
+	o->on_exit_drop = (int)r->st->on_exit_drop;
+	o->pid = (pid_t)r->st->target_pid;
+	o->nev = 0;
+	r->drops_before = r->st->bpf_drops;
+	r->st->loader_pid = (__u32)getpid();
+	r->st->state = RK_SESSION_RUNNING;
+	return 0;
+}
+
+/* Resume: every live thread's file becomes ours again, as it was. */
+int rec_adopt_files(struct rk_rec *r)
+{
+	char dir[PATH_MAX + 16], path[PATH_MAX + 300];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", r->dir, RK_SCHED_DIR);
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	r->st->threads_live = 0;
+	while ((de = readdir(d))) {
+		struct rk_bufile *bf;
+		struct rk_thread *t;
+		const char *msg = NULL;
+		char *end;
+		__u32 tid = (__u32)strtoul(de->d_name, &end, 10);
+
+		if (!tid || *end)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open_rw(path, &msg);
+		if (!bf) {
+			rk_warn("resume: leaving %s alone: %s", path, msg ? msg : strerror(errno));
+			continue;
+		}
+		if (bf->ident->state != RK_THREAD_LIVE && bf->ident->state != RK_THREAD_EXITING) {
+			rk_bufile__free(bf);
+			continue;
+		}
+		t = calloc(1, sizeof(*t));
+		if (!t) {
+			rk_bufile__free(bf);
+			closedir(d);
+			return -ENOMEM;
+		}
+		t->tid = tid;
+		t->tgid = bf->ident->tgid;
+		t->uid = bf->ident->uid;
+		/* Its pin state died with the old recorder. */
+		bf->ident->pinned = 0;
+		t->b[0].bf = bf;
+		t->b[0].pin.addr = bf->base;
+		t->b[0].pin.len = bf->map_size;
+		t->b[0].pin.uid = t->uid;
+		t->b[0].pin.owner = &t->b[0];
+		t->b[0].pin.pinned_flag = &bf->ident->pinned;
+		t->b[0].t = t;
+		t->unreleased = 1;
+		t->hnext = r->buckets[tid % NBUCKETS];
+		r->buckets[tid % NBUCKETS] = t;
+		t->all_next = r->all;
+		r->all = t;
+		r->st->threads_live++;
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * After the backlog: a thread still live in our books but neither in the
+ * traced set nor on the system died while no recorder ran, and its last
+ * signals were lost (ringbuf full): finish it, so it does not stay "live".
+ */
+void rec_finish_vanished(struct rk_rec *r)
+{
+	struct rk_thread *t;
+
+	for (t = r->all; t; t = t->all_next) {
+		struct rk_pmu_key key = { .tid = t->tid, .src = RK_SRC_SCHED };
+		struct rk_pmu_entry v;
+		char path[64], state;
+
+		if (t->dead)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/task/%u", t->tgid, t->tid);
+		/* A zombie (not reaped yet) has exited too. */
+		state = rec_proc_state((pid_t)t->tid);
+		if ((!access(path, F_OK) && state != 'Z' && state != 'X') ||
+		    !bpf_map_lookup_elem(r->pmu_fd, &key, &v))
+			continue;
+		rec_thread_finish(r, t, RK_THREAD_EXITED);
+		r->st->outage_exited++;
+	}
+}
+
+/*
+ * Under a memory cgroup limit, commit at most three quarters of the room
+ * left at start to buffer files (at their full size, the most they can
+ * take): the rest is for our own memory and the page cache. Threads beyond
+ * it are not traced, counted, and the recorder is never the OOM victim.
+ */
+void rec_memory_cap(struct rk_rec *r)
+{
+	uint64_t room, limit;
+	char cg[512], b1[32], b2[32];
+
+	if (rk_memcg_headroom(&room, &limit, cg, sizeof(cg)) != 1)
+		return;
+	r->mem_cap = room / 4 * 3;
+	rk_info("memory cgroup %s: limit %s, buffers capped at %s", cg,
+		rk_fmt_size(limit, b1, sizeof(b1)), rk_fmt_size(r->mem_cap, b2, sizeof(b2)));
+	if (r->mem_cap < rec_thread_bytes(r))
+		rk_warn("memory cgroup %s leaves room for no thread's buffers (%s left of %s): "
+			"raise its limit or use a smaller -m",
+			cg, rk_fmt_size(room, b1, sizeof(b1)), rk_fmt_size(limit, b2, sizeof(b2)));
+}
+
+/*
+ * The event loop runs SCHED_FIFO: with thousands of runnable threads, a
+ * fair share is too little to keep up with their switches and the BPF
+ * ringbuf overflows (measured: 68% of 1.4M signals dropped at 4,096
+ * threads on 2 CPUs, 0 with FIFO). Its work is bounded by the signals it
+ * is given; the kernel's RT throttling still bounds it. Not inherited by
+ * the command we rec_launch (SCHED_RESET_ON_FORK). The pin workers run at the
+ * same priority (rk_pin_opts.rt_prio): below it, one preempted while it
+ * holds the pool's lock or the mm lock stalls the loop (seen: half the
+ * runs at 4,096 threads dropped 30-70% of their signals).
+ */
+void rec_realtime(const struct rk_record_opts *o)
+{
+	struct sched_param sp = { .sched_priority = o->rt_prio };
+
+	if (!o->rt_prio)
+		return;
+	if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
+		rk_warn("cannot run the event loop at SCHED_FIFO %d: %s; with many busy threads "
+			"signals may be dropped (stat: signals dropped)",
+			o->rt_prio, strerror(errno));
+}
+
+/* The kernel's view of what we hold locked, kept at its peak. */
+void rec_note_vmlck(struct rk_rec *r)
+{
+	int64_t kb = rk_proc_vmlck_kb(getpid());
+
+	if (kb > 0 && (__u64)kb * 1024 > r->st->vmlck_peak)
+		r->st->vmlck_peak = (__u64)kb * 1024;
+}
+
+/* Sample VmLck whenever pins happened: the kernel's view, next to our accounting. */
+void rec_sample_vmlck(struct rk_rec *r)
+{
+	struct rk_pin_stats ps;
+
+	rk_pin_pool__stats(r->pool, &ps);
+	if (ps.pins == r->last_pins)
+		return;
+	r->last_pins = ps.pins;
+	rec_note_vmlck(r);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rec_session.h - the recorder's the recording session.
+ *
+ * Its name, its stat file (mapped: the live counters `stat` reads), what
+ * is published there (pool, BPF, loader figures), the memory cgroup cap and
+ * real-time priority of the recorder, and resuming a killed recorder's
+ * session (its pins, its files, who exited meanwhile).
+ * Owns: r->st.
+ * May call: rec_bpf, rec_target, rec_threads, memcg, pmu, util, and the libraries below them (bufile, pinpool, drain, evsel, libbpf).
+ */
+#ifndef RK_REC_SESSION_H
+#define RK_REC_SESSION_H
+
+#include "rec.h"
+
+uint64_t rec_loader_cpu_ns(void);
+void rec_publish(struct rk_rec *r);
+void rec_make_session_name(struct rk_rec *r);
+int rec_stat_open(struct rk_rec *r, int create);
+int rec_resume_session(struct rk_rec *r);
+int rec_adopt_files(struct rk_rec *r);
+void rec_finish_vanished(struct rk_rec *r);
+void rec_memory_cap(struct rk_rec *r);
+void rec_realtime(const struct rk_record_opts *o);
+void rec_note_vmlck(struct rk_rec *r);
+void rec_sample_vmlck(struct rk_rec *r);
+
+#endif /* RK_REC_SESSION_H */

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_target.c - the recorder's the target (see rec_target.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_target.h"
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <sched.h>
+#include <time.h>
+#include "pmu.h"
+#include "util.h"
+#include "rec_threads.h"
+/* The state letter of /proc/PID/stat, or 0. */
+char rec_proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/*
+ * The sessions' root: created if its parent exists (one level, never a
+ * whole path a typo made up), and it must be root's and writable by root
+ * only (or sticky), or whoever can write it could swap a session directory for a
+ * symlink and have us create files where they choose.
+ */
+int rec_root_dir(const char *root)
+{
+	struct stat st;
+
+	if (mkdir(root, 0755) && errno != EEXIST) {
+		int err = -errno;
+
+		rk_err("cannot create --root %s: %s%s", root, strerror(errno),
+		       errno == ENOENT ? " (its parent does not exist: create it first)" : "");
+		return err;
+	}
+	if (lstat(root, &st)) {
+		int err = -errno;
+
+		rk_err("cannot stat --root %s: %s", root, strerror(errno));
+		return err;
+	}
+	/*
+	 * A sticky directory (/dev/shm itself) is fine: nobody else can rename
+	 * or remove what we create in it, and mkdir refuses a name taken.
+	 */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH) && !(st.st_mode & S_ISVTX))) {
+		rk_err("refusing --root %s: %s; it must be a directory owned by root and "
+		       "writable by root only, or sticky (remove it, or pick another --root)",
+		       root,
+		       !S_ISDIR(st.st_mode) ? "not a directory (or a symlink)" :
+		       st.st_uid	    ? "owned by another user" :
+					      "writable by group or others, not sticky");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* A kernel thread has no user space to trace: PF_KTHREAD in /proc/PID/stat. */
+int rec_is_kthread(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* After the comm: state ppid pgrp session tty_nr tpgid flags. */
+	for (i = 0; p && i < 7; i++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		flags = strtoul(p + 1, NULL, 10);
+	return !!(flags & 0x00200000 /* PF_KTHREAD */);
+}
+
+/*
+ * Trace @tid: its files, its pmu_info entries (perf sources first, sched
+ * last: the fork hook copies a parent's sources once sched is there), and
+ * its perf events on every CPU.
+ * Return: 0, -ESRCH if it is gone, or -errno (reported).
+ */
+int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
+{
+	struct rk_pmu_key key = { .tid = tid };
+	struct rk_thread *t;
+	char msg[256];
+	__u64 refused;
+	int err, k;
+
+	refused = r->st->not_traced;
+	t = rec_thread_find(r, tid);
+	if (t && t->refused)
+		return 0; /* refused before: counted then */
+	t = rec_thread_new(r, tid, tgid, 0, comm, rk_now_mono_ns());
+	if (!t && r->st->not_traced != refused)
+		return 0; /* over a limit: counted, the others are traced */
+	if (!t)
+		return -errno ? -errno : -ENOMEM;
+	for (k = rec_nsrc(r) - 1; k >= 0; k--) {
+		key.src = (__u32)k;
+		err = bpf_map_update_elem(r->pmu_fd, &key, rec_src_entry(r, k), BPF_NOEXIST);
+		if (err && errno != EEXIST) {
+			err = -errno;
+			rk_err("cannot add tid %u to the pmu_info map: %s", tid, strerror(errno));
+			return err;
+		}
+	}
+	if (!r->drain)
+		return 0;
+	err = rk_drain_open_task(r->drain, (int)tid, msg, sizeof(msg));
+	if (err == -ESRCH)
+		return err;
+	if (err) {
+		rk_err("%s", msg);
+		return err;
+	}
+	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
+	return 0;
+}
+
+/* Add every thread of @pid; repeat until a pass finds none new (threads born meanwhile). */
+int rec_attach_pid(struct rk_rec *r, pid_t pid)
+{
+	char path[64];
+	int pass, added, err;
+
+	for (pass = 0; pass < 16; pass++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		d = opendir(path);
+		if (!d) {
+			err = -errno;
+			rk_err("cannot read the threads of pid %d: %s", pid,
+			       errno == ENOENT ? "no such process" : strerror(errno));
+			return err;
+		}
+		added = 0;
+		while ((de = readdir(d))) {
+			__u32 tid = (__u32)strtoul(de->d_name, NULL, 10);
+
+			/* Known: traced already, or refused by a limit (counted once). */
+			if (!tid || (rec_thread_find(r, tid) && (!rec_thread_find(r, tid)->dead ||
+								 rec_thread_find(r, tid)->refused)))
+				continue;
+			err = rec_track(r, (__u32)pid, tid, NULL);
+			if (err == -ESRCH)
+				continue; /* exited meanwhile: nothing to trace */
+			if (err) {
+				closedir(d);
+				return err;
+			}
+			added++;
+		}
+		closedir(d);
+		if (!added && pass)
+			return 0;
+		if (!added && !pass) {
+			rk_err("pid %d exited while we attached: nothing to trace", pid);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		rk_err("pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		rk_err("fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return err;
+	}
+	if (!pid) {
+		char c;
+
+		close(p[1]);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/* Wait until our tid is in the tracked set, then become CMD. */
+		if (read(p[0], &c, 1) != 1)
+			_exit(126);
+		execvp(argv[0], argv);
+		fprintf(stderr, "ringkeeper: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	*go_fd = p[1];
+	return pid;
+}
+
+int rec_open_target_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return -errno;
+	return fd;
+}

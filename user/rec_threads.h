@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * rec_threads.h - the recorder's the thread table.
+ *
+ * The recorder's threads: find (a hash by tid), create (one buffer file per
+ * source, root's, granted to the thread's user by access.c's rules), write
+ * records to them, their pins (pin pool), their identity, finish (at exit,
+ * or when the recording stops), the deferral of a switch-out's unpin until
+ * the perf rings were drained, and reclaim of what finished threads kept.
+ * Owns: struct rk_thread, r->buckets, r->all, r->pendingv.
+ * May call: access, pmu, util, and the libraries below them (bufile, pinpool, drain, evsel, libbpf).
+ */
+#ifndef RK_REC_THREADS_H
+#define RK_REC_THREADS_H
+
+#include "rec.h"
+
+struct rk_thread *rec_thread_find(struct rk_rec *r, __u32 tid);
+void rec_release_buf(void *owner, void *ctx);
+void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm);
+int rec_nsrc(const struct rk_rec *r);
+const char *rec_src_dir(const struct rk_rec *r, int k);
+uint64_t rec_src_aux(const struct rk_rec *r, int k);
+uint64_t rec_thread_bytes(const struct rk_rec *r);
+const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k);
+void rec_refuse(struct rk_rec *r, __u32 tid, const char *why);
+int rec_grant(struct rk_rec *r, const char *path, int can, uid_t reader);
+void rec_move_aside(const char *path, __u32 tid);
+struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
+				 const char *comm, uint64_t start_ns);
+void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);
+void rec_put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size);
+void rec_fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s);
+void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int on, uint64_t now);
+void rec_thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, __u32 state,
+		      int set_exit, __s32 exit_code, __u64 exit_ns);
+void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state);
+void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 finish_state);
+void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
+struct rk_thread *rec_exec_access(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);
+int rec_live_threads_of(struct rk_rec *r, __u32 tgid);
+void rec_reclaim(struct rk_rec *r);
+
+#endif /* RK_REC_THREADS_H */
