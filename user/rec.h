@@ -11,6 +11,7 @@
 #define RK_REC_H
 
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -101,6 +102,12 @@ struct rk_rec {
 	uint64_t mem_cap, mem_bytes;
 	uint64_t drops_before; /* resume: BPF drops the dead recorder last published */
 	struct rk_record_opts ro; /* the options, completed from the session on resume */
+	/* Set up by record.c, undone by its teardown; -1 / 0 when not (yet) there. */
+	int sfd, tfd, pidfd, go_fd;
+	pid_t child; /* the command we launched */
+	int resumed; /* a killed recorder's session, taken over */
+	int resume_failed; /* not taken over: its session and pins are left as they are */
+	sigset_t mask, oldmask; /* the stop signals (to our signalfd); the caller's mask */
 };
 
 /* sample_id of RK_SCHED_SAMPLE_TYPE. */

@@ -24,6 +24,47 @@
 #include <sched.h>
 #include <time.h>
 #include "util.h"
+/*
+ * Open the BPF object sized for this recording (ringbuf, map entries, the
+ * sources per thread), load it and pin its maps.
+ * Return: 0, or -errno (reported).
+ */
+int rec_bpf_load(struct rk_rec *r)
+{
+	const struct rk_record_opts *o = r->o;
+	__u32 nsrc = 1 + (__u32)o->nev;
+	int err;
+
+	libbpf_set_print(rec_libbpf_print);
+	r->skel = ringkeeper_bpf__open();
+	if (!r->skel) {
+		err = -errno;
+		rk_err("cannot open the BPF object: %s", strerror(errno));
+		return err;
+	}
+	r->skel->rodata->cfg_inherit = o->inherit ? 1 : 0;
+	r->skel->rodata->cfg_nr_src = nsrc;
+	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
+	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
+	/*
+	 * --max-threads caps the live traced threads: a full map makes the
+	 * fork hook leave the child out (counted as "children not added").
+	 */
+	bpf_map__set_max_entries(r->skel->maps.pmu_info,
+				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) * nsrc);
+	err = ringkeeper_bpf__load(r->skel);
+	if (err) {
+		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
+		       "kernel needs BTF and tp_btf support, 5.8+)",
+		       strerror(-err));
+		return err;
+	}
+	r->pmu_fd = bpf_map__fd(r->skel->maps.pmu_info);
+	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
+	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
+	return rec_pin_maps(r);
+}
+
 const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch", "link_fork", "link_exec",
 						"link_exit" };
 

@@ -23,4 +23,6 @@ int rec_pin_maps(struct rk_rec *r);
 void rec_prog_misses(struct rk_rec *r);
 void rec_find_progs(struct rk_rec *r);
 
+int rec_bpf_load(struct rk_rec *r);
+
 #endif /* RK_REC_BPF_H */

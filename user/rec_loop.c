@@ -55,42 +55,139 @@ int rec_on_signal(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
+/* A tracked task forked: the child's files, and its FORK record. */
+static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 {
 	struct rk_thread *t;
+	struct {
+		struct perf_event_header h;
+		__u32 pid, ppid, tid, ptid;
+		__u64 time;
+		struct sample_id id;
+	} fr = { 0 };
+	struct rk_thread *parent = rec_thread_find(r, s->ptid);
 
-	t = rec_thread_find(r, s->tid);
+	t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
+	if (!t)
+		return;
+	/*
+	 * Born off CPU: its first switch must be an in. The 6.18 host
+	 * kernel sometimes runs a new thread without a sched_switch
+	 * naming it (bpftrace sees the same); its first out is then
+	 * counted as unpaired like any other, not passed over.
+	 */
+	if (!t->last_switch)
+		t->last_switch = RK_SIG_SWITCH_OUT;
+	fr.h.type = PERF_RECORD_FORK;
+	fr.h.size = sizeof(fr);
+	fr.pid = s->tgid;
+	fr.ppid = parent ? parent->tgid : 0;
+	fr.tid = s->tid;
+	fr.ptid = s->ptid;
+	fr.time = s->time_ns;
+	rec_fill_id(&fr.id, t, s);
+	rec_put_rec(r, t, &fr, sizeof(fr));
+}
+
+/* A switch in or out: its record, the pin wish, and at a final out, the finish. */
+static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	struct {
+		struct perf_event_header h;
+		struct sample_id id;
+	} sw = { 0 };
+
+	sw.h.type = PERF_RECORD_SWITCH;
+	sw.h.size = sizeof(sw);
+	if (s->kind == RK_SIG_SWITCH_OUT) {
+		sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
+		if (s->flags & RK_SIGF_PREEMPT)
+			sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+	}
+	rec_fill_id(&sw.id, t, s);
+	rec_put_rec(r, t, &sw, sizeof(sw));
+	r->st->switches++;
+	/*
+	 * Two outs (or ins) in a row: a signal was dropped, or the
+	 * kernel ran the task without a sched_switch naming it next
+	 * (seen on 6.18 in perf's own sched_switch stream too).
+	 * Recorded as it happened, counted so it is not silent.
+	 */
+	if (t->last_switch == s->kind)
+		r->st->unpaired++;
+	t->last_switch = s->kind;
+	/* Only after its records are in the files may its buffers be unlocked. */
+	if (s->kind == RK_SIG_SWITCH_IN) {
+		rec_thread_pin(r, t, 1, s->time_ns);
+	} else {
+		if ((s->flags & RK_SIGF_DEAD) && !SCHED_BF(t)->id.exit_ns)
+			rec_thread_ident(r, t, NULL, 0, 1, SCHED_BF(t)->id.exit_code, s->time_ns);
+		rec_defer_off(r, t, s->time_ns, s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
+	}
+}
+
+/* An exec: its COMM record, and the thread's access re-checked. */
+static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[RK_COMM_LEN];
+		struct sample_id id;
+	} cr = { 0 };
+
+	t = rec_exec_access(r, t, s);
+	if (!t)
+		return;
+	cr.h.type = PERF_RECORD_COMM;
+	cr.h.misc = PERF_RECORD_MISC_COMM_EXEC;
+	cr.h.size = sizeof(cr);
+	cr.pid = t->tgid;
+	cr.tid = t->tid;
+	memcpy(cr.comm, s->comm, sizeof(cr.comm));
+	cr.comm[RK_COMM_LEN - 1] = '\0';
+	rec_fill_id(&cr.id, t, s);
+	rec_put_rec(r, t, &cr, sizeof(cr));
+	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
+	if (s->ptid != s->tid) {
+		/* A non-leader exec'd and took over this tid. */
+		struct rk_thread *old = rec_thread_find(r, s->ptid);
+
+		if (old && !old->dead)
+			rec_defer_off(r, old, s->time_ns, RK_THREAD_EXITED);
+	}
+}
+
+/* An exit: its EXIT record; the final switch-out that follows finishes the thread. */
+static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	struct {
+		struct perf_event_header h;
+		__u32 pid, ppid, tid, ptid;
+		__u64 time;
+		struct sample_id id;
+	} er = { 0 };
+
+	er.h.type = PERF_RECORD_EXIT;
+	er.h.size = sizeof(er);
+	er.pid = t->tgid;
+	er.tid = t->tid;
+	er.ppid = er.pid;
+	er.ptid = er.tid;
+	er.time = s->time_ns;
+	rec_fill_id(&er.id, t, s);
+	rec_put_rec(r, t, &er, sizeof(er));
+	rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
+}
+
+void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t = rec_thread_find(r, s->tid);
+
 	if (t && t->refused)
 		return; /* over a limit: not traced, already counted */
 	if (s->kind == RK_SIG_FORK) {
-		struct {
-			struct perf_event_header h;
-			__u32 pid, ppid, tid, ptid;
-			__u64 time;
-			struct sample_id id;
-		} fr = { 0 };
-		struct rk_thread *parent = rec_thread_find(r, s->ptid);
-
-		t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
-		if (!t)
-			return;
-		/*
-		 * Born off CPU: its first switch must be an in. The 6.18 host
-		 * kernel sometimes runs a new thread without a sched_switch
-		 * naming it (bpftrace sees the same); its first out is then
-		 * counted as unpaired like any other, not passed over.
-		 */
-		if (!t->last_switch)
-			t->last_switch = RK_SIG_SWITCH_OUT;
-		fr.h.type = PERF_RECORD_FORK;
-		fr.h.size = sizeof(fr);
-		fr.pid = s->tgid;
-		fr.ppid = parent ? parent->tgid : 0;
-		fr.tid = s->tid;
-		fr.ptid = s->ptid;
-		fr.time = s->time_ns;
-		rec_fill_id(&fr.id, t, s);
-		rec_put_rec(r, t, &fr, sizeof(fr));
+		on_fork(r, s);
 		return;
 	}
 	if (!t || t->dead) {
@@ -104,93 +201,15 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	switch (s->kind) {
 	case RK_SIG_SWITCH_IN:
-	case RK_SIG_SWITCH_OUT: {
-		struct {
-			struct perf_event_header h;
-			struct sample_id id;
-		} sw = { 0 };
-
-		sw.h.type = PERF_RECORD_SWITCH;
-		sw.h.size = sizeof(sw);
-		if (s->kind == RK_SIG_SWITCH_OUT) {
-			sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
-			if (s->flags & RK_SIGF_PREEMPT)
-				sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-		}
-		rec_fill_id(&sw.id, t, s);
-		rec_put_rec(r, t, &sw, sizeof(sw));
-		r->st->switches++;
-		/*
-		 * Two outs (or ins) in a row: a signal was dropped, or the
-		 * kernel ran the task without a sched_switch naming it next
-		 * (seen on 6.18 in perf's own sched_switch stream too).
-		 * Recorded as it happened, counted so it is not silent.
-		 */
-		if (t->last_switch == s->kind)
-			r->st->unpaired++;
-		t->last_switch = s->kind;
-		/* Only after its records are in the files may its buffers be unlocked. */
-		if (s->kind == RK_SIG_SWITCH_IN) {
-			rec_thread_pin(r, t, 1, s->time_ns);
-		} else {
-			if ((s->flags & RK_SIGF_DEAD) && !SCHED_BF(t)->id.exit_ns)
-				rec_thread_ident(r, t, NULL, 0, 1, SCHED_BF(t)->id.exit_code,
-						 s->time_ns);
-			rec_defer_off(r, t, s->time_ns,
-				      s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
-		}
+	case RK_SIG_SWITCH_OUT:
+		on_switch(r, t, s);
 		break;
-	}
-	case RK_SIG_EXEC: {
-		struct {
-			struct perf_event_header h;
-			__u32 pid, tid;
-			char comm[RK_COMM_LEN];
-			struct sample_id id;
-		} cr = { 0 };
-
-		t = rec_exec_access(r, t, s);
-		if (!t)
-			break;
-		cr.h.type = PERF_RECORD_COMM;
-		cr.h.misc = PERF_RECORD_MISC_COMM_EXEC;
-		cr.h.size = sizeof(cr);
-		cr.pid = t->tgid;
-		cr.tid = t->tid;
-		memcpy(cr.comm, s->comm, sizeof(cr.comm));
-		cr.comm[RK_COMM_LEN - 1] = '\0';
-		rec_fill_id(&cr.id, t, s);
-		rec_put_rec(r, t, &cr, sizeof(cr));
-		rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
-		if (s->ptid != s->tid) {
-			/* A non-leader exec'd and took over this tid. */
-			struct rk_thread *old = rec_thread_find(r, s->ptid);
-
-			if (old && !old->dead)
-				rec_defer_off(r, old, s->time_ns, RK_THREAD_EXITED);
-		}
+	case RK_SIG_EXEC:
+		on_exec(r, t, s);
 		break;
-	}
-	case RK_SIG_EXIT: {
-		struct {
-			struct perf_event_header h;
-			__u32 pid, ppid, tid, ptid;
-			__u64 time;
-			struct sample_id id;
-		} er = { 0 };
-
-		er.h.type = PERF_RECORD_EXIT;
-		er.h.size = sizeof(er);
-		er.pid = t->tgid;
-		er.tid = t->tid;
-		er.ppid = er.pid;
-		er.ptid = er.tid;
-		er.time = s->time_ns;
-		rec_fill_id(&er.id, t, s);
-		rec_put_rec(r, t, &er, sizeof(er));
-		rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
+	case RK_SIG_EXIT:
+		on_exit_sig(r, t, s);
 		break;
-	}
 	}
 }
 

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * record.c - the loader's event loop.
- *
- * One thread consumes the BPF ringbuf on a timer (the BPF side does not wake
- * us per record) and turns each signal into perf records in the buffer file
- * of its thread; switch-in/out become pin wishes that the pin pool's workers
- * act on. Files live on tmpfs, so they outlive us.
+ * record.c - a recording from start to end: each step of the set-up in
+ * order, the event loop (rec_loop), and one teardown that undoes what was
+ * set up. See rec.h for the modules and which way data flows.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -49,34 +46,23 @@
 #include "session.h"
 #include "util.h"
 
-int rk_record(const struct rk_record_opts *opts)
+/* Our state, with the stop signals blocked before any thread exists. */
+static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 {
-	struct rk_rec *r;
-	struct itimerspec its = { 0 };
-	sigset_t mask, oldmask;
-	int err, sfd = -1, tfd = -1, pidfd = -1, go_fd = -1, status = 0;
-	pid_t child = 0;
-	char path[PATH_MAX + 32];
-	struct rk_pin_opts popts = { 0 };
-	struct rk_pin_ops pops = { .release = rec_release_buf };
-	const struct rk_record_opts *o;
-	struct rk_thread *t;
-	int k, resumed = 0;
+	struct rk_rec *r = calloc(1, sizeof(*r));
 
-	if (geteuid() != 0) {
-		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
-		return -EPERM;
-	}
+	if (!r)
+		return NULL;
 	/*
-	 * Block the stop signals before any thread exists (the pin workers
-	 * inherit the mask): a process-directed SIGINT must reach our
-	 * signalfd, not kill us through a worker that does not block it.
+	 * The pin workers inherit the mask: a process-directed SIGINT must
+	 * reach our signalfd, not kill us through a worker that does not
+	 * block it.
 	 */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGHUP);
+	sigemptyset(&r->mask);
+	sigaddset(&r->mask, SIGINT);
+	sigaddset(&r->mask, SIGTERM);
+	sigaddset(&r->mask, SIGCHLD);
+	sigaddset(&r->mask, SIGHUP);
 	/*
 	 * A background job of a non-interactive shell starts with SIGINT
 	 * ignored, and an ignored signal never reaches a signalfd.
@@ -84,301 +70,326 @@ int rk_record(const struct rk_record_opts *opts)
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		return -ENOMEM;
-	}
+	sigprocmask(SIG_BLOCK, &r->mask, &r->oldmask);
 	memset(r->prog_fds, -1, sizeof(r->prog_fds));
 	r->ro = *opts;
-	o = r->o = &r->ro;
+	r->o = &r->ro;
 	r->lock_fd = -1;
 	r->pmu_fd = r->cnt_fd = r->sig_fd = -1;
+	r->sfd = r->tfd = r->pidfd = r->go_fd = -1;
 	r->ncpus = rk_online_cpus();
 	r->paranoid = rk_access_paranoid();
-	err = rk_bufile_guard_init();
-	if (err) {
-		rk_err("cannot install the SIGBUS guard: %s", strerror(-err));
-		goto out_free;
-	}
+	rk_pmu_sched_entry(&r->sched_entry);
+	r->sched_entry.attr.inherit = opts->inherit ? 1 : 0;
+	r->file_size = rk_bufile_layout_size(opts->data_size, 0);
+	return r;
+}
 
-	if (o->pid && !o->resume) {
-		if (o->pid == getpid()) {
-			rk_err("will not trace myself (pid %d)", o->pid);
-			err = -EINVAL;
-			goto out_free;
-		}
-		if (kill(o->pid, 0) && errno == ESRCH) {
-			rk_err("no such process: %d", o->pid);
-			err = -ESRCH;
-			goto out_free;
-		}
-		if (rec_is_kthread(o->pid)) {
-			rk_err("pid %d is a kernel thread: it has no user space to trace", o->pid);
-			err = -EINVAL;
-			goto out_free;
-		}
-		if (rec_proc_state(o->pid) == 'Z') {
-			rk_err("pid %d has exited (a zombie not yet reaped): nothing to trace",
-			       o->pid);
-			err = -ESRCH;
-			goto out_free;
-		}
+/* -p PID: one we can trace. */
+static int check_pid(const struct rk_rec *r)
+{
+	pid_t pid = r->o->pid;
+
+	if (!pid || r->o->resume)
+		return 0;
+	if (pid == getpid()) {
+		rk_err("will not trace myself (pid %d)", pid);
+		return -EINVAL;
 	}
-	err = rec_ensure_fs("/sys/fs/bpf", BPF_FS_MAGIC_, "bpf");
+	if (kill(pid, 0) && errno == ESRCH) {
+		rk_err("no such process: %d", pid);
+		return -ESRCH;
+	}
+	if (rec_is_kthread(pid)) {
+		rk_err("pid %d is a kernel thread: it has no user space to trace", pid);
+		return -EINVAL;
+	}
+	if (rec_proc_state(pid) == 'Z') {
+		rk_err("pid %d has exited (a zombie not yet reaped): nothing to trace", pid);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* bpffs (and tracefs, for users' other tools) mounted, and the one-recorder lock. */
+static int take_system(struct rk_rec *r)
+{
+	int err = rec_ensure_fs("/sys/fs/bpf", BPF_FS_MAGIC_, "bpf");
+
 	if (err)
-		goto out_free;
-	/* tp_btf needs no tracefs; mount it anyway for users' other tools, without failing. */
+		return err;
+	/* tp_btf needs no tracefs: a failure to mount it is not ours to report. */
 	if (access("/sys/kernel/tracing/trace_pipe", F_OK))
 		(void)rec_ensure_fs("/sys/kernel/tracing", TRACEFS_MAGIC_, "tracefs");
-	err = rec_take_lock(r);
-	if (err)
-		goto out_free;
-	if (o->resume) {
-		err = rec_resume_session(r);
-		if (err)
-			goto out_resume;
-		resumed = 1;
-		r->maps_pinned = 1; /* the killed recorder's pins, ours now */
-		rk_pmu_sched_entry(&r->sched_entry);
-		r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
-		r->file_size = rk_bufile_layout_size(o->data_size, 0);
-		goto setup_pool;
+	return rec_take_lock(r);
+}
+
+static int mkdir_src(const struct rk_rec *r, const char *sub)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", r->dir, sub);
+	if (mkdir(path, 0755)) {
+		int err = -errno;
+
+		rk_err("cannot create %s: %s", path, strerror(errno));
+		return err;
 	}
-	rk_pmu_sched_entry(&r->sched_entry);
-	r->sched_entry.attr.inherit = o->inherit ? 1 : 0;
-	r->file_size = rk_bufile_layout_size(o->data_size, 0);
+	return 0;
+}
+
+/* ROOT/SESSION and a directory per source (and the sideband, with -e). */
+static int session_dirs(struct rk_rec *r)
+{
+	int err, k;
 
 	rec_make_session_name(r);
-	err = rec_root_dir(o->root);
+	err = rec_root_dir(r->o->root);
 	if (err)
-		goto out_unlock;
-	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
-	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_SCHED_DIR);
+		return err;
+	snprintf(r->dir, sizeof(r->dir), "%s/%s", r->o->root, r->session);
 	if (!access(r->dir, F_OK)) {
 		rk_err("session %s already exists in %s: pick another --session name", r->session,
-		       o->root);
-		err = -EEXIST;
-		goto out_unlock;
+		       r->o->root);
+		return -EEXIST;
 	}
-	if (mkdir(r->dir, 0755) || mkdir(path, 0755)) {
+	if (mkdir(r->dir, 0755)) {
 		err = -errno;
-		rk_err("cannot create %s: %s", path, strerror(errno));
-		goto out_unlock;
+		rk_err("cannot create %s: %s", r->dir, strerror(errno));
+		return err;
 	}
-	for (k = 1; k < rec_nsrc(r); k++) {
-		snprintf(path, sizeof(path), "%s/%s", r->dir, rec_src_dir(r, k));
-		if (mkdir(path, 0755)) {
-			err = -errno;
-			rk_err("cannot create %s: %s", path, strerror(errno));
-			goto out_unlock;
-		}
+	for (k = 0; k < rec_nsrc(r); k++) {
+		err = mkdir_src(r, rec_src_dir(r, k));
+		if (err)
+			return err;
 	}
-	if (o->nev) {
-		snprintf(path, sizeof(path), "%s/%s", r->dir, RK_SIDEBAND_DIR);
-		if (mkdir(path, 0755)) {
-			err = -errno;
-			rk_err("cannot create %s: %s", path, strerror(errno));
-			goto out_unlock;
-		}
-	}
-	err = rec_stat_open(r, 1);
-	if (err)
-		goto out_unlock;
-	r->st->magic = RK_STAT_MAGIC;
-	r->st->version = RK_STAT_VERSION;
-	r->st->size = sizeof(*r->st);
-	r->st->loader_pid = (__u32)getpid();
-	r->st->state = RK_SESSION_RUNNING;
-	r->st->nr_cpus = r->ncpus;
-	r->st->start_ns = rk_now_real_ns();
-	r->st->data_size = o->data_size;
-	r->st->file_size = r->file_size;
-	r->st->budget = o->budget;
-	r->st->inherit = !!o->inherit;
-	r->st->nev = (__u32)o->nev;
-	r->st->max_threads = o->max_threads;
-	r->st->max_shm = o->max_shm;
-	r->st->on_exit_drop = (__u32)o->on_exit_drop;
-	r->st->cpu_ring = o->nev ? o->cpu_ring : 0;
-	r->st->aux_size = o->aux_size;
-	r->st->cpu_aux = o->aux_size ? o->cpu_aux : 0;
-	for (k = 0; k < o->nev; k++) {
-		size_t len = strlen(r->st->events);
+	return r->o->nev ? mkdir_src(r, RK_SIDEBAND_DIR) : 0;
+}
 
-		snprintf(r->st->events + len, sizeof(r->st->events) - len, "%s%s", k ? "," : "",
+/* What the session's stat file says about the recording before it starts. */
+static void stat_fill(struct rk_rec *r)
+{
+	const struct rk_record_opts *o = r->o;
+	struct rk_session_stat *st = r->st;
+	int k;
+
+	st->magic = RK_STAT_MAGIC;
+	st->version = RK_STAT_VERSION;
+	st->size = sizeof(*st);
+	st->loader_pid = (__u32)getpid();
+	st->state = RK_SESSION_RUNNING;
+	st->nr_cpus = r->ncpus;
+	st->start_ns = rk_now_real_ns();
+	st->data_size = o->data_size;
+	st->file_size = r->file_size;
+	st->budget = o->budget;
+	st->inherit = !!o->inherit;
+	st->nev = (__u32)o->nev;
+	st->max_threads = o->max_threads;
+	st->max_shm = o->max_shm;
+	st->on_exit_drop = (__u32)o->on_exit_drop;
+	st->cpu_ring = o->nev ? o->cpu_ring : 0;
+	st->aux_size = o->aux_size;
+	st->cpu_aux = o->aux_size ? o->cpu_aux : 0;
+	for (k = 0; k < o->nev; k++) {
+		size_t len = strlen(st->events);
+
+		snprintf(st->events + len, sizeof(st->events) - len, "%s%s", k ? "," : "",
 			 o->evs[k].name);
 	}
 	if (o->pid) {
-		snprintf(r->st->command, sizeof(r->st->command), "-p %d", o->pid);
+		snprintf(st->command, sizeof(st->command), "-p %d", o->pid);
 	} else {
 		size_t off = 0;
 		int i;
 
-		for (i = 0; o->argv[i] && off < sizeof(r->st->command) - 1; i++)
-			off += (size_t)snprintf(r->st->command + off, sizeof(r->st->command) - off,
+		for (i = 0; o->argv[i] && off < sizeof(st->command) - 1; i++)
+			off += (size_t)snprintf(st->command + off, sizeof(st->command) - off,
 						"%s%s", i ? " " : "", o->argv[i]);
 	}
+}
 
-	libbpf_set_print(rec_libbpf_print);
-	r->skel = ringkeeper_bpf__open();
-	if (!r->skel) {
-		err = -errno;
-		rk_err("cannot open the BPF object: %s", strerror(errno));
-		goto out_stat;
-	}
-	r->skel->rodata->cfg_inherit = o->inherit ? 1 : 0;
-	r->skel->rodata->cfg_nr_src = (__u32)rec_nsrc(r);
-	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
-	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
-	/*
-	 * --max-threads caps the live traced threads: a full map makes the
-	 * fork hook leave the child out (counted as "children not added").
-	 */
-	bpf_map__set_max_entries(r->skel->maps.pmu_info,
-				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) *
-					 (__u32)rec_nsrc(r));
-	err = ringkeeper_bpf__load(r->skel);
-	if (err) {
-		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
-		       "kernel needs BTF and tp_btf support, 5.8+)",
-		       strerror(-err));
-		goto out_skel;
-	}
-	r->pmu_fd = bpf_map__fd(r->skel->maps.pmu_info);
-	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
-	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
-	err = rec_pin_maps(r);
+/* A new session: its directories, its stat file, the BPF object loaded and pinned. */
+static int session_new(struct rk_rec *r)
+{
+	int err = session_dirs(r);
+
+	if (!err)
+		err = rec_stat_open(r, 1);
 	if (err)
-		goto out_skel;
+		return err;
+	stat_fill(r);
+	return rec_bpf_load(r);
+}
 
-setup_pool:
+/* A killed recorder's session, taken over (its pins, its stat file, its options). */
+static int session_resume(struct rk_rec *r)
+{
+	int err = rec_resume_session(r);
+
+	if (err) {
+		r->resume_failed = 1;
+		return err;
+	}
+	r->resumed = 1;
+	r->maps_pinned = 1; /* the killed recorder's pins, ours now */
+	r->sched_entry.attr.inherit = r->o->inherit ? 1 : 0;
+	r->file_size = rk_bufile_layout_size(r->o->data_size, 0);
+	return 0;
+}
+
+/* The pin workers, and the per-CPU perf rings of -e events. */
+static int workers_start(struct rk_rec *r)
+{
+	const struct rk_record_opts *o = r->o;
+	static const struct rk_pin_ops pops = { .release = rec_release_buf };
+	struct rk_pin_opts popts = {
+		.workers = o->workers,
+		.budget = o->budget,
+		.linger_ns = o->linger_ns,
+		.ops = &pops,
+		.rt_prio = o->rt_prio,
+		.min_run_ns = o->min_run_ns,
+	};
+	struct rlimit rl;
+
 	rec_memory_cap(r);
-	popts.workers = o->workers;
-	popts.budget = o->budget;
-	popts.linger_ns = o->linger_ns;
-	popts.ops = &pops;
-	popts.rt_prio = o->rt_prio;
-	popts.min_run_ns = o->min_run_ns;
 	r->pool = rk_pin_pool__new(&popts);
 	if (!r->pool) {
-		err = -errno;
+		int err = -errno;
+
 		rk_err("cannot start the pin workers: %s", strerror(errno));
-		goto out_maps;
+		return err;
 	}
 	r->st->workers = o->workers ? o->workers : r->ncpus;
-	if (o->nev) {
-		struct rlimit rl;
-
-		/* One fd per thread, CPU and event: take what we are allowed. */
-		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-		r->drain = rk_drain__new(o->evs, o->nev, o->cpu_ring);
-		if (!r->drain) {
-			err = -errno;
-			rk_err("cannot set up the perf rings: %s", strerror(errno));
-			goto out_pool;
-		}
-		if (o->aux_size && rk_drain_set_aux(r->drain, o->cpu_aux)) {
-			err = -EINVAL;
-			rk_err("--cpu-aux: not a power of two of at least a page");
-			goto out_pool;
-		}
+	if (!o->nev)
+		return 0;
+	/* One fd per thread, CPU and event: take what we are allowed. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	r->drain = rk_drain__new(o->evs, o->nev, o->cpu_ring);
+	if (!r->drain) {
+		int err = -errno;
+
+		rk_err("cannot set up the perf rings: %s", strerror(errno));
+		return err;
+	}
+	if (o->aux_size && rk_drain_set_aux(r->drain, o->cpu_aux)) {
+		rk_err("--cpu-aux: not a power of two of at least a page");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The BPF ringbuf consumer, the signalfd and the drain timer. */
+static int loop_fds(struct rk_rec *r)
+{
+	struct itimerspec its = { 0 };
 
 	r->rb = ring_buffer__new(r->sig_fd, rec_on_signal, r, NULL);
 	if (!r->rb) {
-		err = -errno;
+		int err = -errno;
+
 		rk_err("cannot set up the BPF ringbuf consumer: %s", strerror(errno));
-		goto out_pool;
+		return err;
 	}
+	r->sfd = signalfd(-1, &r->mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->sfd < 0 || r->tfd < 0) {
+		int err = -errno;
 
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (sfd < 0 || tfd < 0) {
-		err = -errno;
 		rk_err("signalfd/timerfd: %s", strerror(errno));
-		goto out_fds;
+		return err;
 	}
-	its.it_interval.tv_sec = (time_t)(o->tick_ns / 1000000000ull);
-	its.it_interval.tv_nsec = (long)(o->tick_ns % 1000000000ull);
+	its.it_interval.tv_sec = (time_t)(r->o->tick_ns / 1000000000ull);
+	its.it_interval.tv_nsec = (long)(r->o->tick_ns % 1000000000ull);
 	its.it_value = its.it_interval;
-	timerfd_settime(tfd, 0, &its, NULL);
+	timerfd_settime(r->tfd, 0, &its, NULL);
+	return 0;
+}
 
-	if (resumed) {
-		int n = rec_adopt_files(r);
+/* Resume: the files, the backlog of signals, who vanished, what the outage cost. */
+static int resume_catch_up(struct rk_rec *r)
+{
+	int n = rec_adopt_files(r);
 
-		if (n < 0) {
-			err = n;
-			rk_err("resume: cannot read %s: %s", r->dir, strerror(-n));
-			goto out_fds;
-		}
-		/* What happened while no recorder ran, then who vanished meanwhile. */
-		ring_buffer__consume(r->rb);
-		rec_drain(r);
-		rec_finish_vanished(r);
-		r->target = o->pid;
-		pidfd = rec_open_target_pidfd(o->pid);
-		if (pidfd < 0) {
-			r->target_exited = 1;
-			r->drain_deadline = rk_now_mono_ns();
-		}
-		/* What the outage cost: drops since the dead recorder last published. */
-		rec_publish(r);
-		r->st->outage_drops =
-			r->st->bpf_drops > r->drops_before ? r->st->bpf_drops - r->drops_before : 0;
-		fprintf(stderr, "ringkeeper: resumed session %s: %d live threads adopted",
-			r->session, n);
-		if (r->st->outage_exited)
-			fprintf(stderr, ", %llu of them found exited meanwhile",
-				(unsigned long long)r->st->outage_exited);
-		fprintf(stderr, "\n");
-		if (r->st->outage_drops)
-			rk_warn("%llu signals were dropped while no recorder ran (the pinned ringbuf "
-				"was full): switches and exits of that time are missing "
-				"(--ringbuf-size)",
-				(unsigned long long)r->st->outage_drops);
-		goto ready;
+	if (n < 0) {
+		rk_err("resume: cannot read %s: %s", r->dir, strerror(-n));
+		return n;
 	}
-	err = ringkeeper_bpf__attach(r->skel);
+	ring_buffer__consume(r->rb);
+	rec_drain(r);
+	rec_finish_vanished(r);
+	r->target = r->o->pid;
+	r->pidfd = rec_open_target_pidfd(r->o->pid);
+	if (r->pidfd < 0) {
+		r->target_exited = 1;
+		r->drain_deadline = rk_now_mono_ns();
+	}
+	/* Drops since the dead recorder last published. */
+	rec_publish(r);
+	r->st->outage_drops =
+		r->st->bpf_drops > r->drops_before ? r->st->bpf_drops - r->drops_before : 0;
+	fprintf(stderr, "ringkeeper: resumed session %s: %d live threads adopted", r->session, n);
+	if (r->st->outage_exited)
+		fprintf(stderr, ", %llu of them found exited meanwhile",
+			(unsigned long long)r->st->outage_exited);
+	fprintf(stderr, "\n");
+	if (r->st->outage_drops)
+		rk_warn("%llu signals were dropped while no recorder ran (the pinned ringbuf was "
+			"full): switches and exits of that time are missing (--ringbuf-size)",
+			(unsigned long long)r->st->outage_drops);
+	return 0;
+}
+
+/* Attach the programs, then trace -p PID's threads or launch CMD (held until tracked). */
+static int target_start(struct rk_rec *r)
+{
+	const struct rk_record_opts *o = r->o;
+	int err = ringkeeper_bpf__attach(r->skel);
+
 	if (err) {
 		rk_err("cannot attach the BPF programs: %s", strerror(-err));
-		goto out_fds;
+		return err;
 	}
 	err = rec_pin_links(r);
 	if (err)
-		goto out_fds;
+		return err;
 	if (o->pid) {
 		r->target = o->pid;
-		pidfd = rec_open_target_pidfd(o->pid);
+		r->pidfd = rec_open_target_pidfd(o->pid);
 		err = rec_attach_pid(r, o->pid);
 		if (err)
-			goto out_fds;
+			return err;
 		if (r->drain)
 			rec_synthesize(r, o->pid);
 	} else {
-		child = rec_launch(o->argv, &oldmask, &go_fd);
-		if (child < 0) {
-			err = child;
-			child = 0;
-			goto out_fds;
-		}
-		r->target = child;
-		pidfd = rec_open_target_pidfd(child);
+		pid_t child = rec_launch(o->argv, &r->oldmask, &r->go_fd);
+
+		if (child < 0)
+			return child;
+		r->child = r->target = child;
+		r->pidfd = rec_open_target_pidfd(child);
 		err = rec_track(r, (__u32)child, (__u32)child, NULL);
 		if (err) {
 			if (err == -ESRCH)
 				rk_err("the command exited before it could be traced");
 			kill(child, SIGKILL);
-			goto out_fds;
+			return err;
 		}
 	}
 	r->st->target_pid = (__u32)r->target;
-ready:
-	if (pidfd < 0 && !r->target_exited)
+	return 0;
+}
+
+/* Tracing is on: say so, and let a launched command exec. */
+static void announce(struct rk_rec *r)
+{
+	const struct rk_record_opts *o = r->o;
+
+	if (r->pidfd < 0 && !r->target_exited)
 		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
 			r->target);
 	r->st->attach_cpu_ns = rec_loader_cpu_ns();
@@ -388,19 +399,20 @@ ready:
 		"ringkeeper: recording session %s into %s (sched%s%s per thread, budget %llu KiB)\n",
 		r->session, r->dir, o->nev ? "," : "", o->nev ? r->st->events : "",
 		(unsigned long long)(o->budget >> 10));
-	if (go_fd >= 0) {
+	if (r->go_fd >= 0) {
 		/* Let the child exec: it is tracked now, from its first instruction. */
-		if (write(go_fd, "g", 1) != 1)
+		if (write(r->go_fd, "g", 1) != 1)
 			rk_warn("cannot start the command");
-		close(go_fd);
-		go_fd = -1;
+		close(r->go_fd);
+		r->go_fd = -1;
 	}
+}
 
-	rec_find_progs(r);
-	rec_realtime(o);
-	err = rec_event_loop(r, sfd, tfd, pidfd);
+/* Stop: no new signals (the pins first: they hold the links), then the last ones. */
+static void stop(struct rk_rec *r)
+{
+	int k;
 
-	/* Stop: no new signals (pins first: they hold the links), then the last ones. */
 	rec_unpin_links();
 	if (r->skel)
 		ringkeeper_bpf__detach(r->skel);
@@ -410,28 +422,35 @@ ready:
 	ring_buffer__consume(r->rb);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
+}
 
-out_fds:
-	if (go_fd >= 0) {
-		/* Not started: make the child exit without running CMD. */
-		close(go_fd);
+/* The command we launched (never started if go_fd is still open), and our fds. */
+static void close_target(struct rk_rec *r)
+{
+	int status = 0;
+
+	if (r->go_fd >= 0)
+		close(r->go_fd); /* not started: the child exits without running CMD */
+	if (r->child > 0 && waitpid(r->child, &status, 0) == r->child) {
+		if (WIFEXITED(status) && WEXITSTATUS(status))
+			rk_warn("command exited with status %d", WEXITSTATUS(status));
+		else if (WIFSIGNALED(status))
+			rk_warn("command killed by signal %d", WTERMSIG(status));
 	}
-	if (child > 0) {
-		if (waitpid(child, &status, 0) == child) {
-			if (WIFEXITED(status) && WEXITSTATUS(status))
-				rk_warn("command exited with status %d", WEXITSTATUS(status));
-			else if (WIFSIGNALED(status))
-				rk_warn("command killed by signal %d", WTERMSIG(status));
-		}
-	}
-	if (pidfd >= 0)
-		close(pidfd);
-	if (sfd >= 0)
-		close(sfd);
-	if (tfd >= 0)
-		close(tfd);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	if (r->sfd >= 0)
+		close(r->sfd);
+	if (r->tfd >= 0)
+		close(r->tfd);
 	ring_buffer__free(r->rb);
-out_pool:
+}
+
+/* Every thread finished as stopped, its buffers unlocked and unmapped, all freed. */
+static void threads_stop(struct rk_rec *r)
+{
+	struct rk_thread *t;
+
 	for (t = r->all; t; t = t->all_next)
 		if (!t->dead)
 			rec_thread_finish(r, t, RK_THREAD_STOPPED);
@@ -454,27 +473,28 @@ out_pool:
 		r->all = t->all_next;
 		free(t);
 	}
-out_maps:
-	if (r->maps_pinned && !o->keep)
+}
+
+/* The maps unpinned (unless --keep), the object and the map fds closed. */
+static void bpf_release(struct rk_rec *r)
+{
+	if (r->maps_pinned && !r->o->keep)
 		rec_unpin_maps();
 	else if (r->maps_pinned)
 		fprintf(stderr, "ringkeeper: maps kept pinned in %s (--keep)\n", RK_BPFFS_DIR);
-out_skel:
 	ringkeeper_bpf__destroy(r->skel);
-	if (resumed) {
+	if (r->resumed) {
 		close(r->pmu_fd);
 		close(r->cnt_fd);
 		close(r->sig_fd);
 	}
-out_stat:
-	r->st->state = RK_SESSION_ENDED;
-	r->st->update_ns = rk_now_real_ns();
-	if (!err)
-		rk_session_print(stderr, r->session, r->st, 0);
-	munmap(r->st, sizeof(*r->st));
-	goto out_unlock;
-out_resume:
-	/* Not taken over: leave the session and the pins as they are. */
+}
+
+/* A resume that did not take over: its session and pins stay as they are. */
+static void resume_abandon(struct rk_rec *r)
+{
+	int k;
+
 	for (k = 0; k < r->nlinks; k++)
 		close(r->link_fds[k]);
 	if (r->st)
@@ -485,13 +505,71 @@ out_resume:
 		close(r->cnt_fd);
 	if (r->sig_fd >= 0)
 		close(r->sig_fd);
-out_unlock:
+}
+
+/* Undo what was set up, whatever step failed. */
+static void teardown(struct rk_rec *r, int err)
+{
+	int k;
+
+	if (r->resume_failed) {
+		resume_abandon(r);
+	} else {
+		close_target(r);
+		threads_stop(r);
+		bpf_release(r);
+		if (r->st) {
+			r->st->state = RK_SESSION_ENDED;
+			r->st->update_ns = rk_now_real_ns();
+			if (!err)
+				rk_session_print(stderr, r->session, r->st, 0);
+			munmap(r->st, sizeof(*r->st));
+		}
+	}
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	for (k = 0; k < RK_NPROGS; k++)
 		if (r->prog_fds[k] >= 0)
 			close(r->prog_fds[k]);
-out_free:
+}
+
+int rk_record(const struct rk_record_opts *opts)
+{
+	sigset_t oldmask;
+	struct rk_rec *r;
+	int err;
+
+	if (geteuid() != 0) {
+		rk_err("record needs root (CAP_BPF, CAP_PERFMON, CAP_IPC_LOCK): run it with sudo");
+		return -EPERM;
+	}
+	r = rec_alloc(opts);
+	if (!r)
+		return -ENOMEM;
+	err = rk_bufile_guard_init();
+	if (err)
+		rk_err("cannot install the SIGBUS guard: %s", strerror(-err));
+	if (!err)
+		err = check_pid(r);
+	if (!err)
+		err = take_system(r);
+	if (!err)
+		err = r->o->resume ? session_resume(r) : session_new(r);
+	if (!err)
+		err = workers_start(r);
+	if (!err)
+		err = loop_fds(r);
+	if (!err)
+		err = r->resumed ? resume_catch_up(r) : target_start(r);
+	if (!err) {
+		announce(r);
+		rec_find_progs(r);
+		rec_realtime(r->o);
+		err = rec_event_loop(r, r->sfd, r->tfd, r->pidfd);
+		stop(r);
+	}
+	teardown(r, err);
+	oldmask = r->oldmask;
 	free(r);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	return err;
