@@ -35,11 +35,11 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := user/cli_record.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
+USER_SRCS := user/cli_record.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
 	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c \
 	user/rec_threads.c user/rec_loop.c user/rec_bpf.c user/rec_sideband.c user/rec_target.c \
 	user/rec_session.c
-LIB_SRCS := user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
+LIB_SRCS := user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
 	user/drain.c user/export.c user/symbols.c user/pt.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
@@ -126,7 +126,7 @@ $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
-	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev
+	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -153,11 +153,12 @@ integration: $(BIN) $(WORKLOAD) $(INTEG_BIN) $(BENCH_DIR)/fanout
 		$(INTEG_BIN) --jobs 1 --tap=$(OUTPUT)/integration.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/integration.tap); exit $$rc
 
-# perf (run by a test to read our perf.data) is not ours to check.
+# perf, gdb and the binutils/elfutils readers (run by tests to read what we wrote) are
+# not ours to check.
 valgrind: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) valgrind --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite,indirect --trace-children=yes \
-		--trace-children-skip='*/perf' -q $(UNIT_BIN) --jobs 1 \
+		--trace-children-skip='*/perf,*/gdb,*/gcore,*/readelf,*/eu-readelf,*/cmp,*/sh,*/cat,*/sleep' -q $(UNIT_BIN) --jobs 1 \
 		--tap=$(OUTPUT)/valgrind.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/valgrind.tap); exit $$rc
 

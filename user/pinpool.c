@@ -92,7 +92,12 @@ static void lat_sample(struct rk_pin_pool *p, uint64_t ns)
 static int sys_lock(void *addr, size_t len, void *ctx)
 {
 	(void)ctx;
-	return syscall(SYS_mlock2, addr, len, MLOCK_ONFAULT) ? -errno : 0;
+	if (!syscall(SYS_mlock2, addr, len, MLOCK_ONFAULT))
+		return 0;
+	/* No mlock2 (valgrind does not know it; kernels before 4.4): lock it all. */
+	if (errno == ENOSYS)
+		return syscall(SYS_mlock, addr, len) ? -errno : 0;
+	return -errno;
 }
 
 /*

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_elfcore.c - ringkeeper's notes in ELF cores: a real core (gcore)
+ * augmented through a pipe stays readable by gdb, readelf and eu-readelf,
+ * and gives its buffers back byte for byte; PN_XNUM cores; anything else
+ * passes through unchanged.
+ */
+#include <criterion/criterion.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "elfcore.h"
+#include "pmu.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/rk-elfcore-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+TestSuite(elfcore, .init = setup, .fini = teardown);
+
+/* Feed @path into a pipe from a child, as the kernel feeds a core_pattern handler. */
+static int pipe_from(const char *path, pid_t *feeder)
+{
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	*feeder = fork();
+	cr_assert_geq(*feeder, 0);
+	if (!*feeder) {
+		close(p[0]);
+		dup2(p[1], 1);
+		execlp("cat", "cat", path, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+static char *slurp_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *b;
+	long n;
+
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	cr_assert_not_null(b);
+	cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+	b[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+/* Run a shell command, its stdout in a malloc'd string. */
+static char *run(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *out = malloc(cap);
+
+	cr_assert(p && out);
+	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			cr_assert_not_null(out);
+		}
+	}
+	out[len] = '\0';
+	pclose(p);
+	return out;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+struct found {
+	__u32 type[8];
+	const void *desc[8];
+	__u64 size[8];
+	char copy[8][16384];
+	int n;
+};
+
+static int on_note(__u32 type, const void *desc, __u64 size, void *ctx)
+{
+	struct found *f = ctx;
+
+	if (f->n < 8) {
+		f->type[f->n] = type;
+		f->size[f->n] = size;
+		memcpy(f->copy[f->n], desc, size < 16384 ? size : 16384);
+		f->n++;
+	}
+	return 0;
+}
+
+static void make_buffer(const char *path, __u32 tid)
+{
+	struct rk_thread_ident id = { .tid = tid, .tgid = tid, .comm = "victim" };
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} sw = { { PERF_RECORD_SWITCH, 0, sizeof(sw) }, tid, tid, 0, 0, 0, RK_SCHED_ID };
+	struct rk_pmu_entry e;
+	struct rk_bufile *bf;
+	int i;
+
+	rk_pmu_sched_entry(&e);
+	bf = rk_bufile__create(path, 8192, 0, &e, &id);
+	cr_assert_not_null(bf, "%s: %s", path, strerror(errno));
+	for (i = 0; i < 50; i++) {
+		sw.time = (__u64)i;
+		cr_assert_eq(rk_bufile__write(bf, &sw, sizeof(sw)), 0);
+	}
+	rk_bufile__free(bf);
+}
+
+Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
+{
+	char core[128], out[128], b0[128], b1[128], cmd[512], *orig_bt, *aug_bt, *s;
+	const char *exe = "/bin/sleep";
+	const char *why = NULL, *session = "session: test\n";
+	struct rk_core_note notes[3];
+	struct found f = { 0 };
+	size_t len0, len1, lin, lout;
+	pid_t victim, feeder;
+	int in, fd, aug = -1;
+	ssize_t n;
+	char *d0, *d1;
+
+	if (system("command -v gcore >/dev/null 2>&1"))
+		cr_skip_test("no gcore (gdb) here to make a real core: install gdb (make deps)");
+	/* A small real process (not a fork of this one: under ASan that maps terabytes). */
+	victim = fork();
+	cr_assert_geq(victim, 0);
+	if (!victim) {
+		execl(exe, "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100000); /* sleep(1) has exec'd: gcore attaches to it, not to our fork */
+	snprintf(core, sizeof(core), "%s/core", dir);
+	snprintf(cmd, sizeof(cmd), "gcore -o %s %d >/dev/null 2>&1 && mv %s.%d %s", core, victim,
+		 core, victim, core);
+	cr_assert_eq(system(cmd), 0, "gcore failed");
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+
+	snprintf(b0, sizeof(b0), "%s/b0", dir);
+	snprintf(b1, sizeof(b1), "%s/b1", dir);
+	make_buffer(b0, 100);
+	make_buffer(b1, 101);
+	d0 = slurp_file(b0, &len0);
+	d1 = slurp_file(b1, &len1);
+	notes[0] = (struct rk_core_note){ RK_NOTE_BUFFER, b0, NULL, len0 };
+	notes[1] = (struct rk_core_note){ RK_NOTE_BUFFER, b1, NULL, len1 };
+	notes[2] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, session, strlen(session) };
+
+	snprintf(out, sizeof(out), "%s/core.rk", dir);
+	in = pipe_from(core, &feeder);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	n = rk_elfcore_augment(in, fd, notes, 3, &aug, &why);
+	close(in);
+	close(fd);
+	waitpid(feeder, NULL, 0);
+	cr_assert_gt(n, 0, "%s", strerror((int)-n));
+	cr_assert_eq(aug, 1, "not augmented: %s", why ? why : "?");
+	free(slurp_file(core, &lin));
+	free(slurp_file(out, &lout));
+	cr_assert_eq((size_t)n, lout);
+	cr_assert_eq((lout - lin) % 4096, 0, "everything after the headers moved by pages");
+	cr_assert_gt(lout, lin + len0 + len1);
+
+	/* Our reader: every buffer back, byte for byte, then the session note. */
+	cr_assert_eq(rk_elfcore_for_each_note(out, on_note, &f, &why), 3, "%s", why ? why : "");
+	cr_assert_eq(f.type[0], RK_NOTE_BUFFER);
+	cr_assert_eq(f.size[0], len0);
+	cr_assert_eq(memcmp(f.copy[0], d0, len0), 0);
+	cr_assert_eq(memcmp(f.copy[1], d1, len1), 0);
+	cr_assert_eq(f.type[2], RK_NOTE_SESSION);
+	{
+		struct rk_bufile bf;
+		const char *msg = NULL;
+
+		cr_assert_eq(rk_bufile__from_mem(&bf, f.copy[1], len1, &msg), 0, "%s", msg);
+		cr_assert_eq(bf.ident->tid, 101);
+	}
+	/* The original core has none of ours. */
+	memset(&f, 0, sizeof(f));
+	cr_assert_eq(rk_elfcore_for_each_note(core, on_note, &f, &why), 0);
+
+	/* Other readers: binutils, elfutils, gdb. */
+	snprintf(cmd, sizeof(cmd), "readelf -n %s 2>&1", out);
+	s = run(cmd);
+	cr_assert_eq(count(s, "RINGKEEPER"), 3, "readelf -n:\n%s", s);
+	cr_assert_geq(count(s, "CORE"), 1, "the kernel-style notes are still there:\n%s", s);
+	free(s);
+	/*
+	 * eu-readelf takes the notes from SHT_NOTE sections when a core has
+	 * section headers, as gcore's do: it is checked on a kernel-style core
+	 * (kernel_style_core_in_eu_readelf), which is what a core_pattern
+	 * handler gets.
+	 */
+	snprintf(cmd, sizeof(cmd),
+		 "gdb -batch -nx -ex 'info threads' -ex bt %s %s 2>&1 | grep -E '^#|^\\*'", exe,
+		 core);
+	orig_bt = run(cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "gdb -batch -nx -ex 'info threads' -ex bt %s %s 2>&1 | grep -E '^#|^\\*'", exe,
+		 out);
+	aug_bt = run(cmd);
+	cr_assert_gt(strlen(orig_bt), 0, "gdb read nothing from the original core");
+	cr_assert_str_eq(aug_bt, orig_bt, "gdb on the augmented core differs");
+	free(orig_bt);
+	free(aug_bt);
+	free(d0);
+	free(d1);
+}
+
+/*
+ * A synthetic core with @nph program headers (PN_XNUM when @xnum, the count
+ * in section header 0, as the kernel writes it): a PT_NOTE then PT_LOADs.
+ */
+static void make_core(const char *path, unsigned int nph, int xnum)
+{
+	Elf64_Ehdr eh = { 0 };
+	Elf64_Phdr ph = { 0 };
+	Elf64_Shdr sh = { 0 };
+	__u64 table_end = sizeof(eh) + (__u64)nph * sizeof(ph),
+	      data = (table_end + 4095) / 4096 * 4096;
+	const char note[] = "\x05\0\0\0\x04\0\0\0\x01\0\0\0CORE\0\0\0\0abcd";
+	char page[4096];
+	FILE *f = fopen(path, "we");
+	unsigned int i;
+
+	cr_assert_not_null(f);
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(ph);
+	eh.e_phnum = xnum ? PN_XNUM : (Elf64_Half)nph;
+	if (xnum) {
+		eh.e_shoff = data + 4096;
+		eh.e_shentsize = sizeof(sh);
+		eh.e_shnum = 1;
+	}
+	fwrite(&eh, sizeof(eh), 1, f);
+	ph.p_type = PT_NOTE;
+	ph.p_offset = table_end;
+	ph.p_filesz = sizeof(note) - 1;
+	fwrite(&ph, sizeof(ph), 1, f);
+	for (i = 1; i < nph; i++) {
+		memset(&ph, 0, sizeof(ph));
+		ph.p_type = PT_LOAD;
+		ph.p_offset = data;
+		ph.p_vaddr = 0x400000 + (__u64)i * 4096;
+		ph.p_filesz = i == 1 ? 4096 : 0;
+		ph.p_memsz = 4096;
+		ph.p_align = 4096;
+		fwrite(&ph, sizeof(ph), 1, f);
+	}
+	fwrite(note, sizeof(note) - 1, 1, f);
+	memset(page, 0, sizeof(page));
+	fwrite(page, data - table_end - (sizeof(note) - 1), 1, f);
+	memset(page, 0x77, sizeof(page));
+	fwrite(page, sizeof(page), 1, f);
+	if (xnum) {
+		sh.sh_info = nph;
+		fwrite(&sh, sizeof(sh), 1, f);
+	}
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void check_xnum(unsigned int nph, int xnum)
+{
+	char core[128], out[128];
+	const char *why = NULL, *desc = "hello";
+	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, desc, 5 };
+	struct found f = { 0 };
+	const Elf64_Ehdr *eh;
+	const Elf64_Shdr *sh0;
+	Elf64_Phdr ph;
+	size_t len;
+	pid_t feeder;
+	int in, fd, aug = -1;
+	char *b;
+
+	snprintf(core, sizeof(core), "%s/x.core", dir);
+	snprintf(out, sizeof(out), "%s/x.core.rk", dir);
+	make_core(core, nph, xnum);
+	in = pipe_from(core, &feeder);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_gt(rk_elfcore_augment(in, fd, &nt, 1, &aug, &why), 0);
+	close(in);
+	close(fd);
+	waitpid(feeder, NULL, 0);
+	cr_assert_eq(aug, 1, "%s", why ? why : "");
+	b = slurp_file(out, &len);
+	eh = (const Elf64_Ehdr *)b;
+	cr_assert_eq(eh->e_phnum, PN_XNUM);
+	sh0 = (const Elf64_Shdr *)(b + eh->e_shoff);
+	cr_assert_eq(sh0->sh_info, nph + 1, "the count in section header 0");
+	/* The PT_LOAD's data moved by a page multiple and is intact. */
+	memcpy(&ph, b + sizeof(*eh) + sizeof(ph), sizeof(ph));
+	cr_assert_eq(ph.p_type, PT_LOAD);
+	cr_assert_eq(ph.p_offset % 4096, 0);
+	cr_assert_eq((unsigned char)b[ph.p_offset], 0x77);
+	cr_assert_eq((unsigned char)b[ph.p_offset + 4095], 0x77);
+	cr_assert_eq(rk_elfcore_for_each_note(out, on_note, &f, &why), 1, "%s", why ? why : "");
+	cr_assert_eq(f.size[0], 5);
+	cr_assert_eq(memcmp(f.copy[0], "hello", 5), 0);
+	free(b);
+}
+
+Test(elfcore, pn_xnum_core_keeps_its_count_in_section_header_0)
+{
+	check_xnum(70000, 1);
+}
+
+Test(elfcore, one_more_header_crosses_into_pn_xnum)
+{
+	check_xnum(PN_XNUM - 1, 0);
+}
+
+/* The kernel's cores have no section headers: elfutils reads the notes from the segments. */
+Test(elfcore, kernel_style_core_in_eu_readelf)
+{
+	char core[128], out[128], cmd[300], *s;
+	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, "hello", 5 };
+	const char *why = NULL;
+	pid_t feeder;
+	int in, fd, aug = -1;
+
+	if (system("command -v eu-readelf >/dev/null 2>&1"))
+		cr_skip_test("eu-readelf (elfutils) not installed: make deps installs it");
+	snprintf(core, sizeof(core), "%s/k.core", dir);
+	snprintf(out, sizeof(out), "%s/k.core.rk", dir);
+	make_core(core, 4, 0);
+	in = pipe_from(core, &feeder);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_gt(rk_elfcore_augment(in, fd, &nt, 1, &aug, &why), 0);
+	close(in);
+	close(fd);
+	waitpid(feeder, NULL, 0);
+	cr_assert_eq(aug, 1);
+	snprintf(cmd, sizeof(cmd), "eu-readelf -n %s 2>&1", out);
+	s = run(cmd);
+	cr_assert_eq(count(s, "RINGKEEPER"), 1, "eu-readelf -n:\n%s", s);
+	cr_assert_eq(count(s, "CORE"), 1, "the original note:\n%s", s);
+	free(s);
+}
+
+/* Never lose a core: what cannot be augmented comes out byte for byte. */
+Test(elfcore, anything_else_passes_through_unchanged)
+{
+	const char *inputs[] = { "/bin/true", "/etc/hostname", "/dev/null" };
+	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, "x", 1 };
+	size_t i;
+
+	for (i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+		char out[128], cmd[300];
+		const char *why = NULL;
+		pid_t feeder;
+		int in, fd, aug = -1;
+
+		if (access(inputs[i], R_OK))
+			continue;
+		snprintf(out, sizeof(out), "%s/out%zu", dir, i);
+		in = pipe_from(inputs[i], &feeder);
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		cr_assert_geq(rk_elfcore_augment(in, fd, &nt, 1, &aug, &why), 0);
+		close(in);
+		close(fd);
+		waitpid(feeder, NULL, 0);
+		cr_assert_eq(aug, 0, "%s was augmented", inputs[i]);
+		cr_assert_not_null(why);
+		snprintf(cmd, sizeof(cmd), "cmp -s %s %s", inputs[i], out);
+		cr_assert_eq(system(cmd), 0, "%s changed on its way through", inputs[i]);
+	}
+}

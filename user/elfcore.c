@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * elfcore.c - add ringkeeper's notes to an ELF core as it streams through,
+ * and find them again (see elfcore.h).
+ *
+ * Layout written, with n the original number of program headers and D the
+ * size of what is inserted, rounded up to a page:
+ *
+ *   [ELF header][n + 1 program headers][section header 0, if we add one]
+ *   [our notes][zeros up to D][the original core from its byte 64 + 56 n]
+ *
+ * Every original offset past its program header table moves by D: the
+ * program headers' p_offset, e_shoff and the section headers' sh_offset
+ * (patched as they stream past). With n + 1 >= PN_XNUM, e_phnum is
+ * PN_XNUM and section header 0's sh_info holds the count, as the kernel
+ * writes it.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "elfcore.h"
+
+#define PAGE 4096u
+/* More program headers than this in a core we stream: not a core we understand. */
+#define MAX_PHDRS (1u << 22)
+#define NOTE_NAMESZ sizeof(RK_NOTE_OWNER) /* with its NUL: 11 */
+#define ALIGN4(x) (((x) + 3) & ~(__u64)3)
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const __u8 *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read up to @len; fewer only at end of input. Return: bytes read, or -errno. */
+static ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (__u8 *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Copy @in to its end. Return: bytes copied, or -errno. */
+static ssize_t copy_rest(int in, int out)
+{
+	static __u8 buf[1 << 16];
+	ssize_t total = 0;
+
+	for (;;) {
+		ssize_t n = read_full(in, buf, sizeof(buf));
+		int err;
+
+		if (n <= 0)
+			return n < 0 ? n : total;
+		err = write_all(out, buf, (size_t)n);
+		if (err)
+			return err;
+		total += n;
+	}
+}
+
+/* Not ours to change: what was read so far, then the rest, unchanged. */
+static ssize_t pass_through(int in, int out, const void *head, size_t len, int *augmented,
+			    const char **why, const char *reason)
+{
+	ssize_t rest;
+	int err;
+
+	*augmented = 0;
+	if (why)
+		*why = reason;
+	err = write_all(out, head, len);
+	if (err)
+		return err;
+	rest = copy_rest(in, out);
+	return rest < 0 ? rest : (ssize_t)len + rest;
+}
+
+static __u64 notes_size(const struct rk_core_note *notes, size_t n)
+{
+	__u64 sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sum += 12 + ALIGN4(NOTE_NAMESZ) + ALIGN4(notes[i].size);
+	return sum;
+}
+
+/* One note: header, owner, desc (from its file, zero-filled if it came up short), padding. */
+static int write_note(int out, const struct rk_core_note *nt)
+{
+	static __u8 buf[1 << 16];
+	__u32 hdr[3] = { NOTE_NAMESZ, (__u32)nt->size, nt->type };
+	char name[ALIGN4(NOTE_NAMESZ)] = RK_NOTE_OWNER;
+	__u64 done = 0, pad = ALIGN4(nt->size) - nt->size;
+	int err, fd = -1;
+
+	err = write_all(out, hdr, sizeof(hdr));
+	if (!err)
+		err = write_all(out, name, sizeof(name));
+	if (err)
+		return err;
+	if (!nt->path) {
+		err = write_all(out, nt->data, nt->size);
+		done = nt->size;
+	} else {
+		fd = open(nt->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	}
+	while (!err && done < nt->size) {
+		size_t len = nt->size - done < sizeof(buf) ? (size_t)(nt->size - done) :
+							     sizeof(buf);
+		ssize_t n = fd >= 0 ? pread(fd, buf, len, (off_t)done) : 0;
+
+		if (n <= 0) {
+			/* Gone or shorter than planned: zeros keep every offset right. */
+			memset(buf, 0, len);
+			n = (ssize_t)len;
+		}
+		err = write_all(out, buf, (size_t)n);
+		done += (__u64)n;
+	}
+	if (fd >= 0)
+		close(fd);
+	memset(buf, 0, 4);
+	return err ? err : write_all(out, buf, pad);
+}
+
+struct plan {
+	__u64 n, table_end, shift, notes_off, notes_bytes;
+	int own_shdr, xnum;
+	__u64 shoff, shnum; /* the original section header table, to patch as it streams past */
+};
+
+/*
+ * Read the program headers (the count from e_phnum, or with PN_XNUM up to
+ * the first byte any segment starts at, as the kernel writes them).
+ * Return: the headers (malloc'd, after a copy of @eh), or NULL with *@len
+ * the bytes read and *@reason why.
+ */
+static __u8 *read_head(int in, const Elf64_Ehdr *eh, size_t *len, const char **reason)
+{
+	size_t cap = sizeof(*eh) + 64 * sizeof(Elf64_Phdr), n = 0;
+	__u64 min_off = UINT64_MAX;
+	__u8 *head = malloc(cap);
+
+	*len = sizeof(*eh);
+	if (!head) {
+		*reason = "out of memory";
+		return NULL;
+	}
+	memcpy(head, eh, sizeof(*eh));
+	for (;;) {
+		Elf64_Phdr ph;
+		ssize_t r;
+
+		if (eh->e_phnum != PN_XNUM && n == eh->e_phnum)
+			break;
+		if (eh->e_phnum == PN_XNUM && sizeof(*eh) + n * sizeof(ph) >= min_off)
+			break;
+		if (n == MAX_PHDRS) {
+			*reason = "too many program headers";
+			return head;
+		}
+		if (*len + sizeof(ph) > cap) {
+			__u8 *m = realloc(head, cap * 2);
+
+			if (!m) {
+				*reason = "out of memory";
+				return head;
+			}
+			head = m;
+			cap *= 2;
+		}
+		r = read_full(in, head + *len, sizeof(ph));
+		if (r < 0 || (size_t)r < sizeof(ph)) {
+			*len += r > 0 ? (size_t)r : 0;
+			*reason = "truncated program header table";
+			return head;
+		}
+		memcpy(&ph, head + *len, sizeof(ph));
+		*len += sizeof(ph);
+		n++;
+		if (ph.p_filesz && ph.p_offset < min_off)
+			min_off = ph.p_offset;
+	}
+	*reason = NULL;
+	return head;
+}
+
+static const char *make_plan(const Elf64_Ehdr *eh, const __u8 *head, size_t len,
+			     const struct rk_core_note *notes, size_t nnotes, struct plan *p)
+{
+	__u64 i, ins;
+
+	memset(p, 0, sizeof(*p));
+	p->n = (len - sizeof(*eh)) / sizeof(Elf64_Phdr);
+	p->table_end = sizeof(*eh) + p->n * sizeof(Elf64_Phdr);
+	for (i = 0; i < p->n; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, head + sizeof(*eh) + i * sizeof(ph), sizeof(ph));
+		if (ph.p_filesz && ph.p_offset < p->table_end)
+			return "a segment inside the program header table";
+	}
+	p->xnum = p->n + 1 >= PN_XNUM;
+	p->own_shdr = p->xnum && !eh->e_shoff;
+	if (eh->e_shoff) {
+		if (eh->e_shoff < p->table_end || eh->e_shentsize != sizeof(Elf64_Shdr))
+			return "section headers where they cannot be moved";
+		p->shoff = eh->e_shoff;
+		/* e_shnum 0 with PN_XNUM-style section counts: only header 0 is known. */
+		p->shnum = eh->e_shnum ? eh->e_shnum : 1;
+	}
+	p->notes_bytes = notes_size(notes, nnotes);
+	ins = sizeof(Elf64_Phdr) + (p->own_shdr ? sizeof(Elf64_Shdr) : 0) + p->notes_bytes;
+	p->shift = (ins + PAGE - 1) / PAGE * PAGE;
+	p->notes_off = p->table_end + sizeof(Elf64_Phdr) + (p->own_shdr ? sizeof(Elf64_Shdr) : 0);
+	return NULL;
+}
+
+/* The new ELF header, program headers and (if ours) section header 0. */
+static int write_headers(int out, const Elf64_Ehdr *eh, const __u8 *head, const struct plan *p)
+{
+	Elf64_Ehdr ne = *eh;
+	Elf64_Phdr ph;
+	__u64 i;
+	int err;
+
+	ne.e_phnum = p->xnum ? PN_XNUM : (Elf64_Half)(p->n + 1);
+	if (p->own_shdr) {
+		ne.e_shoff = p->table_end + sizeof(Elf64_Phdr);
+		ne.e_shnum = 1;
+		ne.e_shentsize = sizeof(Elf64_Shdr);
+		ne.e_shstrndx = SHN_UNDEF;
+	} else if (ne.e_shoff) {
+		ne.e_shoff += p->shift;
+	}
+	err = write_all(out, &ne, sizeof(ne));
+	for (i = 0; !err && i < p->n; i++) {
+		memcpy(&ph, head + sizeof(*eh) + i * sizeof(ph), sizeof(ph));
+		if (ph.p_offset >= p->table_end)
+			ph.p_offset += p->shift;
+		err = write_all(out, &ph, sizeof(ph));
+	}
+	if (err)
+		return err;
+	memset(&ph, 0, sizeof(ph));
+	ph.p_type = PT_NOTE;
+	ph.p_offset = p->notes_off;
+	ph.p_filesz = p->notes_bytes;
+	ph.p_align = 4;
+	err = write_all(out, &ph, sizeof(ph));
+	if (!err && p->own_shdr) {
+		Elf64_Shdr sh;
+
+		memset(&sh, 0, sizeof(sh));
+		sh.sh_info = (Elf64_Word)(p->n + 1);
+		err = write_all(out, &sh, sizeof(sh));
+	}
+	return err;
+}
+
+/* The section headers as they stream past: offsets moved, the PN_XNUM count. */
+static int copy_shdrs(int in, int out, const struct plan *p)
+{
+	size_t len = (size_t)p->shnum * sizeof(Elf64_Shdr), i;
+	Elf64_Shdr *sh = malloc(len);
+	ssize_t r;
+	int err;
+
+	if (!sh)
+		return -ENOMEM;
+	r = read_full(in, sh, len);
+	if (r < 0) {
+		free(sh);
+		return (int)r;
+	}
+	for (i = 0; i < (size_t)r / sizeof(*sh); i++) {
+		if (sh[i].sh_offset >= p->table_end)
+			sh[i].sh_offset += p->shift;
+		if (!i && p->xnum)
+			sh[i].sh_info = (Elf64_Word)(p->n + 1);
+	}
+	err = write_all(out, sh, (size_t)r);
+	free(sh);
+	return err;
+}
+
+/* The original core after its program header table, section headers patched. */
+static ssize_t copy_body(int in, int out, const struct plan *p)
+{
+	static __u8 buf[1 << 16];
+	__u64 pos = p->table_end;
+	ssize_t total = 0;
+
+	for (;;) {
+		size_t want = sizeof(buf);
+		ssize_t n;
+		int err;
+
+		if (p->shoff && !p->own_shdr && pos == p->shoff) {
+			err = copy_shdrs(in, out, p);
+			if (err)
+				return err;
+			pos += p->shnum * sizeof(Elf64_Shdr);
+			total += (ssize_t)(p->shnum * sizeof(Elf64_Shdr));
+			continue;
+		}
+		if (p->shoff && !p->own_shdr && pos < p->shoff && p->shoff - pos < want)
+			want = (size_t)(p->shoff - pos);
+		n = read_full(in, buf, want);
+		if (n <= 0)
+			return n < 0 ? n : total;
+		err = write_all(out, buf, (size_t)n);
+		if (err)
+			return err;
+		pos += (__u64)n;
+		total += n;
+	}
+}
+
+ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
+			   int *augmented, const char **why)
+{
+	static const __u8 zeros[PAGE];
+	const char *reason = NULL;
+	Elf64_Ehdr eh;
+	struct plan p;
+	__u8 *head;
+	size_t len, i;
+	ssize_t r, body;
+	__u64 pad;
+	int err;
+
+	r = read_full(in, &eh, sizeof(eh));
+	if (r < 0)
+		return r;
+	if ((size_t)r < sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh.e_type != ET_CORE || eh.e_phoff != sizeof(eh) || eh.e_ehsize != sizeof(eh) ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr))
+		return pass_through(in, out, &eh, (size_t)r, augmented, why,
+				    "not an ELF64 little-endian core with its program headers "
+				    "after the ELF header");
+	if (!nnotes)
+		return pass_through(in, out, &eh, sizeof(eh), augmented, why, "no notes to add");
+	head = read_head(in, &eh, &len, &reason);
+	if (!head)
+		return pass_through(in, out, &eh, len, augmented, why, reason);
+	if (!reason)
+		reason = make_plan(&eh, head, len, notes, nnotes, &p);
+	if (reason) {
+		r = pass_through(in, out, head, len, augmented, why, reason);
+		free(head);
+		return r;
+	}
+	err = write_headers(out, &eh, head, &p);
+	free(head);
+	for (i = 0; !err && i < nnotes; i++)
+		err = write_note(out, &notes[i]);
+	/* Zeros up to the shift, so every later offset moves by a page multiple. */
+	pad = p.shift - (p.notes_off - p.table_end) - p.notes_bytes;
+	while (!err && pad) {
+		size_t n = pad < sizeof(zeros) ? (size_t)pad : sizeof(zeros);
+
+		err = write_all(out, zeros, n);
+		pad -= n;
+	}
+	if (err)
+		return err;
+	body = copy_body(in, out, &p);
+	if (body < 0)
+		return body;
+	*augmented = 1;
+	if (why)
+		*why = NULL;
+	return (ssize_t)(p.table_end + p.shift) + body;
+}
+
+/* Walk the notes of one PT_NOTE segment [p, end). */
+static int walk_notes(const __u8 *p, const __u8 *end, rk_note_fn fn, void *ctx, int *found)
+{
+	while ((size_t)(end - p) >= 12) {
+		__u32 namesz, descsz, type;
+		const __u8 *name, *desc;
+
+		memcpy(&namesz, p, 4);
+		memcpy(&descsz, p + 4, 4);
+		memcpy(&type, p + 8, 4);
+		name = p + 12;
+		if (ALIGN4((__u64)namesz) > (__u64)(end - name))
+			return -EINVAL;
+		desc = name + ALIGN4(namesz);
+		if ((__u64)descsz > (__u64)(end - desc))
+			return -EINVAL;
+		if (namesz == NOTE_NAMESZ && !memcmp(name, RK_NOTE_OWNER, NOTE_NAMESZ)) {
+			int ret = fn(type, desc, descsz, ctx);
+
+			(*found)++;
+			if (ret)
+				return ret;
+		}
+		/* The last note's padding may be cut by the segment's end. */
+		if (ALIGN4((__u64)descsz) >= (__u64)(end - desc))
+			break;
+		p = desc + ALIGN4(descsz);
+	}
+	return 0;
+}
+
+int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const char **why)
+{
+	const Elf64_Ehdr *eh;
+	struct stat st;
+	__u64 phnum, i;
+	int fd, ret = 0, found = 0;
+	__u8 *base;
+
+	*why = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(*eh)) {
+		close(fd);
+		*why = "not a regular file of an ELF header's size";
+		return -EINVAL;
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return -errno;
+	eh = (const Elf64_Ehdr *)base;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_type != ET_CORE || eh->e_phentsize != sizeof(Elf64_Phdr)) {
+		*why = "not an ELF64 core";
+		ret = -EINVAL;
+		goto out;
+	}
+	phnum = eh->e_phnum;
+	if (phnum == PN_XNUM) {
+		const Elf64_Shdr *sh0 = (const Elf64_Shdr *)(base + eh->e_shoff);
+
+		if (!eh->e_shoff || eh->e_shoff > (__u64)st.st_size - sizeof(*sh0)) {
+			*why = "PN_XNUM without a section header 0";
+			ret = -EINVAL;
+			goto out;
+		}
+		phnum = sh0->sh_info;
+	}
+	if (eh->e_phoff > (__u64)st.st_size ||
+	    phnum > ((__u64)st.st_size - eh->e_phoff) / sizeof(Elf64_Phdr)) {
+		*why = "program headers out of the file";
+		ret = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < phnum && !ret; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, base + eh->e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_NOTE)
+			continue;
+		if (ph.p_offset > (__u64)st.st_size ||
+		    ph.p_filesz > (__u64)st.st_size - ph.p_offset) {
+			*why = "a note segment out of the file";
+			ret = -EINVAL;
+			break;
+		}
+		ret = walk_notes(base + ph.p_offset, base + ph.p_offset + ph.p_filesz, fn, ctx,
+				 &found);
+		if (ret == -EINVAL)
+			*why = "a corrupt note";
+	}
+out:
+	munmap(base, (size_t)st.st_size);
+	return ret ? ret : found;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * elfcore.h - ELF core dumps with ringkeeper's buffers in them: the writer
+ * that adds them as notes while a core streams through, and the reader
+ * that finds them again.
+ *
+ * The notes are one new PT_NOTE segment, owner "RINGKEEPER". It and a
+ * program header table one entry longer are inserted right after the
+ * original table; everything after moves by a multiple of the page size,
+ * so every PT_LOAD keeps its alignment, and the core is read once, in
+ * order, from a pipe, as the kernel hands it to a core_pattern handler.
+ * Type numbers are above 20 and unlike gdb's: BFD interprets those whatever
+ * the owner.
+ * Owns: nothing beyond a call. May call: nothing of ours but bufile (types).
+ */
+#ifndef RK_ELFCORE_H
+#define RK_ELFCORE_H
+
+#include <linux/types.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define RK_NOTE_OWNER "RINGKEEPER"
+/* The exact bytes of one (thread, source) buffer file. */
+#define RK_NOTE_BUFFER 0x524b0001
+/* A process's sideband buffer file. */
+#define RK_NOTE_SIDEBAND 0x524b0002
+/* A text description of the session (what was recorded, how the capture went). */
+#define RK_NOTE_SESSION 0x524b0003
+
+/**
+ * struct rk_core_note - one note to add.
+ * @type: RK_NOTE_*.
+ * @path: a file whose first @size bytes are the desc (read when written;
+ *	if it is shorter by then, the rest is zeros), or NULL for @data.
+ * @data: the desc bytes, when @path is NULL.
+ * @size: desc size, < 4 GiB.
+ */
+struct rk_core_note {
+	__u32 type;
+	const char *path;
+	const void *data;
+	__u64 size;
+};
+
+/**
+ * rk_elfcore_augment() - copy the core read from @in to @out, with @notes.
+ * @in: read once, sequentially (a pipe is fine), to its end.
+ * @out: written sequentially.
+ * @augmented: set to 1 if the notes were added; 0 if @in was passed
+ *	through unchanged (not an ELF64 core with its program headers right
+ *	after the ELF header, or no notes).
+ * @why: if not NULL and nothing was added, a static reason.
+ *
+ * Whatever @in holds is written to @out: a core that cannot be augmented
+ * is copied byte for byte (the caller never loses a core to this function).
+ *
+ * Return: bytes written; -errno if reading @in or writing @out failed (what
+ * was read before that was written, as far as @out took it).
+ */
+ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
+			   int *augmented, const char **why);
+
+/** typedef rk_note_fn - a note found: its type and desc (in the mapped core). */
+typedef int (*rk_note_fn)(__u32 type, const void *desc, __u64 size, void *ctx);
+
+/**
+ * rk_elfcore_for_each_note() - call @fn for each RINGKEEPER note of the
+ * core at @path, in file order; the core is hostile (every offset checked).
+ * @why: receives a static reason on -EINVAL.
+ * Return: notes found; @fn's non-zero value; -EINVAL (not an ELF64 core, or
+ * a corrupt one), -errno.
+ */
+int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const char **why);
+
+#endif /* RK_ELFCORE_H */
