@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -500,4 +501,91 @@ int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const c
 out:
 	munmap(base, (size_t)st.st_size);
 	return ret ? ret : found;
+}
+
+static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
+{
+	struct rk_core_bufs *b = ctx;
+	struct rk_core_buf *v, *cb;
+
+	if (type == RK_NOTE_SESSION) {
+		if (!b->session) {
+			b->session = malloc(size + 1);
+			if (!b->session)
+				return -ENOMEM;
+			memcpy(b->session, desc, size);
+			b->session[size] = '\0';
+		}
+		return 0;
+	}
+	if (type != RK_NOTE_BUFFER && type != RK_NOTE_SIDEBAND)
+		return 0;
+	v = realloc(b->v, (b->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	b->v = v;
+	cb = &b->v[b->n++];
+	memset(cb, 0, sizeof(*cb));
+	cb->type = type;
+	cb->size = (size_t)size;
+	/* The desc is 4-byte aligned in the core: the buffer wants its own page. */
+	if (posix_memalign(&cb->mem, PAGE, size ? (size_t)size : 1)) {
+		cb->mem = NULL;
+		cb->why = "out of memory";
+		return 0;
+	}
+	memcpy(cb->mem, desc, size);
+	if (rk_bufile__from_mem(&cb->bf, cb->mem, (size_t)size, &cb->why) && !cb->why)
+		cb->why = "not a valid buffer";
+	return 0;
+}
+
+/* Name each buffer note from the session's "buffer N SOURCE/TID" lines. */
+static void name_buffers(struct rk_core_bufs *b)
+{
+	const char *line = b->session;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		unsigned long idx;
+		char name[80];
+		size_t i, k = 0;
+
+		if (sscanf(line, "buffer %lu %79s", &idx, name) == 2) {
+			for (i = 0; i < b->n; i++) {
+				if (b->v[i].type != RK_NOTE_BUFFER)
+					continue;
+				if (k++ == idx) {
+					snprintf(b->v[i].name, sizeof(b->v[i].name), "%s", name);
+					break;
+				}
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why)
+{
+	int r;
+
+	memset(b, 0, sizeof(*b));
+	r = rk_elfcore_for_each_note(path, load_note, b, why);
+	if (r < 0) {
+		rk_core_bufs__free(b);
+		return r;
+	}
+	name_buffers(b);
+	return 0;
+}
+
+void rk_core_bufs__free(struct rk_core_bufs *b)
+{
+	size_t i;
+
+	for (i = 0; i < b->n; i++)
+		free(b->v[i].mem);
+	free(b->v);
+	free(b->session);
+	memset(b, 0, sizeof(*b));
 }

@@ -19,13 +19,19 @@
 #include <linux/types.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include "bufile.h"
 
 #define RK_NOTE_OWNER "RINGKEEPER"
 /* The exact bytes of one (thread, source) buffer file. */
 #define RK_NOTE_BUFFER 0x524b0001
 /* A process's sideband buffer file. */
 #define RK_NOTE_SIDEBAND 0x524b0002
-/* A text description of the session (what was recorded, how the capture went). */
+/*
+ * A text description of the session: "key value" lines; among them, one
+ * "buffer N SOURCE/TID" line per RK_NOTE_BUFFER note (N counts those notes
+ * from 0, in file order), naming where the buffer was in the session
+ * (sched/1234, cpu-clock/1234).
+ */
 #define RK_NOTE_SESSION 0x524b0003
 
 /**
@@ -72,5 +78,36 @@ typedef int (*rk_note_fn)(__u32 type, const void *desc, __u64 size, void *ctx);
  * a corrupt one), -errno.
  */
 int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const char **why);
+
+/**
+ * struct rk_core_buf - one buffer note of a core, validated.
+ * @bf: the buffer, over @mem (a page-aligned copy of the note's desc).
+ * @name: SOURCE/TID from the session note ("" if it has none).
+ * @why: NULL if @bf is valid, else why not.
+ */
+struct rk_core_buf {
+	__u32 type;
+	char name[80];
+	void *mem;
+	size_t size;
+	struct rk_bufile bf;
+	const char *why;
+};
+
+/** struct rk_core_bufs - every ringkeeper buffer of a core, and its session text. */
+struct rk_core_bufs {
+	struct rk_core_buf *v;
+	size_t n;
+	char *session;
+};
+
+/**
+ * rk_core_bufs__load() - the RINGKEEPER notes of the core at @path.
+ * Return: 0 (@b filled, maybe with no buffer); -errno / -EINVAL with *@why.
+ */
+int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why);
+
+/** rk_core_bufs__free() - free what load() made (a zeroed @b is fine). */
+void rk_core_bufs__free(struct rk_core_bufs *b);
 
 #endif /* RK_ELFCORE_H */

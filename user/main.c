@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "bufile.h"
 #include "cli_record.h"
+#include "elfcore.h"
 #include "export.h"
 #include "gc.h"
 #include "pt.h"
@@ -468,10 +469,83 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 	return ret;
 }
 
+/* Which buffer of a core: SOURCE/TID from the session note, or the sched one by its attr. */
+static int core_buf_matches(const struct rk_core_buf *cb, unsigned long tid)
+{
+	char want[80];
+
+	if (cb->why || cb->type != RK_NOTE_BUFFER || cb->bf.ident->tid != tid)
+		return 0;
+	snprintf(want, sizeof(want), "%s/%lu", show_event, tid);
+	if (cb->name[0])
+		return !strcmp(cb->name, want);
+	return !strcmp(show_event, RK_SCHED_DIR) && cb->bf.pmu->attr.context_switch;
+}
+
+/*
+ * show --core CORE [TID]: the buffers a core carries (no TID), or one of
+ * them, read from the core alone.
+ */
+static int show_from_core(const char *tid_s, int json)
+{
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	unsigned long long tid;
+	size_t i;
+	int r = 1, err;
+
+	err = rk_core_bufs__load(show_core, &b, &why);
+	if (err) {
+		rk_err("--core %s: %s", show_core, why ? why : strerror(-err));
+		return 1;
+	}
+	if (!tid_s) {
+		printf("core %s: %zu ringkeeper buffers\n", show_core, b.n);
+		for (i = 0; i < b.n; i++) {
+			const struct rk_core_buf *cb = &b.v[i];
+
+			if (cb->why) {
+				printf("  %-24s (not a valid buffer: %s)\n", cb->name, cb->why);
+				continue;
+			}
+			printf("  %-24s tid %-7u tgid %-7u %-16s %s\n",
+			       cb->name[0]		    ? cb->name :
+			       cb->type == RK_NOTE_SIDEBAND ? "sideband" :
+							      "?",
+			       cb->bf.ident->tid, cb->bf.ident->tgid, cb->bf.ident->comm,
+			       rk_thread_state_name(cb->bf.ident->state));
+		}
+		rk_core_bufs__free(&b);
+		return b.n ? 0 : 1;
+	}
+	if (rk_parse_uint(tid_s, UINT32_MAX, &tid)) {
+		rk_err("show --core: '%s' is not a tid", tid_s);
+		rk_core_bufs__free(&b);
+		return 2;
+	}
+	for (i = 0; i < b.n; i++) {
+		struct rk_core_buf *cb = &b.v[i];
+
+		if (!core_buf_matches(cb, (unsigned long)tid))
+			continue;
+		if (show_pt)
+			r = show_pt_trace(cb->name, &cb->bf);
+		else
+			r = rk_show(stdout, &cb->bf, cb->name, json, NULL, NULL) ? 1 : 0;
+		break;
+	}
+	if (i == b.n)
+		rk_err("core %s has no %s buffer of tid %llu (ringkeeper show --core %s lists them)",
+		       show_core, show_event, tid, show_core);
+	rk_core_bufs__free(&b);
+	return r;
+}
+
 static int cmd_show(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper show [--json] [--root DIR] [--session S] [-e EVENT] FILE|TID\n"
+		"       ringkeeper show --core CORE [-e EVENT] [TID]\n"
 		"\n"
 		"Print one thread's buffer using only the file: identity, pmu_info (the attr\n"
 		"that says how to parse it), then every record from data_tail to data_head,\n"
@@ -486,9 +560,11 @@ static int cmd_show(int argc, char **argv)
 		"         taken branches; insn and branches read the code from the files the\n"
 		"         process had mapped (its sideband's MMAP2 records), as they are on\n"
 		"         disk now; kernel code is not decoded (an error line, then resync)\n"
-		"  --core FILE\n"
-		"         with --pt=insn|branches: also take the code from this ELF core dump\n"
-		"         (its memory wins over the files where both have an address)\n";
+		"  --core CORE\n"
+		"         read the buffers from this ELF core dump's RINGKEEPER notes: without\n"
+		"         a TID, list them; with one, show its buffer (-e: of that event). With\n"
+		"         --pt=insn|branches, the code also comes from the core's memory (it\n"
+		"         wins over the files where both have an address), also for a FILE\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
@@ -498,6 +574,12 @@ static int cmd_show(int argc, char **argv)
 	r = common_opts(argc, argv, usage, &json, &root, &session, NULL);
 	if (r <= 0)
 		return -r;
+	/* From a core alone: a TID (or nothing) rather than a buffer file. */
+	if (show_core &&
+	    (optind == argc ||
+	     (optind == argc - 1 && strspn(argv[optind], "0123456789") == strlen(argv[optind]) &&
+	      access(argv[optind], F_OK))))
+		return show_from_core(optind < argc ? argv[optind] : NULL, json);
 	if (optind != argc - 1) {
 		fputs(usage, stderr);
 		return 2;
