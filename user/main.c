@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "bufile.h"
 #include "cli_record.h"
+#include "coredump.h"
 #include "elfcore.h"
 #include "export.h"
 #include "gc.h"
@@ -44,6 +45,8 @@ static const struct cmd {
 	{ "export", cmd_export, "write a session (or threads of it) as a perf.data file" },
 	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
 	{ "pmu", cmd_pmu, "the PMU descriptor ringkeeper records for an event" },
+	{ "coredump", rk_cmd_coredump,
+	  "install the core_pattern handler that puts buffers in cores" },
 };
 
 static void usage_main(FILE *f)

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_coredump.c - the core_pattern handler: run by hand as the kernel
+ * runs it (a real core on stdin, the pattern's arguments), and once through
+ * the kernel itself, with core_pattern and core_pipe_limit restored on
+ * every path.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "elfcore.h"
+#include "helpers.h"
+
+/* The processes a test started: killed by the .fini whatever the test did. */
+static pid_t started[8];
+static int nstarted;
+
+static void coredump_fini(void)
+{
+	int i;
+
+	for (i = 0; i < nstarted; i++) {
+		kill(started[i], SIGKILL);
+		waitpid(started[i], NULL, 0);
+	}
+	nstarted = 0;
+	rk_test_teardown();
+}
+
+TestSuite(coredump, .init = rk_test_setup, .fini = coredump_fini, .timeout = 180);
+
+static char *run_out(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, len = 0, n;
+	char *out = malloc(cap);
+
+	cr_assert(p && out);
+	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			cr_assert_not_null(out);
+		}
+	}
+	out[len] = '\0';
+	pclose(p);
+	return out;
+}
+
+static void need_gcore(void)
+{
+	if (system("command -v gcore >/dev/null 2>&1"))
+		cr_skip_test("no gcore (gdb) to make real cores: make deps installs gdb");
+}
+
+/* A real core of @pid, by gcore, at @path. */
+static void gcore(pid_t pid, const char *path)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "gcore -o %s %d >/dev/null 2>&1 && mv %s.%d %s", path, pid, path,
+		 pid, path);
+	cr_assert_eq(system(cmd), 0, "gcore %d failed", pid);
+}
+
+static pid_t start_sleep(uid_t uid)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		if (uid && (setgid(uid) || setuid(uid)))
+			_exit(125);
+		execl("/bin/sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	if (nstarted < 8)
+		started[nstarted++] = pid;
+	usleep(100000);
+	return pid;
+}
+
+static void write_state(const char *path, const char *pattern)
+{
+	FILE *f = fopen(path, "we");
+
+	cr_assert_not_null(f);
+	fprintf(f, "pattern=%s\npipe_limit=0\n", pattern);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* Run the handler as the kernel would: @core on stdin, the crash of @pid. */
+static int run_handler(const char *state, const char *core, pid_t pid, unsigned int uid,
+		       const char *extra_env)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "env -i %s RINGKEEPER_COREDUMP_STATE=%s %s coredump --handle %d %d %d %d 11 "
+		 "18446744073709551615 1700000000 %u %u 1 testhost sleep '!bin!sleep' < %s",
+		 extra_env ? extra_env : "", state, rk_bin, pid, pid, pid, pid, uid, uid, core);
+	return system(cmd);
+}
+
+static int same_file(const char *a, const char *b)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "cmp -s %s %s", a, b);
+	return system(cmd) == 0;
+}
+
+/*
+ * An untraced crash, previous pattern a file: it lands where the pattern
+ * says, byte for byte, created as the crashing user, as the kernel would.
+ */
+Test(coredump, untraced_core_goes_to_the_previous_file_pattern_unchanged)
+{
+	char core[128], state[128], pattern[200], want[200], dir[128];
+	struct stat st;
+	pid_t v;
+
+	need_gcore();
+	cr_assert_eq(chmod(root, 0755), 0); /* the crashing user reaches its cwd's files */
+	snprintf(dir, sizeof(dir), "%s/cores", root);
+	cr_assert_eq(mkdir(dir, 0777), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%e.%%P.%%s", dir);
+	write_state(state, pattern);
+	v = start_sleep(65534);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
+	kill(v, SIGKILL);
+	waitpid(v, NULL, 0);
+	snprintf(want, sizeof(want), "%s/core.sleep.%d.11", dir, v);
+	cr_assert_eq(stat(want, &st), 0, "no core at %s", want);
+	cr_assert(same_file(core, want), "the core changed on its way through");
+	cr_assert_eq(st.st_uid, 65534, "created as the crashing user");
+	cr_assert_eq(st.st_mode & 0777, 0600);
+}
+
+/*
+ * The previous handler a pipe (a stand-in for systemd-coredump, with its
+ * Debian arguments): it gets its own arguments expanded and the core.
+ */
+Test(coredump, previous_pipe_handler_gets_its_arguments_and_the_core)
+{
+	char core[128], state[128], script[128], pattern[300], path[200], *args;
+	FILE *f;
+	pid_t v;
+
+	need_gcore();
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(script, sizeof(script), "%s/prev.sh", root);
+	f = fopen(script, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\necho \"$@\" > %s/args\ncat > %s/got\n", root, root);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(script, 0755), 0);
+	snprintf(pattern, sizeof(pattern), "|%s %%P %%u %%g %%s %%t 9223372036854775808 %%h %%d",
+		 script);
+	write_state(state, pattern);
+	v = start_sleep(0);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+	kill(v, SIGKILL);
+	waitpid(v, NULL, 0);
+	snprintf(path, sizeof(path), "%s/args", root);
+	args = slurp(path);
+	{
+		char want[200];
+
+		snprintf(want, sizeof(want),
+			 "%d 0 0 11 1700000000 9223372036854775808 testhost 1\n", v);
+		cr_assert_str_eq(args, want);
+	}
+	snprintf(path, sizeof(path), "%s/got", root);
+	cr_assert(same_file(core, path), "the previous handler got another core");
+}
+
+/* A bug in the handler (here a SIGSEGV injected before the copy) still delivers the core. */
+Test(coredump, a_fault_in_the_handler_still_delivers_the_original_core)
+{
+	char core[128], state[128], pattern[200], want[200];
+	pid_t v;
+	int st;
+
+	need_gcore();
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", root);
+	write_state(state, pattern);
+	v = start_sleep(0);
+	gcore(v, core);
+	st = run_handler(state, core, v, 0, "RINGKEEPER_COREDUMP_FAULT=1");
+	kill(v, SIGKILL);
+	waitpid(v, NULL, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 4, "status 0x%x: the fault path did not run",
+		  st);
+	snprintf(want, sizeof(want), "%s/core.%d", root, v);
+	cr_assert(same_file(core, want), "the original core was not delivered as it was");
+}
+
+/*
+ * A traced process's core gets its threads' buffers; gdb reads it as
+ * before, and show --core gives the history back from the core alone.
+ */
+Test(coredump, a_traced_process_core_carries_its_buffers)
+{
+	char core[128], state[128], pattern[200], out[200], cmd[700], line[64], *s, *a, *b;
+	int ready;
+	pid_t v, rk;
+
+	need_gcore();
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	snprintf(state, sizeof(state), "%s/state", root);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", root);
+	write_state(state, pattern);
+	/* The handler looks in the default root's live sessions. */
+	v = start_sleep(0);
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--session", "", "-p", "",
+				 "--ready-fd",	 "",	   NULL };
+		char sess[64], pid[16], fd[16];
+		int p[2];
+
+		snprintf(sess, sizeof(sess), "itest-core-%d", getpid());
+		snprintf(pid, sizeof(pid), "%d", v);
+		cr_assert_eq(pipe(p), 0);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		argv[3] = sess;
+		argv[5] = pid;
+		argv[7] = fd;
+		rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
+		close(p[1]);
+		ready = p[0];
+		cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+		close(ready);
+		/* Give the sleeping thread a switch or two. */
+		kill(v, SIGSTOP);
+		kill(v, SIGCONT);
+		usleep(200000);
+		gcore(v, core);
+		cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+		kill(rk, SIGINT);
+		wait_for(rk, 30000);
+		{
+			char rm[300];
+
+			snprintf(rm, sizeof(rm), "rm -rf /dev/shm/ringkeeper/%s", sess);
+			if (system(rm))
+				fprintf(stderr, "cannot remove the session %s\n", sess);
+		}
+	}
+	kill(v, SIGKILL);
+	waitpid(v, NULL, 0);
+	snprintf(out, sizeof(out), "%s/core.%d", root, v);
+	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
+	s = run_out(cmd);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "sched/%d", v);
+		cr_assert_not_null(strstr(s, want), "show --core:\n%s", s);
+	}
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s show --core %s %d 2>&1", rk_bin, out, v);
+	s = run_out(cmd);
+	cr_assert_not_null(strstr(s, "PERF_RECORD_SWITCH"), "show --core TID:\n%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", core);
+	a = run_out(cmd);
+	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", out);
+	b = run_out(cmd);
+	cr_assert_gt(strlen(a), 0);
+	cr_assert_str_eq(a, b, "gdb reads the augmented core differently");
+	free(a);
+	free(b);
+}
+
+/*
+ * Through the kernel: --install, a traced program killed by SIGSEGV, the
+ * core where the previous pattern said with the buffers in it, --uninstall
+ * restoring exactly what was there. core_pattern and core_pipe_limit are
+ * put back by the .fini whatever happens.
+ */
+static char saved_pattern[256], saved_limit[32];
+static int saved;
+
+static void read_sysctl(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static void write_sysctl(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "we");
+
+	if (f) {
+		fputs(v, f);
+		fclose(f);
+	}
+}
+
+static void kernel_fini(void)
+{
+	if (saved) {
+		write_sysctl("/proc/sys/kernel/core_pattern", saved_pattern);
+		write_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit);
+		unlink("/run/ringkeeper/coredump.state");
+	}
+	coredump_fini();
+}
+
+Test(coredump, through_the_kernel_install_crash_uninstall, .fini = kernel_fini)
+{
+	char pattern[200], cmd[600], core[200], now[256], lim[32], *s;
+	char *install[] = { (char *)rk_bin, "coredump", "--install", NULL };
+	char *uninstall[] = { (char *)rk_bin, "coredump", "--uninstall", NULL };
+	char *rec[] = { (char *)rk_bin,
+			"record",
+			"--root",
+			root,
+			"--session",
+			"k",
+			"--",
+			"/bin/sh",
+			"-c",
+			"ulimit -c unlimited; kill -SEGV $$",
+			NULL };
+	struct stat st;
+	int status;
+
+	need_gcore();
+	read_sysctl("/proc/sys/kernel/core_pattern", saved_pattern, sizeof(saved_pattern));
+	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
+	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
+		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
+	saved = 1;
+	snprintf(pattern, sizeof(pattern), "%s/core.%%e.%%P", root);
+	write_sysctl("/proc/sys/kernel/core_pattern", pattern);
+	status = run_rk(install, NULL, NULL);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
+	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
+	cr_assert_not_null(strstr(now, "coredump --handle"), "core_pattern is %s", now);
+	read_sysctl("/proc/sys/kernel/core_pipe_limit", lim, sizeof(lim));
+	cr_assert_geq(atoi(lim), 1, "core_pipe_limit %s", lim);
+	status = run_rk(install, NULL, NULL); /* twice: harmless */
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* Not under the default root: this session's buffers are not found, the core passes. */
+	run_rk(rec, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "ls %s/core.sh.* 2>/dev/null | head -1", root);
+	s = run_out(cmd);
+	s[strcspn(s, "\n")] = '\0';
+	snprintf(core, sizeof(core), "%s", s);
+	free(s);
+	cr_assert_neq(core[0], '\0', "no core from the kernel through the handler in %s", root);
+	cr_assert_eq(stat(core, &st), 0);
+	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sh %s 2>&1 | grep -c '^#'", core);
+	s = run_out(cmd);
+	cr_assert_gt(atoi(s), 0, "gdb finds no frame in %s", core);
+	free(s);
+
+	status = run_rk(uninstall, NULL, NULL);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
+	cr_assert_str_eq(now, pattern, "uninstall restores exactly what was there");
+	read_sysctl("/proc/sys/kernel/core_pipe_limit", lim, sizeof(lim));
+	cr_assert_str_eq(lim, saved_limit);
+}

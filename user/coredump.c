@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * coredump.c - install, remove and be the core_pattern pipe handler
+ * (see coredump.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "coredump.h"
+#include "elfcore.h"
+#include "session.h"
+#include "util.h"
+
+#define PATTERN_FILE "/proc/sys/kernel/core_pattern"
+#define PIPE_LIMIT_FILE "/proc/sys/kernel/core_pipe_limit"
+#define USES_PID_FILE "/proc/sys/kernel/core_uses_pid"
+/* The kernel's CORENAME_MAX_SIZE: a longer core_pattern is cut. */
+#define PATTERN_MAX 127
+/* What the kernel does with no core_pattern set: a file "core" in the cwd. */
+#define SAFE_DEFAULT "core"
+#define MAX_NOTES 65536
+
+/* Our handler's arguments, in struct rk_crash order. */
+static const char handler_args[] = "coredump --handle %P %I %p %i %s %c %t %u %g %d %h %e %E";
+
+static int read_line_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	int ok;
+
+	if (!f)
+		return -errno;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (!ok)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
+	size_t n = strlen(s);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, n) != (ssize_t)n)
+		err = -errno ? -errno : -EIO;
+	close(fd);
+	return err;
+}
+
+int rk_core_expand(const char *t, const struct rk_crash *c, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *t; t++) {
+		char v[4200];
+		const char *esc = NULL;
+
+		v[0] = '\0';
+		if (*t != '%') {
+			v[0] = *t;
+			v[1] = '\0';
+		} else {
+			switch (*++t) {
+			case '\0':
+				t--;
+				break;
+			case '%':
+				strcpy(v, "%");
+				break;
+			case 'p':
+				snprintf(v, sizeof(v), "%d", c->ns_pid);
+				break;
+			case 'P':
+				snprintf(v, sizeof(v), "%d", c->pid);
+				break;
+			case 'i':
+				snprintf(v, sizeof(v), "%d", c->ns_tid);
+				break;
+			case 'I':
+				snprintf(v, sizeof(v), "%d", c->tid);
+				break;
+			case 'u':
+				snprintf(v, sizeof(v), "%u", c->uid);
+				break;
+			case 'g':
+				snprintf(v, sizeof(v), "%u", c->gid);
+				break;
+			case 'd':
+				snprintf(v, sizeof(v), "%d", c->dumpable);
+				break;
+			case 's':
+				snprintf(v, sizeof(v), "%d", c->sig);
+				break;
+			case 't':
+				snprintf(v, sizeof(v), "%lld", c->time);
+				break;
+			case 'c':
+				snprintf(v, sizeof(v), "%llu", c->rlimit_core);
+				break;
+			case 'h':
+				esc = c->host;
+				break;
+			case 'e':
+				esc = c->comm;
+				break;
+			case 'E':
+				snprintf(v, sizeof(v), "%s", c->exe);
+				break;
+			default:
+				break; /* the kernel drops an unknown specifier */
+			}
+		}
+		if (esc) {
+			/* cn_esc_printf(): '/' is '!', and a leading "." or ".." is escaped too. */
+			size_t i;
+
+			snprintf(v, sizeof(v), "%s", esc);
+			for (i = 0; v[i]; i++)
+				if (v[i] == '/')
+					v[i] = '!';
+			if ((!strcmp(v, ".") || !strcmp(v, "..")) && o == 0)
+				v[0] = '!';
+		}
+		if (o + strlen(v) >= len)
+			return -ENAMETOOLONG;
+		memcpy(out + o, v, strlen(v));
+		o += strlen(v);
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* Is @pattern a ringkeeper handler's? */
+static int is_ours(const char *pattern)
+{
+	return pattern[0] == '|' && strstr(pattern, "ringkeeper coredump --handle ");
+}
+
+struct state {
+	char pattern[PATTERN_MAX + 2];
+	unsigned long pipe_limit;
+};
+
+/*
+ * The state file; RINGKEEPER_COREDUMP_STATE overrides it for tests that
+ * run the handler by hand (the kernel starts it with an empty environment).
+ */
+static const char *state_path(void)
+{
+	const char *p = getenv("RINGKEEPER_COREDUMP_STATE");
+
+	return p && *p ? p : RK_COREDUMP_STATE;
+}
+
+static int state_read(struct state *s)
+{
+	char line[512];
+	FILE *f = fopen(state_path(), "re");
+	int have = 0;
+
+	if (!f)
+		return -errno;
+	memset(s, 0, sizeof(*s));
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "pattern=", 8)) {
+			if (strlen(line + 8) >= sizeof(s->pattern))
+				continue; /* longer than the kernel takes: not ours */
+			memcpy(s->pattern, line + 8, strlen(line + 8) + 1);
+			have |= 1;
+		} else if (sscanf(line, "pipe_limit=%lu", &s->pipe_limit) == 1) {
+			have |= 2;
+		}
+	}
+	fclose(f);
+	return have == 3 ? 0 : -EBADMSG;
+}
+
+static int state_write(const struct state *s)
+{
+	char tmp[] = RK_COREDUMP_STATE ".XXXXXX";
+	FILE *f;
+	int fd;
+
+	if (mkdir(RK_COREDUMP_STATE_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return -ENOMEM;
+	}
+	fprintf(f, "pattern=%s\npipe_limit=%lu\n", s->pattern, s->pipe_limit);
+	if (fflush(f) || fsync(fd) || fclose(f) || rename(tmp, RK_COREDUMP_STATE)) {
+		int err = -errno;
+
+		unlink(tmp);
+		return err;
+	}
+	return 0;
+}
+
+static int install(void)
+{
+	char cur[PATTERN_MAX + 2], lim[32], self[PATH_MAX], pattern[PATH_MAX + 128], b[32];
+	struct state s;
+	ssize_t n;
+	int err;
+
+	if (read_line_file(PATTERN_FILE, cur, sizeof(cur)) ||
+	    read_line_file(PIPE_LIMIT_FILE, lim, sizeof(lim))) {
+		rk_err("cannot read %s / %s: %s", PATTERN_FILE, PIPE_LIMIT_FILE, strerror(errno));
+		return 1;
+	}
+	if (is_ours(cur)) {
+		printf("ringkeeper's core handler is installed already (core_pattern %s)\n", cur);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0) {
+		rk_err("cannot find my own path: %s", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	snprintf(pattern, sizeof(pattern), "|%s %s", self, handler_args);
+	if (strlen(pattern) > PATTERN_MAX) {
+		rk_err("the handler's core_pattern would be %zu characters, the kernel takes %d: "
+		       "install ringkeeper in a shorter path (make install)",
+		       strlen(pattern), PATTERN_MAX);
+		return 1;
+	}
+	snprintf(s.pattern, sizeof(s.pattern), "%s", cur);
+	s.pipe_limit = strtoul(lim, NULL, 10);
+	err = state_write(&s);
+	if (err) {
+		rk_err("cannot save the current core_pattern in %s: %s", RK_COREDUMP_STATE,
+		       strerror(-err));
+		return 1;
+	}
+	/* At least 1: the crashing task stays unreaped while the handler runs. */
+	snprintf(b, sizeof(b), "%lu", s.pipe_limit ? s.pipe_limit : 1);
+	err = write_file(PIPE_LIMIT_FILE, b);
+	if (!err)
+		err = write_file(PATTERN_FILE, pattern);
+	if (err) {
+		snprintf(b, sizeof(b), "%lu", s.pipe_limit);
+		write_file(PIPE_LIMIT_FILE, b);
+		unlink(RK_COREDUMP_STATE);
+		rk_err("cannot set core_pattern: %s (left as it was)", strerror(-err));
+		return 1;
+	}
+	printf("installed: core_pattern %s (was: %s; core_pipe_limit %s, was %lu)\n", pattern, cur,
+	       b, s.pipe_limit);
+	return 0;
+}
+
+static int uninstall(void)
+{
+	char cur[PATTERN_MAX + 2], b[32];
+	struct state s;
+	int err;
+
+	if (read_line_file(PATTERN_FILE, cur, sizeof(cur))) {
+		rk_err("cannot read %s: %s", PATTERN_FILE, strerror(errno));
+		return 1;
+	}
+	err = state_read(&s);
+	if (!is_ours(cur)) {
+		printf("ringkeeper's core handler is not installed (core_pattern %s)%s\n", cur,
+		       err ? "" : "; removing its stale saved state");
+		if (!err)
+			unlink(RK_COREDUMP_STATE);
+		return 0;
+	}
+	if (err) {
+		rk_err("no saved core_pattern in %s (%s): restoring the kernel's default, '%s' "
+		       "with core_pipe_limit 0",
+		       RK_COREDUMP_STATE, strerror(-err), SAFE_DEFAULT);
+		snprintf(s.pattern, sizeof(s.pattern), SAFE_DEFAULT);
+		s.pipe_limit = 0;
+	}
+	err = write_file(PATTERN_FILE, s.pattern[0] ? s.pattern : SAFE_DEFAULT);
+	snprintf(b, sizeof(b), "%lu", s.pipe_limit);
+	if (!err)
+		err = write_file(PIPE_LIMIT_FILE, b);
+	if (err) {
+		rk_err("cannot restore core_pattern: %s", strerror(-err));
+		return 1;
+	}
+	unlink(RK_COREDUMP_STATE);
+	printf("uninstalled: core_pattern %s, core_pipe_limit %lu\n", s.pattern, s.pipe_limit);
+	return 0;
+}
+
+static int status(void)
+{
+	char cur[PATTERN_MAX + 2] = "", lim[32] = "";
+	struct state s;
+	int err;
+
+	read_line_file(PATTERN_FILE, cur, sizeof(cur));
+	read_line_file(PIPE_LIMIT_FILE, lim, sizeof(lim));
+	printf("core_pattern: %s\n", cur);
+	printf("core_pipe_limit: %s\n", lim);
+	printf("ringkeeper's handler: %s\n", is_ours(cur) ? "installed" : "not installed");
+	err = state_read(&s);
+	if (!err)
+		printf("previous (restored by --uninstall): core_pattern %s, core_pipe_limit %lu\n",
+		       s.pattern, s.pipe_limit);
+	else if (is_ours(cur))
+		printf("previous: unknown (%s: %s): --uninstall restores '%s'\n", RK_COREDUMP_STATE,
+		       strerror(-err), SAFE_DEFAULT);
+	return 0;
+}
+
+/* --- the handler ----------------------------------------------------------- */
+
+/*
+ * Where the core goes, and how much of stdin was consumed: the fault
+ * handler's fallback (a bug in us must not cost the core).
+ */
+static volatile int g_out = -1;
+static volatile sig_atomic_t g_started;
+
+static void fault(int sig)
+{
+	static char buf[1 << 16];
+	ssize_t n;
+
+	/* Deliver what is left of the core as it is (all of it if we had not begun). */
+	while (g_out >= 0 && (n = read(0, buf, sizeof(buf))) > 0)
+		if (write(g_out, buf, (size_t)n) != n)
+			break;
+	if (g_out >= 0)
+		close(g_out);
+	(void)sig;
+	_exit(g_started ? 3 : 4);
+}
+
+static void guard_faults(void)
+{
+	static char stack[1 << 16];
+	const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+	struct sigaction sa;
+	stack_t ss = { .ss_sp = stack, .ss_size = sizeof(stack) };
+	size_t i;
+
+	sigaltstack(&ss, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fault;
+	sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static int parse_crash(int argc, char **argv, struct rk_crash *c)
+{
+	if (argc < 13)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	c->pid = atoi(argv[0]);
+	c->tid = atoi(argv[1]);
+	c->ns_pid = atoi(argv[2]);
+	c->ns_tid = atoi(argv[3]);
+	c->sig = atoi(argv[4]);
+	c->rlimit_core = strtoull(argv[5], NULL, 10);
+	c->time = strtoll(argv[6], NULL, 10);
+	c->uid = (unsigned int)strtoul(argv[7], NULL, 10);
+	c->gid = (unsigned int)strtoul(argv[8], NULL, 10);
+	c->dumpable = atoi(argv[9]);
+	snprintf(c->host, sizeof(c->host), "%s", argv[10]);
+	snprintf(c->comm, sizeof(c->comm), "%s", argv[11]);
+	snprintf(c->exe, sizeof(c->exe), "%s", argv[12]);
+	return c->pid > 0 ? 0 : -EINVAL;
+}
+
+/* The traced buffers of @pid: every file of a live session whose identity says so. */
+struct found {
+	struct rk_core_note *v;
+	char **paths;
+	size_t n;
+	char *session;
+	size_t slen, scap;
+};
+
+/* Append a line to the session description note. */
+static void say(struct found *f, const char *line)
+{
+	size_t len = strlen(line);
+
+	if (f->slen + len + 1 > f->scap) {
+		size_t cap = f->scap ? f->scap * 2 + len : 4096;
+		char *s = realloc(f->session, cap);
+
+		if (!s)
+			return;
+		f->session = s;
+		f->scap = cap;
+	}
+	memcpy(f->session + f->slen, line, len + 1);
+	f->slen += len;
+}
+
+static void add_file(struct found *f, const char *path, __u32 type)
+{
+	struct rk_core_note *v;
+	char **p;
+	struct stat st;
+
+	if (f->n == MAX_NOTES || stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	v = realloc(f->v, (f->n + 1) * sizeof(*v));
+	p = v ? realloc(f->paths, (f->n + 1) * sizeof(*p)) : NULL;
+	if (v)
+		f->v = v;
+	if (!v || !p)
+		return;
+	f->paths = p;
+	f->paths[f->n] = strdup(path);
+	if (!f->paths[f->n])
+		return;
+	f->v[f->n].type = type;
+	f->v[f->n].path = f->paths[f->n];
+	f->v[f->n].data = NULL;
+	f->v[f->n].size = (__u64)st.st_size;
+	f->n++;
+}
+
+static void find_buffers(pid_t pid, struct found *f)
+{
+	char path[PATH_MAX + 600];
+	struct dirent *se, *so, *fe;
+	unsigned long nbuf = 0;
+	DIR *root = opendir(RK_DEFAULT_ROOT), *sd, *fd;
+
+	while (root && (se = readdir(root))) {
+		struct rk_session_stat st;
+
+		if (se->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
+		if (rk_session_stat_read(path, &st) || !rk_session_alive(&st))
+			continue;
+		snprintf(path, sizeof(path), "session %s\n", se->d_name);
+		say(f, path);
+		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
+		sd = opendir(path);
+		while (sd && (so = readdir(sd))) {
+			if (so->d_name[0] == '.' || !strcmp(so->d_name, RK_STAT_FILE))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s", RK_DEFAULT_ROOT, se->d_name,
+				 so->d_name);
+			fd = opendir(path);
+			while (fd && (fe = readdir(fd))) {
+				struct rk_bufile *bf;
+				char fp[PATH_MAX + 900];
+				int side = !strcmp(so->d_name, RK_SIDEBAND_DIR);
+
+				if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
+					continue;
+				snprintf(fp, sizeof(fp), "%s/%s", path, fe->d_name);
+				bf = rk_bufile__open(fp, NULL);
+				if (!bf)
+					continue;
+				if ((__s32)bf->ident->tgid == pid &&
+				    (bf->ident->state == RK_THREAD_LIVE ||
+				     bf->ident->state == RK_THREAD_EXITING)) {
+					add_file(f, fp, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER);
+					if (!side) {
+						char line[600];
+
+						snprintf(line, sizeof(line), "buffer %lu %s/%s\n",
+							 nbuf++, so->d_name, fe->d_name);
+						say(f, line);
+					}
+				}
+				rk_bufile__free(bf);
+			}
+			if (fd)
+				closedir(fd);
+		}
+		if (sd)
+			closedir(sd);
+	}
+	if (root)
+		closedir(root);
+}
+
+static void found_free(struct found *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++)
+		free(f->paths[i]);
+	free(f->paths);
+	free(f->v);
+	free(f->session);
+}
+
+/* The previous pipe handler, its arguments expanded; its stdin is *@in. */
+static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *in)
+{
+	char buf[PATTERN_MAX + 2], *tok, *save = NULL, *argv[64], exp[64][4400];
+	int p[2], n = 0;
+	pid_t pid;
+
+	snprintf(buf, sizeof(buf), "%s", pattern + 1);
+	/* Split on spaces first, then expand each token (the kernel's way since 5.3). */
+	for (tok = strtok_r(buf, " ", &save); tok && n < 63; tok = strtok_r(NULL, " ", &save)) {
+		if (rk_core_expand(tok, c, exp[n], sizeof(exp[n])))
+			return -ENAMETOOLONG;
+		argv[n] = exp[n];
+		n++;
+	}
+	argv[n] = NULL;
+	if (!n || pipe2(p, O_CLOEXEC))
+		return -EINVAL;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		dup2(p[0], 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[0]);
+	*in = p[1];
+	return pid;
+}
+
+/* The file the previous pattern names, created as the kernel would: as the crashing user. */
+static int open_previous_file(const char *pattern, const struct rk_crash *c, char *name, size_t len)
+{
+	char cwd[64], uses_pid[8] = "0";
+	int dir = AT_FDCWD, fd, err;
+
+	if (rk_core_expand(pattern, c, name, len))
+		return -ENAMETOOLONG;
+	read_line_file(USES_PID_FILE, uses_pid, sizeof(uses_pid));
+	if (atoi(uses_pid) && !strstr(pattern, "%p")) {
+		size_t l = strlen(name);
+
+		snprintf(name + l, len - l, ".%d", c->ns_pid);
+	}
+	if (name[0] != '/') {
+		/* Relative to the crashing process's cwd, which stays while we run (pipe limit). */
+		snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", c->pid);
+		dir = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
+			return -errno;
+	}
+	setfsgid(c->gid);
+	setfsuid(c->uid);
+	unlinkat(dir, name, 0); /* as the kernel does, for a core it may replace */
+	fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	err = fd < 0 ? -errno : 0;
+	setfsuid(0);
+	setfsgid(0);
+	if (dir != AT_FDCWD)
+		close(dir);
+	return err ? err : fd;
+}
+
+static int handle(int argc, char **argv)
+{
+	struct found f = { 0 };
+	struct rk_crash c;
+	struct state s;
+	char dest[4400] = "";
+	const char *why = NULL;
+	pid_t child = -1;
+	int out, aug = 0, err, status;
+	ssize_t n;
+
+	openlog("ringkeeper-coredump", LOG_PID, LOG_DAEMON);
+	guard_faults();
+	if (parse_crash(argc, argv, &c)) {
+		syslog(LOG_ERR, "bad arguments from the kernel (%d): passing the core to '%s'",
+		       argc, SAFE_DEFAULT);
+		memset(&c, 0, sizeof(c));
+		c.pid = argc ? atoi(argv[0]) : 0;
+	}
+	if (state_read(&s) || !s.pattern[0] || is_ours(s.pattern)) {
+		syslog(LOG_ERR, "no saved core_pattern in %s: using the kernel's default '%s'",
+		       RK_COREDUMP_STATE, SAFE_DEFAULT);
+		snprintf(s.pattern, sizeof(s.pattern), SAFE_DEFAULT);
+	}
+	/* Everything that can fail before a byte of the core is read. */
+	find_buffers(c.pid, &f);
+	if (f.n) {
+		char line[128];
+
+		snprintf(line, sizeof(line), "crash pid %d tid %d signal %d time %lld\n", c.pid,
+			 c.tid, c.sig, c.time);
+		say(&f, line);
+	}
+	if (s.pattern[0] == '|') {
+		child = spawn_previous(s.pattern, &c, &out);
+		snprintf(dest, sizeof(dest), "%s", s.pattern);
+		if (child < 0)
+			out = -1;
+	} else if (c.rlimit_core < 4096) {
+		/* The kernel writes no file core under RLIMIT_CORE < a page: neither do we. */
+		syslog(LOG_INFO, "core of pid %d (%s), signal %d: RLIMIT_CORE %llu, no file core",
+		       c.pid, c.comm, c.sig, c.rlimit_core);
+		found_free(&f);
+		return 0;
+	} else {
+		out = open_previous_file(s.pattern, &c, dest, sizeof(dest));
+	}
+	if (out < 0) {
+		syslog(LOG_ERR, "core of pid %d (%s): cannot deliver it to '%s': %s", c.pid, c.comm,
+		       dest, strerror(-out));
+		found_free(&f);
+		return 1;
+	}
+	g_out = out;
+	if (f.n) {
+		struct rk_core_note *v = realloc(f.v, (f.n + 1) * sizeof(*v));
+
+		if (v) {
+			f.v = v;
+			/* The session description first: readers name the buffers from it. */
+			memmove(v + 1, v, f.n * sizeof(*v));
+			v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f.session,
+						      f.session ? strlen(f.session) : 0 };
+			f.n++;
+		}
+	}
+	/* Tests: a bug in the handler (a crash) still delivers the original core. */
+	if (getenv("RINGKEEPER_COREDUMP_FAULT"))
+		raise(SIGSEGV);
+	g_started = 1;
+	n = rk_elfcore_augment(0, out, f.v, f.n, &aug, &why);
+	err = n < 0 ? (int)-n : 0;
+	if (c.rlimit_core && s.pattern[0] != '|' && n > 0 && (unsigned long long)n > c.rlimit_core)
+		err = ftruncate(out, (off_t)c.rlimit_core) ? errno :
+							     err; /* as the kernel cuts it */
+	close(out);
+	g_out = -1;
+	if (child > 0)
+		waitpid(child, &status, 0);
+	if (err)
+		syslog(LOG_ERR, "core of pid %d (%s): writing to '%s' failed: %s", c.pid, c.comm,
+		       dest, strerror(err));
+	else if (aug)
+		syslog(LOG_INFO,
+		       "core of pid %d (%s), signal %d: %zu ringkeeper buffers added, to '%s'",
+		       c.pid, c.comm, c.sig, f.n - 1, dest);
+	else
+		syslog(LOG_INFO, "core of pid %d (%s), signal %d: passed through to '%s'%s%s",
+		       c.pid, c.comm, c.sig, dest, f.n ? ": " : "", f.n && why ? why : "");
+	found_free(&f);
+	return err ? 1 : 0;
+}
+
+int rk_cmd_coredump(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper coredump --install | --uninstall | --status\n"
+		"\n"
+		"A core_pattern pipe handler that adds the buffers of a traced process's\n"
+		"threads to its core as ELF notes (owner RINGKEEPER), and sends every core\n"
+		"where the previous core_pattern sent it: a file pattern expanded as the\n"
+		"kernel does, or the previous pipe handler (systemd-coredump, apport) with\n"
+		"its own arguments. A core it cannot augment goes there unchanged.\n"
+		"  --install    save core_pattern and core_pipe_limit in " RK_COREDUMP_STATE ",\n"
+		"               then install the handler (core_pipe_limit at least 1)\n"
+		"  --uninstall  restore what --install saved\n"
+		"  --status     both settings, and what --uninstall would restore\n"
+		"Read a core's buffers with 'ringkeeper show --core CORE [TID]'.\n";
+
+	if (argc >= 2 && !strcmp(argv[1], "--handle"))
+		return handle(argc - 2, argv + 2);
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc != 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (geteuid() != 0 && strcmp(argv[1], "--status")) {
+		rk_err("coredump %s changes kernel settings: it needs root", argv[1]);
+		return 1;
+	}
+	if (!strcmp(argv[1], "--install"))
+		return install();
+	if (!strcmp(argv[1], "--uninstall"))
+		return uninstall();
+	if (!strcmp(argv[1], "--status"))
+		return status();
+	fputs(usage, stderr);
+	return 2;
+}
