@@ -589,5 +589,14 @@ int rk_cmd_record(int argc, char **argv)
 		rc = size_budget(&a);
 	if (rc)
 		return rc;
-	return rk_record(&a.o) ? 1 : 0;
+	/* Like a shell and perf: the command's own status; -p: 0 unless recording failed. */
+	{
+		int cmd_status = -1;
+
+		a.o.cmd_status = &cmd_status;
+		rc = rk_record(&a.o);
+		if (cmd_status >= 0)
+			return cmd_status;
+		return rc ? 1 : 0;
+	}
 }

@@ -105,6 +105,7 @@ struct rk_rec {
 	/* Set up by record.c, undone by its teardown; -1 / 0 when not (yet) there. */
 	int sfd, tfd, pidfd, go_fd;
 	pid_t child; /* the command we launched */
+	int killed_child; /* we killed it (tracing failed): its end is no news */
 	int resumed; /* a killed recorder's session, taken over */
 	int resume_failed; /* not taken over: its session and pins are left as they are */
 	sigset_t mask, oldmask; /* the stop signals (to our signalfd); the caller's mask */

@@ -221,8 +221,9 @@ pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd)
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);
 		execvp(argv[0], argv);
+		/* As a shell and perf do: 127 not found, 126 found but not runnable. */
 		fprintf(stderr, "ringkeeper: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(p[0]);
 	*go_fd = p[1];

@@ -377,6 +377,7 @@ static int target_start(struct rk_rec *r)
 			if (err == -ESRCH)
 				rk_err("the command exited before it could be traced");
 			kill(child, SIGKILL);
+			r->killed_child = 1;
 			return err;
 		}
 	}
@@ -424,18 +425,29 @@ static void stop(struct rk_rec *r)
 	rec_drain(r); /* what the first one's signals deferred */
 }
 
-/* The command we launched (never started if go_fd is still open), and our fds. */
+/*
+ * The command we launched (never started if go_fd is still open): how it
+ * ended, in one line, and as a shell reports it; then our fds.
+ */
 static void close_target(struct rk_rec *r)
 {
-	int status = 0;
+	int status = 0, started = r->go_fd < 0;
 
 	if (r->go_fd >= 0)
 		close(r->go_fd); /* not started: the child exits without running CMD */
-	if (r->child > 0 && waitpid(r->child, &status, 0) == r->child) {
-		if (WIFEXITED(status) && WEXITSTATUS(status))
-			rk_warn("command exited with status %d", WEXITSTATUS(status));
-		else if (WIFSIGNALED(status))
-			rk_warn("command killed by signal %d", WTERMSIG(status));
+	if (r->child > 0 && waitpid(r->child, &status, 0) == r->child && started &&
+	    !r->killed_child) {
+		int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+
+		if (r->o->cmd_status)
+			*r->o->cmd_status = code;
+		if (WIFSIGNALED(status))
+			fprintf(stderr, "ringkeeper: %s was killed by signal %d (%s)%s\n",
+				r->o->argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)),
+				WCOREDUMP(status) ? ", core dumped" : "");
+		else
+			fprintf(stderr, "ringkeeper: %s exited with status %d\n", r->o->argv[0],
+				WEXITSTATUS(status));
 	}
 	if (r->pidfd >= 0)
 		close(r->pidfd);

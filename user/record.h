@@ -31,6 +31,8 @@
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
  * @max_shm: create at most this many bytes of buffer files (0: no cap).
  * @min_run_ns: do not pin a thread whose last run was shorter (rk_pin_opts).
+ * @cmd_status: if not NULL, set to how the launched command ended, as a
+ *	shell reports it (its exit status, 128 + signal), or -1 if none ran.
  * @rt_prio: SCHED_FIFO priority of the event loop (0: stay SCHED_OTHER).
  * @resume: continue this session of a recorder that was killed: the BPF
  *          programs, maps and ringbuf it left pinned keep working meanwhile.
@@ -61,6 +63,7 @@ struct rk_record_opts {
 	const char *resume;
 	int rt_prio;
 	uint64_t min_run_ns;
+	int *cmd_status;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

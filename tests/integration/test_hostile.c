@@ -563,3 +563,41 @@ Test(hostile, memory_cgroup_limit_degrades_instead_of_oom, .fini = memcg_cleanup
 	cr_assert_gt(st.mem_refused, 0, "201 threads' buffers cannot fit in 64 MiB");
 	cr_assert_eq(st.threads + st.not_traced, 201);
 }
+
+/* record -- CMD ends like a shell: CMD's status, 128 + signal, 127 / 126 (perf does the same). */
+Test(hostile, record_returns_the_commands_status)
+{
+	struct {
+		const char *cmd;
+		int code;
+		const char *says;
+	} cases[] = {
+		{ "exit 7", 7, "exited with status 7" },
+		{ "kill -SEGV $$", 128 + SIGSEGV, "killed by signal 11" },
+		{ "exit 0", 0, "exited with status 0" },
+	};
+	char notexec[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = {
+			(char *)rk_bin,	      "record", "--root", root, "--", "/bin/sh", "-c",
+			(char *)cases[i].cmd, NULL
+		};
+
+		expect_error(argv, cases[i].code, cases[i].says);
+	}
+	{
+		char *argv[] = { (char *)rk_bin, "record",	     "--root", root,
+				 "--",		 "/nonexistent/cmd", NULL };
+
+		expect_error(argv, 127, "cannot run /nonexistent/cmd: No such file or directory");
+	}
+	snprintf(notexec, sizeof(notexec), "%s/notexec", root);
+	cr_assert_eq(close(open(notexec, O_CREAT | O_WRONLY, 0644)), 0);
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root", root, "--", notexec, NULL };
+
+		expect_error(argv, 126, "Permission denied");
+	}
+}
