@@ -263,6 +263,44 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	return 0;
 }
 
+/* Signals whose default action dumps core (sig_kernel_coredump()). */
+#define RK_COREDUMP_SIGS                                                                      \
+	((1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 11) | \
+	 (1u << 24) | (1u << 25) | (1u << 31))
+
+/*
+ * A traced thread is about to die of a core-dumping signal (default
+ * action): the core handler will want its process's buffers drained and
+ * frozen. signal_deliver fires in get_signal() before the default action
+ * is taken, on the thread that takes it.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(rk_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct rk_signal *s;
+
+	if (sig <= 0 || sig >= 32 || !(RK_COREDUMP_SIGS & (1u << sig)))
+		return 0;
+	if (BPF_CORE_READ(ka, sa.sa_handler))
+		return 0; /* handled or ignored: not the default action */
+	key.tid = t->pid;
+	if (!bpf_map_lookup_elem(&pmu_info, &key))
+		return 0;
+	count(RK_CNT_CRASHES);
+	s = reserve();
+	if (!s)
+		return 0;
+	s->kind = RK_SIG_CRASH;
+	s->cpu = bpf_get_smp_processor_id();
+	fill_task(s, t);
+	s->exit_code = sig;
+	s->time_ns = bpf_ktime_get_ns();
+	submit(s, 1);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(rk_exit, struct task_struct *p)
 {

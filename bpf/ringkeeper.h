@@ -23,6 +23,8 @@
 #define RK_SIG_FORK 3
 #define RK_SIG_EXEC 4
 #define RK_SIG_EXIT 5
+/* A core-dumping signal with its default action delivered: exit_code holds it. */
+#define RK_SIG_CRASH 6
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -37,6 +39,7 @@
 #define RK_CNT_FORKS 2 /* children added to the tracked set */
 #define RK_CNT_FORK_FAIL 3 /* children that could not be added (map full) */
 #define RK_CNT_EXITS 4
+#define RK_CNT_CRASHES 5 /* fatal core-dumping signals delivered to traced threads */
 #define RK_CNT_MAX 8
 
 /* Index of the always-present sched source in struct rk_pmu_key. */

@@ -39,6 +39,8 @@
 #define RK_THREAD_STOPPED 3 /* the recording stopped while it ran */
 /* exec'd a program its user may not read: continued in a new, root-only file */
 #define RK_THREAD_EXECED 4
+/* its process got a core-dumping signal: drained, then frozen (nothing written after) */
+#define RK_THREAD_CRASHED 5
 
 /**
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,

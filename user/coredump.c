@@ -484,7 +484,8 @@ static void find_buffers(pid_t pid, struct found *f)
 					continue;
 				if ((__s32)bf->ident->tgid == pid &&
 				    (bf->ident->state == RK_THREAD_LIVE ||
-				     bf->ident->state == RK_THREAD_EXITING)) {
+				     bf->ident->state == RK_THREAD_EXITING ||
+				     bf->ident->state == RK_THREAD_CRASHED)) {
 					add_file(f, fp, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER);
 					if (!side) {
 						char line[600];
@@ -504,6 +505,38 @@ static void find_buffers(pid_t pid, struct found *f)
 	}
 	if (root)
 		closedir(root);
+}
+
+/*
+ * The recorder drains and freezes a crashing process's buffers when its BPF
+ * side sees the signal: wait for every buffer to say so, 1 s at most.
+ * Return: 1 frozen, 0 timed out (the buffers are taken as they are).
+ */
+#define FREEZE_WAIT_MS 1000
+
+static int wait_frozen(const struct found *f)
+{
+	int ms;
+
+	for (ms = 0; ms <= FREEZE_WAIT_MS; ms += 10) {
+		size_t i, frozen = 0, bufs = 0;
+
+		for (i = 0; i < f->n; i++) {
+			struct rk_bufile *bf;
+
+			if (f->v[i].type != RK_NOTE_BUFFER)
+				continue;
+			bufs++;
+			bf = rk_bufile__open(f->v[i].path, NULL);
+			if (bf && bf->ident->state == RK_THREAD_CRASHED)
+				frozen++;
+			rk_bufile__free(bf);
+		}
+		if (frozen == bufs)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
 }
 
 static void found_free(struct found *f)
@@ -608,11 +641,18 @@ static int handle(int argc, char **argv)
 	/* Everything that can fail before a byte of the core is read. */
 	find_buffers(c.pid, &f);
 	if (f.n) {
-		char line[128];
+		char line[160];
+		int frozen = wait_frozen(&f);
 
-		snprintf(line, sizeof(line), "crash pid %d tid %d signal %d time %lld\n", c.pid,
-			 c.tid, c.sig, c.time);
+		snprintf(line, sizeof(line), "crash pid %d tid %d signal %d time %lld\nfrozen %s\n",
+			 c.pid, c.tid, c.sig, c.time,
+			 frozen ? "yes" : "no (timed out after 1 s: the buffers as they were)");
 		say(&f, line);
+		if (!frozen)
+			syslog(LOG_WARNING,
+			       "core of pid %d: the recorder did not freeze its buffers "
+			       "within 1 s; they are taken as they are",
+			       c.pid);
 	}
 	if (s.pattern[0] == '|') {
 		child = spawn_previous(s.pattern, &c, &out);

@@ -23,7 +23,7 @@
 #include "record.h"
 #include "session.h"
 
-#define RK_NLINKS 4
+#define RK_NLINKS 5
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
@@ -32,7 +32,7 @@
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
 /* Our BPF programs: sched_switch, fork, exec, exit. */
-#define RK_NPROGS 4
+#define RK_NPROGS 5
 
 struct rk_thread {
 	struct rk_thread *hnext;
@@ -41,6 +41,7 @@ struct rk_thread {
 	int dead; /* final switch-out written, pin retired */
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
+	int frozen; /* its process crashed: nothing more is written to its files */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */

@@ -66,7 +66,7 @@ int rec_bpf_load(struct rk_rec *r)
 }
 
 const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch", "link_fork", "link_exec",
-						"link_exit" };
+						"link_exit", "link_signal_deliver" };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -154,7 +154,8 @@ void rec_unpin_maps(void)
 int rec_pin_links(struct rk_rec *r)
 {
 	struct bpf_link *links[] = { r->skel->links.rk_sched_switch, r->skel->links.rk_fork,
-				     r->skel->links.rk_exec, r->skel->links.rk_exit };
+				     r->skel->links.rk_exec, r->skel->links.rk_exit,
+				     r->skel->links.rk_signal_deliver };
 	char path[128];
 	size_t i;
 	int err;
@@ -231,10 +232,9 @@ void rec_find_progs(struct rk_rec *r)
 
 	if (r->skel) {
 		const struct bpf_program *progs[RK_NPROGS] = {
-			r->skel->progs.rk_sched_switch,
-			r->skel->progs.rk_fork,
-			r->skel->progs.rk_exec,
-			r->skel->progs.rk_exit,
+			r->skel->progs.rk_sched_switch,	  r->skel->progs.rk_fork,
+			r->skel->progs.rk_exec,		  r->skel->progs.rk_exit,
+			r->skel->progs.rk_signal_deliver,
 		};
 
 		for (i = 0; i < RK_NPROGS; i++) {

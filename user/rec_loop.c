@@ -158,6 +158,29 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 	}
 }
 
+/*
+ * A core-dumping signal about to kill a traced process: what the perf rings
+ * hold of it goes into its files now, then each of its threads is marked
+ * crashed (signal and time, wait-encoded with the core flag) and frozen, so
+ * nothing after the crash overwrites the history its core will carry. The
+ * core handler waits for the mark.
+ */
+static void on_crash(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t;
+
+	if (r->drain)
+		rk_drain_all(r->drain, rec_route, r);
+	for (t = r->all; t; t = t->all_next) {
+		if (t->tgid != s->tgid || t->dead || t->frozen || t->refused)
+			continue;
+		rec_thread_ident(r, t, NULL, RK_THREAD_CRASHED, 1, (s->exit_code & 0x7f) | 0x80,
+				 s->time_ns);
+		t->frozen = 1;
+	}
+	r->st->crashes++;
+}
+
 /* An exit: its EXIT record; the final switch-out that follows finishes the thread. */
 static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
@@ -188,6 +211,10 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		return; /* over a limit: not traced, already counted */
 	if (s->kind == RK_SIG_FORK) {
 		on_fork(r, s);
+		return;
+	}
+	if (s->kind == RK_SIG_CRASH) {
+		on_crash(r, s);
 		return;
 	}
 	if (!t || t->dead) {
@@ -233,7 +260,7 @@ void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct per
 		t = rec_thread_find(r, tid);
 		if (!t)
 			t = rec_thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
-		if (t && !t->refused && !t->dead &&
+		if (t && !t->refused && !t->dead && !t->frozen &&
 		    !rk_bufile__write_aux_rec(t->b[ev->src].bf, h, ck.p[0], ck.n[0], ck.p[1],
 					      ck.n[1])) {
 			r->st->aux_bytes += ck.size;

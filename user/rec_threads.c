@@ -307,7 +307,14 @@ void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *r
 {
 	struct rk_bufile *bf = t->b[k].bf;
 	__u64 before = bf->id.overwritten;
-	int err = rk_bufile__write(bf, rec, size);
+	int err;
+
+	if (t->frozen) {
+		/* Its process crashed: the history ends at the crash, for its core. */
+		r->st->after_crash++;
+		return;
+	}
+	err = rk_bufile__write(bf, rec, size);
 
 	/*
 	 * Its pages went away (truncated, tmpfs full): this file is lost.
@@ -360,6 +367,8 @@ void rec_thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, _
 {
 	int k;
 
+	if (t->frozen)
+		return; /* crashed: its identity says so, and stays */
 	for (k = 0; k < rec_nsrc(r); k++) {
 		struct rk_thread_ident *id = &t->b[k].bf->id;
 

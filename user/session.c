@@ -87,6 +87,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(files_broken, "files lost while written (SIGBUS)")  \
 	X(files_root_only, "files readable by root only")     \
 	X(exec_rotated, "execs into a root-only file")        \
+	X(crashes, "processes frozen at a crash")             \
+	X(after_crash, "records after a crash, not written")  \
 	X(outage_drops, "signals dropped while no recorder")  \
 	X(outage_exited, "threads found exited at resume")    \
 	X(loader_rss, "loader peak resident bytes")           \
