@@ -397,8 +397,8 @@ static int parse_crash(int argc, char **argv, struct rk_crash *c)
 /* The traced buffers of @pid: every file of a live session whose identity says so. */
 struct found {
 	struct rk_core_note *v;
-	char **paths;
-	size_t n;
+	char **paths; /* npaths of them; v[] may also hold the session note (n >= npaths) */
+	size_t n, npaths;
 	char *session;
 	size_t slen, scap;
 };
@@ -436,11 +436,11 @@ static void add_file(struct found *f, const char *path, __u32 type)
 	if (!v || !p)
 		return;
 	f->paths = p;
-	f->paths[f->n] = strdup(path);
-	if (!f->paths[f->n])
+	f->paths[f->npaths] = strdup(path);
+	if (!f->paths[f->npaths])
 		return;
 	f->v[f->n].type = type;
-	f->v[f->n].path = f->paths[f->n];
+	f->v[f->n].path = f->paths[f->npaths++];
 	f->v[f->n].data = NULL;
 	f->v[f->n].size = (__u64)st.st_size;
 	f->n++;
@@ -543,7 +543,7 @@ static void found_free(struct found *f)
 {
 	size_t i;
 
-	for (i = 0; i < f->n; i++)
+	for (i = 0; i < f->npaths; i++)
 		free(f->paths[i]);
 	free(f->paths);
 	free(f->v);

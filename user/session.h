@@ -111,7 +111,7 @@ struct rk_session_stat {
 	__u64 pins_skipped_short;
 	__u64 crashes; /* processes frozen at a core-dumping signal */
 	__u64 after_crash;
-		/* records of a crashed process not written (its buffers are frozen) */ /* switch-ins not pinned: the last run was shorter than --min-run-us */
+	/* records of a crashed process not written (its buffers are frozen) */ /* switch-ins not pinned: the last run was shorter than --min-run-us */
 };
 
 /* The size of the first stat files, without the AUX counters. */

@@ -332,6 +332,27 @@ static void kernel_fini(void)
 	coredump_fini();
 }
 
+/*
+ * Save core_pattern and core_pipe_limit (the .fini puts them back), set a
+ * file pattern into this test's root, and install the handler over it.
+ */
+static void install_over_file_pattern(char *pattern, size_t len)
+{
+	char *install[] = { (char *)rk_bin, "coredump", "--install", NULL };
+	int status;
+
+	need_gcore();
+	read_sysctl("/proc/sys/kernel/core_pattern", saved_pattern, sizeof(saved_pattern));
+	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
+	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
+		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
+	saved = 1;
+	snprintf(pattern, len, "%s/core.%%e.%%P", root);
+	write_sysctl("/proc/sys/kernel/core_pattern", pattern);
+	status = run_rk(install, NULL, NULL);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
+}
+
 Test(coredump, through_the_kernel_install_crash_uninstall, .fini = kernel_fini)
 {
 	char pattern[200], cmd[600], core[200], now[256], lim[32], *s;
@@ -351,16 +372,7 @@ Test(coredump, through_the_kernel_install_crash_uninstall, .fini = kernel_fini)
 	struct stat st;
 	int status;
 
-	need_gcore();
-	read_sysctl("/proc/sys/kernel/core_pattern", saved_pattern, sizeof(saved_pattern));
-	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
-	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
-		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
-	saved = 1;
-	snprintf(pattern, sizeof(pattern), "%s/core.%%e.%%P", root);
-	write_sysctl("/proc/sys/kernel/core_pattern", pattern);
-	status = run_rk(install, NULL, NULL);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
+	install_over_file_pattern(pattern, sizeof(pattern));
 	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
 	cr_assert_not_null(strstr(now, "coredump --handle"), "core_pattern is %s", now);
 	read_sysctl("/proc/sys/kernel/core_pipe_limit", lim, sizeof(lim));
@@ -413,7 +425,6 @@ static void crash_fini(void)
 Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fini = crash_fini)
 {
 	char pattern[200], cmd[600], core[200], dir[200], *s, *err;
-	char *install[] = { (char *)rk_bin, "coredump", "--install", NULL };
 	char *rec[] = { (char *)rk_bin,
 			"record",
 			"--session",
@@ -426,17 +437,8 @@ Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fi
 	struct rk_session_stat st;
 	int status;
 
-	need_gcore();
-	read_sysctl("/proc/sys/kernel/core_pattern", saved_pattern, sizeof(saved_pattern));
-	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
-	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
-		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
-	saved = 1;
 	snprintf(crash_session, sizeof(crash_session), "itest-crash-%d", getpid());
-	snprintf(pattern, sizeof(pattern), "%s/core.%%e.%%P", root);
-	write_sysctl("/proc/sys/kernel/core_pattern", pattern);
-	status = run_rk(install, NULL, NULL);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
+	install_over_file_pattern(pattern, sizeof(pattern));
 
 	status = run_rk(rec, NULL, &err);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSEGV, "record: 0x%x\n%s",

@@ -334,6 +334,23 @@ static void make_core(const char *path, unsigned int nph, int xnum)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* Augment @core into @out through a pipe, as a core_pattern handler gets it. */
+static void augment_file(const char *core, const char *out, const struct rk_core_note *nt, size_t n)
+{
+	const char *why = NULL;
+	pid_t feeder;
+	int in, fd, aug = -1;
+
+	in = pipe_from(core, &feeder);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(rk_elfcore_augment(in, fd, nt, n, &aug, &why), 0);
+	close(in);
+	close(fd);
+	waitpid(feeder, NULL, 0);
+	cr_assert_eq(aug, 1, "%s", why ? why : "");
+}
+
 static void check_xnum(unsigned int nph, int xnum)
 {
 	char core[128], out[128];
@@ -344,20 +361,12 @@ static void check_xnum(unsigned int nph, int xnum)
 	const Elf64_Shdr *sh0;
 	Elf64_Phdr ph;
 	size_t len;
-	pid_t feeder;
-	int in, fd, aug = -1;
 	char *b;
 
 	snprintf(core, sizeof(core), "%s/x.core", dir);
 	snprintf(out, sizeof(out), "%s/x.core.rk", dir);
 	make_core(core, nph, xnum);
-	in = pipe_from(core, &feeder);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert_gt(rk_elfcore_augment(in, fd, &nt, 1, &aug, &why), 0);
-	close(in);
-	close(fd);
-	waitpid(feeder, NULL, 0);
-	cr_assert_eq(aug, 1, "%s", why ? why : "");
+	augment_file(core, out, &nt, 1);
 	b = slurp_file(out, &len);
 	eh = (const Elf64_Ehdr *)b;
 	cr_assert_eq(eh->e_phnum, PN_XNUM);
@@ -390,22 +399,13 @@ Test(elfcore, kernel_style_core_in_eu_readelf)
 {
 	char core[128], out[128], cmd[300], *s;
 	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, "hello", 5 };
-	const char *why = NULL;
-	pid_t feeder;
-	int in, fd, aug = -1;
 
 	if (system("command -v eu-readelf >/dev/null 2>&1"))
 		cr_skip_test("eu-readelf (elfutils) not installed: make deps installs it");
 	snprintf(core, sizeof(core), "%s/k.core", dir);
 	snprintf(out, sizeof(out), "%s/k.core.rk", dir);
 	make_core(core, 4, 0);
-	in = pipe_from(core, &feeder);
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert_gt(rk_elfcore_augment(in, fd, &nt, 1, &aug, &why), 0);
-	close(in);
-	close(fd);
-	waitpid(feeder, NULL, 0);
-	cr_assert_eq(aug, 1);
+	augment_file(core, out, &nt, 1);
 	snprintf(cmd, sizeof(cmd), "eu-readelf -n %s 2>&1", out);
 	s = run(cmd);
 	cr_assert_eq(count(s, "RINGKEEPER"), 1, "eu-readelf -n:\n%s", s);
