@@ -4,6 +4,7 @@
  * (see coredump.h).
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -614,6 +615,119 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, cha
 	return err ? err : fd;
 }
 
+static const char *crash_dir(void)
+{
+	const char *p = getenv("RINGKEEPER_CRASH_DIR"); /* tests; the kernel sets none */
+
+	return p && *p ? p : RK_CRASH_DIR;
+}
+
+struct aged {
+	char name[256];
+	time_t mtime;
+	off_t size;
+};
+
+static int by_mtime_desc(const void *a, const void *b)
+{
+	const struct aged *x = a, *y = b;
+
+	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : strcmp(x->name, y->name);
+}
+
+/* The newest RK_CRASH_KEEP notes files, RK_CRASH_MAX_BYTES at most: older ones go. */
+static void crash_dir_trim(int dir)
+{
+	struct aged *v = NULL;
+	unsigned long long bytes = 0;
+	size_t n = 0, i;
+	struct dirent *de;
+	DIR *d = fdopendir(dup(dir));
+
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		struct aged *nv;
+
+		if (!strstr(de->d_name, ".notes") ||
+		    fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv)
+			break;
+		v = nv;
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		v[n].mtime = st.st_mtime;
+		v[n].size = st.st_size;
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), by_mtime_desc);
+	for (i = 0; i < n; i++) {
+		bytes += (unsigned long long)v[i].size;
+		if (i >= RK_CRASH_KEEP || (i && bytes > RK_CRASH_MAX_BYTES))
+			unlinkat(dir, v[i].name, 0);
+	}
+	free(v);
+}
+
+/*
+ * No core file (RLIMIT_CORE below a page) for a traced process: its notes
+ * alone, as an ELF core with no memory, so show --core reads them.
+ * Return: 0, or -errno.
+ */
+static int keep_notes(const struct rk_crash *c, const struct found *f, char *path, size_t len)
+{
+	Elf64_Ehdr eh;
+	int p[2], dir, out, aug = 0, err = 0;
+	const char *why = NULL;
+	char name[160];
+	ssize_t n;
+
+	if (mkdir("/var/lib/ringkeeper", 0700) && errno != EEXIST &&
+	    !getenv("RINGKEEPER_CRASH_DIR"))
+		return -errno;
+	if (mkdir(crash_dir(), 0700) && errno != EEXIST)
+		return -errno;
+	dir = open(crash_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	snprintf(name, sizeof(name), "core.%d.%lld.notes", c->pid, c->time);
+	snprintf(path, len, "%s/%s", crash_dir(), name);
+	out = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0 || pipe2(p, O_CLOEXEC)) {
+		err = -errno;
+		goto out_dir;
+	}
+	/* An empty core (an ELF header, no program headers) that the writer augments. */
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_phoff = sizeof(eh);
+	eh.e_ehsize = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	if (write(p[1], &eh, sizeof(eh)) != (ssize_t)sizeof(eh))
+		err = -EIO;
+	close(p[1]);
+	n = err ? 0 : rk_elfcore_augment(p[0], out, f->v, f->n, &aug, &why);
+	close(p[0]);
+	if (!err && (n < 0 || !aug))
+		err = n < 0 ? (int)n : -EINVAL;
+	if (close(out) && !err)
+		err = -errno;
+	if (!err)
+		crash_dir_trim(dir);
+out_dir:
+	close(dir);
+	return err;
+}
+
 static int handle(int argc, char **argv)
 {
 	struct found f = { 0 };
@@ -663,6 +777,26 @@ static int handle(int argc, char **argv)
 		/* The kernel writes no file core under RLIMIT_CORE < a page: neither do we. */
 		syslog(LOG_INFO, "core of pid %d (%s), signal %d: RLIMIT_CORE %llu, no file core",
 		       c.pid, c.comm, c.sig, c.rlimit_core);
+		if (f.n) {
+			/* But its threads' history was asked for: the notes alone, kept bounded. */
+			struct rk_core_note *v = realloc(f.v, (f.n + 1) * sizeof(*v));
+
+			err = -ENOMEM;
+			if (v) {
+				f.v = v;
+				memmove(v + 1, v, f.n * sizeof(*v));
+				v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f.session,
+							      f.session ? strlen(f.session) : 0 };
+				f.n++;
+				err = keep_notes(&c, &f, dest, sizeof(dest));
+			}
+			if (err)
+				syslog(LOG_ERR, "pid %d: cannot keep its notes in %s: %s", c.pid,
+				       crash_dir(), strerror(-err));
+			else
+				syslog(LOG_INFO, "pid %d: its %zu ringkeeper buffers kept in %s",
+				       c.pid, f.n - 1, dest);
+		}
 		found_free(&f);
 		return 0;
 	} else {

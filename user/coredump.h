@@ -19,6 +19,14 @@
 
 #define RK_COREDUMP_STATE_DIR "/run/ringkeeper"
 #define RK_COREDUMP_STATE RK_COREDUMP_STATE_DIR "/coredump.state"
+/*
+ * A traced process whose RLIMIT_CORE forbids a core file still keeps its
+ * threads' history: a notes-only core (no memory) here, the newest
+ * RK_CRASH_KEEP files and at most RK_CRASH_MAX_BYTES of them.
+ */
+#define RK_CRASH_DIR "/var/lib/ringkeeper/crashes"
+#define RK_CRASH_KEEP 32
+#define RK_CRASH_MAX_BYTES (256ull << 20)
 
 /**
  * struct rk_crash - what the kernel tells a core_pattern handler, in the

@@ -99,16 +99,23 @@ static void write_state(const char *path, const char *pattern)
 }
 
 /* Run the handler as the kernel would: @core on stdin, the crash of @pid. */
-static int run_handler(const char *state, const char *core, pid_t pid, unsigned int uid,
-		       const char *extra_env)
+static int run_handler_limit(const char *state, const char *core, pid_t pid, unsigned int uid,
+			     const char *extra_env, const char *rlimit_core)
 {
 	char cmd[2048];
 
 	snprintf(cmd, sizeof(cmd),
 		 "env -i %s RINGKEEPER_COREDUMP_STATE=%s %s coredump --handle %d %d %d %d 11 "
-		 "18446744073709551615 1700000000 %u %u 1 testhost sleep '!bin!sleep' < %s",
-		 extra_env ? extra_env : "", state, rk_bin, pid, pid, pid, pid, uid, uid, core);
+		 "%s 1700000000 %u %u 1 testhost sleep '!bin!sleep' < %s",
+		 extra_env ? extra_env : "", state, rk_bin, pid, pid, pid, pid, rlimit_core, uid,
+		 uid, core);
 	return system(cmd);
+}
+
+static int run_handler(const char *state, const char *core, pid_t pid, unsigned int uid,
+		       const char *extra_env)
+{
+	return run_handler_limit(state, core, pid, uid, extra_env, "18446744073709551615");
 }
 
 static int same_file(const char *a, const char *b)
@@ -254,6 +261,21 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 		usleep(200000);
 		gcore(v, core);
 		cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+		{
+			/* ulimit -c 0 (Debian's default): no core file, the notes kept apart. */
+			char env[200], notes[300], *l;
+
+			snprintf(env, sizeof(env), "RINGKEEPER_CRASH_DIR=%s/crashes", root);
+			cr_assert_eq(run_handler_limit(state, core, v, 0, env, "0"), 0);
+			snprintf(notes, sizeof(notes),
+				 "%s show --core %s/crashes/core.%d.1700000000.notes 2>&1", rk_bin,
+				 root, v);
+			l = run_out(notes);
+			snprintf(notes, sizeof(notes), "sched/%d", v);
+			cr_assert_not_null(strstr(l, notes),
+					   "the notes kept under ulimit -c 0:\n%s", l);
+			free(l);
+		}
 		kill(rk, SIGINT);
 		wait_for(rk, 30000);
 		{
