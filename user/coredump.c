@@ -397,6 +397,8 @@ static int parse_crash(int argc, char **argv, struct rk_crash *c)
 
 /* The traced buffers of @pid: every file of a live session whose identity says so. */
 struct found {
+	char sessions[8][PATH_MAX]; /* the session directories the buffers are in */
+	int nsessions;
 	struct rk_core_note *v;
 	char **paths; /* npaths of them; v[] may also hold the session note (n >= npaths) */
 	size_t n, npaths;
@@ -487,6 +489,15 @@ static void find_buffers(pid_t pid, struct found *f)
 				    (bf->ident->state == RK_THREAD_LIVE ||
 				     bf->ident->state == RK_THREAD_EXITING ||
 				     bf->ident->state == RK_THREAD_CRASHED)) {
+					int k;
+
+					for (k = 0;
+					     k < f->nsessions && strcmp(f->sessions[k], se->d_name);
+					     k++)
+						;
+					if (k == f->nsessions && k < 8)
+						snprintf(f->sessions[f->nsessions++],
+							 sizeof(f->sessions[0]), "%s", se->d_name);
 					add_file(f, fp, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER);
 					if (!side) {
 						char line[600];
@@ -540,6 +551,27 @@ static int wait_frozen(const struct found *f)
 	return 0;
 }
 
+/* Each session the buffers came from: a line saying who crashed and where the core went. */
+static void record_crash(const struct found *f, const struct rk_crash *c, const char *dest)
+{
+	char path[PATH_MAX + 64];
+	int k;
+
+	for (k = 0; k < f->nsessions; k++) {
+		FILE *o;
+
+		snprintf(path, sizeof(path), "%s/%s/%s", RK_DEFAULT_ROOT, f->sessions[k],
+			 RK_CRASHES_FILE);
+		o = fopen(path, "ae");
+		if (!o)
+			continue;
+		fprintf(o, "pid %d tid %d signal %d (%s) time %lld comm %s core %s\n", c->pid,
+			c->tid, c->sig, strsignal(c->sig), c->time, c->comm,
+			dest[0] ? dest : "none");
+		fclose(o);
+	}
+}
+
 static void found_free(struct found *f)
 {
 	size_t i;
@@ -558,7 +590,7 @@ static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *
 	int p[2], n = 0;
 	pid_t pid;
 
-	snprintf(buf, sizeof(buf), "%s", pattern + 1);
+	snprintf(buf, sizeof(buf), "%.*s", (int)sizeof(buf) - 1, pattern + 1);
 	/* Split on spaces first, then expand each token (the kernel's way since 5.3). */
 	for (tok = strtok_r(buf, " ", &save); tok && n < 63; tok = strtok_r(NULL, " ", &save)) {
 		if (rk_core_expand(tok, c, exp[n], sizeof(exp[n])))
@@ -736,7 +768,7 @@ static int handle(int argc, char **argv)
 	char dest[4400] = "";
 	const char *why = NULL;
 	pid_t child = -1;
-	int out, aug = 0, err, status;
+	int out = -1, aug = 0, err, status;
 	ssize_t n;
 
 	openlog("ringkeeper-coredump", LOG_PID, LOG_DAEMON);
@@ -790,6 +822,7 @@ static int handle(int argc, char **argv)
 				f.n++;
 				err = keep_notes(&c, &f, dest, sizeof(dest));
 			}
+			record_crash(&f, &c, err ? "" : dest);
 			if (err)
 				syslog(LOG_ERR, "pid %d: cannot keep its notes in %s: %s", c.pid,
 				       crash_dir(), strerror(-err));
@@ -834,6 +867,7 @@ static int handle(int argc, char **argv)
 	g_out = -1;
 	if (child > 0)
 		waitpid(child, &status, 0);
+	record_crash(&f, &c, err ? "" : dest);
 	if (err)
 		syslog(LOG_ERR, "core of pid %d (%s): writing to '%s' failed: %s", c.pid, c.comm,
 		       dest, strerror(err));

@@ -379,6 +379,18 @@ static int cmd_stat(int argc, char **argv)
 			continue;
 		}
 		rk_session_print(stdout, v[i].name, &v[i].st, json);
+		if (!json) {
+			/* What the core handler wrote: which process crashed, where its core went. */
+			char path[PATH_MAX + 300], line[8192];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/%s/%s", root, v[i].name, RK_CRASHES_FILE);
+			f = fopen(path, "re");
+			while (f && fgets(line, sizeof(line), f))
+				printf("  crash: %s", line);
+			if (f)
+				fclose(f);
+		}
 		shown++;
 	}
 	free(v);

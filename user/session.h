@@ -18,6 +18,8 @@
 #define RK_STAT_FILE "stat"
 #define RK_SCHED_DIR "sched"
 #define RK_SIDEBAND_DIR "sideband"
+/* One line per crash of a traced process, appended by the core handler. */
+#define RK_CRASHES_FILE "crashes"
 
 #define RK_SESSION_RUNNING 1
 #define RK_SESSION_ENDED 2

@@ -488,4 +488,17 @@ Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fi
 	cr_assert_eq(rk_session_stat_read(dir, &st), 0);
 	cr_assert_eq(st.crashes, 1);
 	cr_assert_geq(st.after_crash, 1, "the exit's records come after the crash: not written");
+	/* stat says who crashed, of what, and where its core went. */
+	snprintf(cmd, sizeof(cmd), "%s stat %s 2>&1", rk_bin, crash_session);
+	s = run_out(cmd);
+	cr_assert_not_null(strstr(s, "crash: pid "), "%s", s);
+	cr_assert_not_null(strstr(s, "signal 11"), "%s", s);
+	{
+		char where[260];
+
+		snprintf(where, sizeof(where), "core %s", core);
+		cr_assert_not_null(strstr(s, where), "stat does not say where the core went:\n%s",
+				   s);
+	}
+	free(s);
 }
