@@ -18,6 +18,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,6 +578,78 @@ int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **wh
 	}
 	name_buffers(b);
 	return 0;
+}
+
+/* SOURCE/TID as a session names it, from a hostile core: or nothing. */
+static int safe_name(const char *name, char *src, size_t len, unsigned long *tid)
+{
+	const char *slash = strchr(name, '/');
+	size_t n = slash ? (size_t)(slash - name) : 0, i;
+	char *end;
+
+	if (!slash || !n || n >= len || !slash[1])
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-",
+			    name[i]))
+			return 0;
+	memcpy(src, name, n);
+	src[n] = '\0';
+	if (!strcmp(src, ".") || !strcmp(src, ".."))
+		return 0;
+	*tid = strtoul(slash + 1, &end, 10);
+	return !*end && *tid;
+}
+
+static int write_buffer(const char *dir, const char *src, unsigned long id, const void *mem,
+			size_t size)
+{
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, src);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s/%lu", dir, src, id);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, mem, size);
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+int rk_core_bufs__extract(const struct rk_core_bufs *b, const char *dir)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < b->n; i++) {
+		const struct rk_core_buf *cb = &b->v[i];
+		char src[64];
+		unsigned long id;
+		int err;
+
+		if (cb->why)
+			continue;
+		if (cb->type == RK_NOTE_SIDEBAND) {
+			snprintf(src, sizeof(src), "sideband");
+			id = cb->bf.ident->tgid;
+		} else if (!safe_name(cb->name, src, sizeof(src), &id)) {
+			/* Unnamed (or a name we will not use): by its identity. */
+			snprintf(src, sizeof(src), "%s",
+				 cb->bf.pmu->attr.context_switch ? "sched" : "event");
+			id = cb->bf.ident->tid;
+		}
+		err = write_buffer(dir, src, id, cb->mem, cb->size);
+		if (err == -EEXIST)
+			continue; /* two notes of the same name: the first wins */
+		if (err)
+			return err;
+		n++;
+	}
+	return n;
 }
 
 void rk_core_bufs__free(struct rk_core_bufs *b)

@@ -107,6 +107,15 @@ struct rk_core_bufs {
  */
 int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why);
 
+/**
+ * rk_core_bufs__extract() - write the valid buffers of @b into @dir as a
+ * session directory (SOURCE/TID, sideband/PID), for readers that take one.
+ * Names come from the core, so only SOURCE of [A-Za-z0-9_.:-] (not "." or
+ * "..") and a numeric TID are used; others are named by their identity.
+ * Return: buffers written, or -errno.
+ */
+int rk_core_bufs__extract(const struct rk_core_bufs *b, const char *dir);
+
 /** rk_core_bufs__free() - free what load() made (a zeroed @b is fine). */
 void rk_core_bufs__free(struct rk_core_bufs *b);
 

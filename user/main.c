@@ -655,26 +655,98 @@ static int cmd_show(int argc, char **argv)
 	return 0;
 }
 
+/* Remove a directory made by rk_core_bufs__extract(): its subdirectories' files, them, it. */
+static void remove_extracted(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		char sub[PATH_MAX + 300];
+		struct dirent *fe;
+		DIR *s;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		s = opendir(sub);
+		while (s && (fe = readdir(s))) {
+			char f[PATH_MAX + 600];
+
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(f, sizeof(f), "%s/%s", sub, fe->d_name);
+			unlink(f);
+		}
+		if (s)
+			closedir(s);
+		rmdir(sub);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* export --core: the core's buffers as a session directory, exported, removed. */
+static int export_core(const char *core, struct rk_export_opts *eo)
+{
+	char dir[] = "/tmp/ringkeeper-core-XXXXXX";
+	struct rk_export_stats es;
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	int n, err;
+
+	err = rk_core_bufs__load(core, &b, &why);
+	if (err) {
+		rk_err("--core %s: %s", core, why ? why : strerror(-err));
+		return 1;
+	}
+	if (!mkdtemp(dir)) {
+		rk_err("cannot make a directory for the core's buffers: %s", strerror(errno));
+		rk_core_bufs__free(&b);
+		return 1;
+	}
+	n = rk_core_bufs__extract(&b, dir);
+	rk_core_bufs__free(&b);
+	if (n <= 0) {
+		rk_err("--core %s: %s", core,
+		       n ? strerror(-n) : "no ringkeeper buffer in it (ringkeeper show --core)");
+		remove_extracted(dir);
+		return 1;
+	}
+	eo->session_dir = dir;
+	err = rk_export_perf_data(eo, &es);
+	remove_extracted(dir);
+	if (err)
+		return 1;
+	fprintf(stderr,
+		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u attrs\n",
+		eo->out, core, es.records, es.samples, es.threads, es.attrs);
+	return 0;
+}
+
 static int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper export --perf-data FILE [--tid T | --pid P] [--session S]\n"
-		"                         [--root DIR]\n"
+		"                         [--root DIR | --core CORE]\n"
 		"\n"
 		"Write the per-thread buffers of a session (default: the newest), with the\n"
 		"sideband of their processes, as a perf.data file sorted by time, for\n"
 		"'perf script -i FILE' and 'perf report -i FILE'. Each source (sched, every -e\n"
-		"event) becomes one attr.\n";
+		"event) becomes one attr. With --core, the buffers come from an ELF core\n"
+		"dump's RINGKEEPER notes (ringkeeper coredump), not from a session.\n";
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "session", required_argument, NULL, 's' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "core", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *root = RK_DEFAULT_ROOT, *session = NULL;
+	const char *root = RK_DEFAULT_ROOT, *session = NULL, *core = NULL;
 	struct rk_export_opts eo = { 0 };
 	struct rk_export_stats es;
 	unsigned long long v;
@@ -706,6 +778,9 @@ static int cmd_export(int argc, char **argv)
 		case 'r':
 			root = optarg;
 			break;
+		case 'C':
+			core = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -714,6 +789,8 @@ static int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (core && eo.out && optind == argc && !session)
+		return export_core(core, &eo);
 	if (!eo.out || optind != argc) {
 		fputs(usage, stderr);
 		return 2;

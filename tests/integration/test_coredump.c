@@ -302,6 +302,14 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 	s = run_out(cmd);
 	cr_assert_not_null(strstr(s, "PERF_RECORD_SWITCH"), "show --core TID:\n%s", s);
 	free(s);
+	/* export --core: a perf.data file from the core alone, which perf reads. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s export --core %s --perf-data %s/core.data >/dev/null 2>&1 && "
+		 "perf script -i %s/core.data --show-switch-events 2>/dev/null | grep -c SWITCH",
+		 rk_bin, out, root, root);
+	s = run_out(cmd);
+	cr_assert_gt(atoi(s), 0, "perf script finds no switch in the export of the core");
+	free(s);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", core);
 	a = run_out(cmd);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", out);

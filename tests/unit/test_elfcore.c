@@ -441,3 +441,36 @@ Test(elfcore, anything_else_passes_through_unchanged)
 		cr_assert_eq(system(cmd), 0, "%s changed on its way through", inputs[i]);
 	}
 }
+
+/* A core is hostile: a session note naming a buffer ../../x writes nothing outside. */
+Test(elfcore, extract_refuses_names_that_leave_the_directory)
+{
+	char core[128], out[128], buf[128], ex[128], path[300];
+	const char *session = "session x\nbuffer 0 ../../evil/1\n", *why = NULL;
+	struct rk_core_note nt[2];
+	struct rk_core_bufs b;
+	struct stat st;
+	size_t len;
+
+	snprintf(core, sizeof(core), "%s/h.core", dir);
+	snprintf(out, sizeof(out), "%s/h.core.rk", dir);
+	snprintf(buf, sizeof(buf), "%s/b", dir);
+	snprintf(ex, sizeof(ex), "%s/a/b", dir);
+	make_core(core, 4, 0);
+	make_buffer(buf, 77);
+	free(slurp_file(buf, &len));
+	nt[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, session, strlen(session) };
+	nt[1] = (struct rk_core_note){ RK_NOTE_BUFFER, buf, NULL, len };
+	augment_file(core, out, nt, 2);
+	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why ? why : "");
+	cr_assert_eq(b.n, 1);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(mkdir(ex, 0700), 0);
+	cr_assert_eq(rk_core_bufs__extract(&b, ex), 1);
+	snprintf(path, sizeof(path), "%s/evil", dir);
+	cr_assert_neq(stat(path, &st), 0, "a core's name escaped the directory");
+	snprintf(path, sizeof(path), "%s/sched/77", ex);
+	cr_assert_eq(stat(path, &st), 0, "named by its identity instead");
+	rk_core_bufs__free(&b);
+}
