@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale" \
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale coredump" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch pin rate scale"}
+SECTIONS=${SECTIONS:-"mem switch pin rate scale coredump"}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
@@ -349,6 +349,71 @@ section_scale() {
 		echo "        highest rate without drops at $n threads: $best signals/s"
 	done
 	[ -n "${MEM4096:-}" ] && echo "   memory at 4096 threads: $MEM4096"
+}
+
+# --- 6. the core handler: what it costs a crash ------------------------------
+# A ~100 MB core (gcore of a process holding 100 MB) fed to the handler as the
+# kernel would, into a file pattern on tmpfs: untraced (pass-through) against
+# cat of the same bytes, and traced (its buffers added) against untraced.
+handler_ms() {
+	local pid=$1 state=$2 t0 t1
+	t0=$(date +%s%N)
+	env -i RINGKEEPER_COREDUMP_STATE="$state" "$RK" coredump --handle "$pid" "$pid" "$pid" \
+		"$pid" 11 18446744073709551615 1700000000 0 0 1 bench hog '!bin!hog' \
+		<"$ROOT/hog.core" || return 1
+	t1=$(date +%s%N)
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }'
+}
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+section_coredump() {
+	local pid i cat_ms="" pass_ms="" traced_ms="" t0 t1 size notes sess="bench-core-$$"
+	echo
+	echo "== Core handler: a ~100 MB core (gcore), into a file pattern on tmpfs; ms, min / median / max"
+	command -v gcore >/dev/null || { echo "   skipped: no gcore (gdb)"; return; }
+	python3 -c 'import time; b = bytearray(b"x") * (100 << 20); time.sleep(120)' &
+	pid=$!
+	BG+=("$pid")
+	sleep 1
+	gcore -o "$ROOT/hog" "$pid" >/dev/null 2>&1 && mv "$ROOT/hog.$pid" "$ROOT/hog.core" ||
+		{ echo "   skipped: gcore failed"; return; }
+	size=$(stat -c %s "$ROOT/hog.core")
+	printf 'pattern=%s/out.%%P\npipe_limit=0\n' "$ROOT" >"$ROOT/handler.state"
+	for i in $(seq 1 "$RUNS"); do
+		t0=$(date +%s%N)
+		cat "$ROOT/hog.core" >"$ROOT/out.cat"
+		t1=$(date +%s%N)
+		rm -f "$ROOT/out.cat"
+		cat_ms="$cat_ms $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) / 1e6 }')"
+		pass_ms="$pass_ms $(handler_ms "$pid" "$ROOT/handler.state")"
+		rm -f "$ROOT/out.$pid"
+	done
+	# The handler finds buffers in live sessions under the default root.
+	"$RK" record --session "$sess" --ready-fd 3 -p "$pid" 3>"$ROOT/cb.ready" \
+		>/dev/null 2>"$ROOT/cb.err" &
+	LAST=$!
+	wait_ready "$ROOT/cb.ready" "$ROOT/cb.err" || die "recorder did not start"
+	rec=$LAST
+	for i in $(seq 1 "$RUNS"); do
+		traced_ms="$traced_ms $(handler_ms "$pid" "$ROOT/handler.state")"
+		notes=$(readelf -n "$ROOT/out.$pid" 2>/dev/null | grep -c RINGKEEPER)
+		rm -f "$ROOT/out.$pid"
+	done
+	stop_bg "$rec"
+	rm -rf "/dev/shm/ringkeeper/$sess"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	printf "   core of %s MB; the traced core carried %s RINGKEEPER notes\n" "$(( size >> 20 ))" \
+		"${notes:-0}"
+	printf "   %-38s %s\n" "cat of the same bytes (baseline)" "$(tr ' ' '\n' <<<"$cat_ms" | awk NF | mmm)"
+	printf "   %-38s %s\n" "handler, untraced (pass-through)" "$(tr ' ' '\n' <<<"$pass_ms" | awk NF | mmm)"
+	printf "   %-38s %s\n" "handler, traced (its buffers added)" \
+		"$(tr ' ' '\n' <<<"$traced_ms" | awk NF | mmm)"
+	printf "   medians: pass-through / cat %s; traced - untraced %s ms\n" \
+		"$(awk -v a="$(median <<<"$pass_ms")" -v b="$(median <<<"$cat_ms")" \
+			'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" \
+		"$(awk -v a="$(median <<<"$traced_ms")" -v b="$(median <<<"$pass_ms")" \
+			'BEGIN { printf "%+.1f", a - b }')"
+	rm -f "$ROOT/hog.core"
 }
 
 for s in $SECTIONS; do

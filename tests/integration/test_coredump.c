@@ -18,13 +18,23 @@
 #include "elfcore.h"
 #include "helpers.h"
 
-/* The processes a test started: killed by the .fini whatever the test did. */
+/* The processes a test started and its session: removed by the .fini whatever happened. */
 static pid_t started[8];
 static int nstarted;
+static char traced_session[64];
 
 static void coredump_fini(void)
 {
 	int i;
+
+	if (traced_session[0]) {
+		char rm[200];
+
+		snprintf(rm, sizeof(rm), "rm -rf /dev/shm/ringkeeper/%s", traced_session);
+		if (system(rm))
+			fprintf(stderr, "cannot remove the session %s\n", traced_session);
+		traced_session[0] = '\0';
+	}
 
 	for (i = 0; i < nstarted; i++) {
 		kill(started[i], SIGKILL);
@@ -244,6 +254,7 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 		int p[2];
 
 		snprintf(sess, sizeof(sess), "itest-core-%d", getpid());
+		snprintf(traced_session, sizeof(traced_session), "%s", sess);
 		snprintf(pid, sizeof(pid), "%d", v);
 		cr_assert_eq(pipe(p), 0);
 		snprintf(fd, sizeof(fd), "%d", p[1]);
@@ -278,13 +289,6 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 		}
 		kill(rk, SIGINT);
 		wait_for(rk, 30000);
-		{
-			char rm[300];
-
-			snprintf(rm, sizeof(rm), "rm -rf /dev/shm/ringkeeper/%s", sess);
-			if (system(rm))
-				fprintf(stderr, "cannot remove the session %s\n", sess);
-		}
 	}
 	kill(v, SIGKILL);
 	waitpid(v, NULL, 0);
@@ -490,6 +494,11 @@ Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fi
 	snprintf(cmd, sizeof(cmd), "readelf -n %s | grep -c RINGKEEPER", core);
 	s = run_out(cmd);
 	cr_assert_geq(atoi(s), 2, "a session note and a buffer: %s", s);
+	free(s);
+	/* The kernel was dumping core: the handler waited for the freeze, and it came. */
+	snprintf(cmd, sizeof(cmd), "grep -a -c 'frozen yes' %s", core);
+	s = run_out(cmd);
+	cr_assert_eq(atoi(s), 1, "the session note does not say 'frozen yes'");
 	free(s);
 
 	snprintf(dir, sizeof(dir), "/dev/shm/ringkeeper/%s", crash_session);
