@@ -26,29 +26,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "elfcore.h"
+#include "util.h"
 
 #define PAGE 4096u
 /* More program headers than this in a core we stream: not a core we understand. */
 #define MAX_PHDRS (1u << 22)
 #define NOTE_NAMESZ sizeof(RK_NOTE_OWNER) /* with its NUL: 11 */
 #define ALIGN4(x) (((x) + 3) & ~(__u64)3)
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const __u8 *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* Read up to @len; fewer only at end of input. Return: bytes read, or -errno. */
 static ssize_t read_full(int fd, void *buf, size_t len)
@@ -81,7 +65,7 @@ static ssize_t copy_rest(int in, int out)
 
 		if (n <= 0)
 			return n < 0 ? n : total;
-		err = write_all(out, buf, (size_t)n);
+		err = rk_write_all(out, buf, (size_t)n);
 		if (err)
 			return err;
 		total += n;
@@ -98,11 +82,26 @@ static ssize_t pass_through(int in, int out, const void *head, size_t len, int *
 	*augmented = 0;
 	if (why)
 		*why = reason;
-	err = write_all(out, head, len);
+	err = rk_write_all(out, head, len);
 	if (err)
 		return err;
 	rest = copy_rest(in, out);
 	return rest < 0 ? rest : (ssize_t)len + rest;
+}
+
+void rk_elfcore_ehdr(Elf64_Ehdr *eh)
+{
+	memset(eh, 0, sizeof(*eh));
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_CORE;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(Elf64_Phdr);
 }
 
 static __u64 notes_size(const struct rk_core_note *notes, size_t n)
@@ -124,13 +123,13 @@ static int write_note(int out, const struct rk_core_note *nt)
 	__u64 done = 0, pad = ALIGN4(nt->size) - nt->size;
 	int err, fd = -1;
 
-	err = write_all(out, hdr, sizeof(hdr));
+	err = rk_write_all(out, hdr, sizeof(hdr));
 	if (!err)
-		err = write_all(out, name, sizeof(name));
+		err = rk_write_all(out, name, sizeof(name));
 	if (err)
 		return err;
 	if (!nt->path) {
-		err = write_all(out, nt->data, nt->size);
+		err = rk_write_all(out, nt->data, nt->size);
 		done = nt->size;
 	} else {
 		fd = open(nt->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -145,13 +144,13 @@ static int write_note(int out, const struct rk_core_note *nt)
 			memset(buf, 0, len);
 			n = (ssize_t)len;
 		}
-		err = write_all(out, buf, (size_t)n);
+		err = rk_write_all(out, buf, (size_t)n);
 		done += (__u64)n;
 	}
 	if (fd >= 0)
 		close(fd);
 	memset(buf, 0, 4);
-	return err ? err : write_all(out, buf, pad);
+	return err ? err : rk_write_all(out, buf, pad);
 }
 
 struct plan {
@@ -264,12 +263,12 @@ static int write_headers(int out, const Elf64_Ehdr *eh, const __u8 *head, const 
 	} else if (ne.e_shoff) {
 		ne.e_shoff += p->shift;
 	}
-	err = write_all(out, &ne, sizeof(ne));
+	err = rk_write_all(out, &ne, sizeof(ne));
 	for (i = 0; !err && i < p->n; i++) {
 		memcpy(&ph, head + sizeof(*eh) + i * sizeof(ph), sizeof(ph));
 		if (ph.p_offset >= p->table_end)
 			ph.p_offset += p->shift;
-		err = write_all(out, &ph, sizeof(ph));
+		err = rk_write_all(out, &ph, sizeof(ph));
 	}
 	if (err)
 		return err;
@@ -278,13 +277,13 @@ static int write_headers(int out, const Elf64_Ehdr *eh, const __u8 *head, const 
 	ph.p_offset = p->notes_off;
 	ph.p_filesz = p->notes_bytes;
 	ph.p_align = 4;
-	err = write_all(out, &ph, sizeof(ph));
+	err = rk_write_all(out, &ph, sizeof(ph));
 	if (!err && p->own_shdr) {
 		Elf64_Shdr sh;
 
 		memset(&sh, 0, sizeof(sh));
 		sh.sh_info = (Elf64_Word)(p->n + 1);
-		err = write_all(out, &sh, sizeof(sh));
+		err = rk_write_all(out, &sh, sizeof(sh));
 	}
 	return err;
 }
@@ -310,7 +309,7 @@ static int copy_shdrs(int in, int out, const struct plan *p)
 		if (!i && p->xnum)
 			sh[i].sh_info = (Elf64_Word)(p->n + 1);
 	}
-	err = write_all(out, sh, (size_t)r);
+	err = rk_write_all(out, sh, (size_t)r);
 	free(sh);
 	return err;
 }
@@ -340,7 +339,7 @@ static ssize_t copy_body(int in, int out, const struct plan *p)
 		n = read_full(in, buf, want);
 		if (n <= 0)
 			return n < 0 ? n : total;
-		err = write_all(out, buf, (size_t)n);
+		err = rk_write_all(out, buf, (size_t)n);
 		if (err)
 			return err;
 		pos += (__u64)n;
@@ -392,7 +391,7 @@ ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, si
 	while (!err && pad) {
 		size_t n = pad < sizeof(zeros) ? (size_t)pad : sizeof(zeros);
 
-		err = write_all(out, zeros, n);
+		err = rk_write_all(out, zeros, n);
 		pad -= n;
 	}
 	if (err)
@@ -614,7 +613,7 @@ static int write_buffer(const char *dir, const char *src, unsigned long id, cons
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	err = write_all(fd, mem, size);
+	err = rk_write_all(fd, mem, size);
 	if (close(fd) && !err)
 		err = -errno;
 	return err;

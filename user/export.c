@@ -371,22 +371,6 @@ static int cmp_ref(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p = (const __u8 *)p + w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int write_perf_data(struct exp *e)
 {
 	struct file_header hdr = { 0 };
@@ -417,21 +401,21 @@ static int write_perf_data(struct exp *e)
 	hdr.attrs.size = e->nattr * hdr.attr_size;
 	hdr.data.offset = off + hdr.attrs.size;
 	hdr.data.size = e->buf_len;
-	err = write_all(fd, &hdr, sizeof(hdr));
+	err = rk_write_all(fd, &hdr, sizeof(hdr));
 	for (i = 0; !err && i < e->nattr; i++) {
 		__u64 id = i + 1;
 
-		err = write_all(fd, &id, 8);
+		err = rk_write_all(fd, &id, 8);
 	}
 	for (i = 0; !err && i < e->nattr; i++) {
 		struct file_section ids = { sizeof(hdr) + i * 8ull, 8 };
 
-		err = write_all(fd, e->attrs[i], EXPORT_ATTR_SIZE);
+		err = rk_write_all(fd, e->attrs[i], EXPORT_ATTR_SIZE);
 		if (!err)
-			err = write_all(fd, &ids, sizeof(ids));
+			err = rk_write_all(fd, &ids, sizeof(ids));
 	}
 	for (k = 0; !err && k < e->nrefs; k++)
-		err = write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
+		err = rk_write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)

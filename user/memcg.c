@@ -8,30 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include "memcg.h"
+#include "util.h"
 
 /* A limit this high (v1's "no limit" is LONG_MAX rounded to pages) is none. */
 #define NO_LIMIT (1ull << 60)
 
+/* @dir/@name as a number; v2's "max" (no limit) does not parse, and is skipped. */
 static int read_u64(const char *dir, const char *name, uint64_t *v)
 {
-	char path[PATH_MAX + 64], buf[64];
-	FILE *f;
-	int ok;
+	char path[PATH_MAX + 700]; /* the caller's directory buffer, and a file name */
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	ok = fgets(buf, sizeof(buf), f) != NULL;
-	fclose(f);
-	if (!ok)
-		return -EIO;
-	if (!strncmp(buf, "max", 3)) {
-		*v = UINT64_MAX;
-		return 0;
-	}
-	*v = strtoull(buf, NULL, 10);
-	return 0;
+	return rk_read_u64_file(path, v);
 }
 
 /* Where the cgroup2 hierarchy is mounted, from /proc/self/mountinfo. */

@@ -92,7 +92,7 @@ void rec_publish(struct rk_rec *r)
 	r->st->loader_cpu_ns = rec_loader_cpu_ns();
 	rec_note_vmlck(r);
 	{
-		int64_t kb = rk_proc_status_kb(getpid(), "VmHWM:");
+		int64_t kb = rk_proc_status_num(getpid(), "VmHWM:");
 
 		if (kb > 0)
 			r->st->loader_rss = (uint64_t)kb * 1024;

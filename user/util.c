@@ -141,28 +141,6 @@ void rk_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int rk_mkdir_p(const char *path, unsigned int mode)
-{
-	char buf[4096];
-	size_t n = strlen(path);
-	char *p;
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int rk_read_u64_file(const char *path, uint64_t *out)
 {
 	unsigned long long v;
@@ -186,7 +164,7 @@ unsigned int rk_online_cpus(void)
 	return n > 0 ? (unsigned int)n : 1;
 }
 
-int64_t rk_proc_status_kb(int pid, const char *key)
+int64_t rk_proc_status_num(int pid, const char *key)
 {
 	char path[64], line[256];
 	size_t n = strlen(key);
@@ -206,7 +184,7 @@ int64_t rk_proc_status_kb(int pid, const char *key)
 
 int64_t rk_proc_vmlck_kb(int pid)
 {
-	return rk_proc_status_kb(pid, "VmLck:");
+	return rk_proc_status_num(pid, "VmLck:");
 }
 
 int rk_parse_uint(const char *s, unsigned long long max, unsigned long long *out)
@@ -229,4 +207,21 @@ uint64_t rk_round_pow2(uint64_t v)
 	while (p < v)
 		p <<= 1;
 	return p;
+}
+
+int rk_write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

@@ -32,9 +32,6 @@ uint64_t rk_now_real_ns(void);
 /** rk_json_str() - print @s as a JSON string literal. */
 void rk_json_str(FILE *f, const char *s);
 
-/** rk_mkdir_p() - mkdir -p with @mode for created parts. Return 0 or -errno. */
-int rk_mkdir_p(const char *path, unsigned int mode);
-
 /** rk_read_u64_file() - first number in a file (sysfs/procfs). */
 int rk_read_u64_file(const char *path, uint64_t *out);
 
@@ -45,8 +42,13 @@ unsigned int rk_online_cpus(void);
 int rk_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
 /** rk_round_pow2() - the smallest power of two >= @v (1 for 0). */
 uint64_t rk_round_pow2(uint64_t v);
-/** rk_proc_status_kb() - a "KEY: N kB" line of /proc/PID/status (@key with its colon), or -errno. */
-int64_t rk_proc_status_kb(int pid, const char *key);
+/**
+ * rk_proc_status_num() - the number of a "KEY: N" line of /proc/PID/status
+ * (@key with its colon; N in kB for the Vm* lines), or -errno.
+ */
+int64_t rk_proc_status_num(int pid, const char *key);
+/** rk_write_all() - write all of @buf (EINTR retried). Return: 0, or -errno (-EIO: no progress). */
+int rk_write_all(int fd, const void *buf, size_t len);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */
 int64_t rk_proc_vmlck_kb(int pid);
 
