@@ -579,18 +579,25 @@ static void record_crash(const struct found *f, const struct rk_crash *c, const 
  */
 static int core_dumping(pid_t pid)
 {
-	char path[64], line[128];
-	int v = 0;
-	FILE *f;
+	return rk_proc_status_num(pid, "CoreDumping:") == 1;
+}
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "CoreDumping: %d", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v == 1;
+/*
+ * The session description as the first note: readers name the buffers from
+ * it. Return: 1, or 0 if there was no memory for it (the notes go without).
+ */
+static int add_session_note(struct found *f)
+{
+	struct rk_core_note *v = realloc(f->v, (f->n + 1) * sizeof(*v));
+
+	if (!v)
+		return 0;
+	f->v = v;
+	memmove(v + 1, v, f->n * sizeof(*v));
+	v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f->session,
+				      f->session ? strlen(f->session) : 0 };
+	f->n++;
+	return 1;
 }
 
 static void found_free(struct found *f)
@@ -754,17 +761,7 @@ static int keep_notes(const struct rk_crash *c, const struct found *f, char *pat
 		goto out_dir;
 	}
 	/* An empty core (an ELF header, no program headers) that the writer augments. */
-	memset(&eh, 0, sizeof(eh));
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(Elf64_Phdr);
+	rk_elfcore_ehdr(&eh);
 	if (write(p[1], &eh, sizeof(eh)) != (ssize_t)sizeof(eh))
 		err = -EIO;
 	close(p[1]);
@@ -789,7 +786,7 @@ static int handle(int argc, char **argv)
 	char dest[4400] = "";
 	const char *why = NULL;
 	pid_t child = -1;
-	int out = -1, aug = 0, err, status;
+	int out = -1, aug = 0, err, status, have_session = 0;
 	ssize_t n;
 
 	openlog("ringkeeper-coredump", LOG_PID, LOG_DAEMON);
@@ -825,6 +822,7 @@ static int handle(int argc, char **argv)
 			       "core of pid %d: the recorder did not freeze its buffers "
 			       "within 1 s; they are taken as they are",
 			       c.pid);
+		have_session = add_session_note(&f);
 	}
 	if (s.pattern[0] == '|') {
 		child = spawn_previous(s.pattern, &c, &out);
@@ -837,24 +835,14 @@ static int handle(int argc, char **argv)
 		       c.pid, c.comm, c.sig, c.rlimit_core);
 		if (f.n) {
 			/* But its threads' history was asked for: the notes alone, kept bounded. */
-			struct rk_core_note *v = realloc(f.v, (f.n + 1) * sizeof(*v));
-
-			err = -ENOMEM;
-			if (v) {
-				f.v = v;
-				memmove(v + 1, v, f.n * sizeof(*v));
-				v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f.session,
-							      f.session ? strlen(f.session) : 0 };
-				f.n++;
-				err = keep_notes(&c, &f, dest, sizeof(dest));
-			}
+			err = have_session ? keep_notes(&c, &f, dest, sizeof(dest)) : -ENOMEM;
 			record_crash(&f, &c, err ? "" : dest);
 			if (err)
 				syslog(LOG_ERR, "pid %d: cannot keep its notes in %s: %s", c.pid,
 				       crash_dir(), strerror(-err));
 			else
 				syslog(LOG_INFO, "pid %d: its %zu ringkeeper buffers kept in %s",
-				       c.pid, f.n - 1, dest);
+				       c.pid, f.npaths, dest);
 		}
 		found_free(&f);
 		return 0;
@@ -868,18 +856,6 @@ static int handle(int argc, char **argv)
 		return 1;
 	}
 	g_out = out;
-	if (f.n) {
-		struct rk_core_note *v = realloc(f.v, (f.n + 1) * sizeof(*v));
-
-		if (v) {
-			f.v = v;
-			/* The session description first: readers name the buffers from it. */
-			memmove(v + 1, v, f.n * sizeof(*v));
-			v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f.session,
-						      f.session ? strlen(f.session) : 0 };
-			f.n++;
-		}
-	}
 	/* Tests: a bug in the handler (a crash) still delivers the original core. */
 	if (getenv("RINGKEEPER_COREDUMP_FAULT"))
 		raise(SIGSEGV);
@@ -900,7 +876,7 @@ static int handle(int argc, char **argv)
 	else if (aug)
 		syslog(LOG_INFO,
 		       "core of pid %d (%s), signal %d: %zu ringkeeper buffers added, to '%s'",
-		       c.pid, c.comm, c.sig, f.n - 1, dest);
+		       c.pid, c.comm, c.sig, f.npaths, dest);
 	else
 		syslog(LOG_INFO, "core of pid %d (%s), signal %d: passed through to '%s'%s%s",
 		       c.pid, c.comm, c.sig, dest, f.n ? ": " : "", f.n && why ? why : "");

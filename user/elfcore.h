@@ -16,6 +16,7 @@
 #ifndef RK_ELFCORE_H
 #define RK_ELFCORE_H
 
+#include <elf.h>
 #include <linux/types.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -66,6 +67,13 @@ struct rk_core_note {
  */
 ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
 			   int *augmented, const char **why);
+
+/**
+ * rk_elfcore_ehdr() - the ELF header of an x86-64 core with no program
+ * headers yet, laid out as the kernel writes it (program headers right
+ * after it); the caller sets e_phnum and, with PN_XNUM, the section header.
+ */
+void rk_elfcore_ehdr(Elf64_Ehdr *eh);
 
 /** typedef rk_note_fn - a note found: its type and desc (in the mapped core). */
 typedef int (*rk_note_fn)(__u32 type, const void *desc, __u64 size, void *ctx);

@@ -291,16 +291,7 @@ static void make_core(const char *path, unsigned int nph, int xnum)
 	unsigned int i;
 
 	cr_assert_not_null(f);
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(ph);
+	rk_elfcore_ehdr(&eh);
 	eh.e_phnum = xnum ? PN_XNUM : (Elf64_Half)nph;
 	if (xnum) {
 		eh.e_shoff = data + 4096;

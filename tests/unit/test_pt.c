@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
+#include "elfcore.h"
 #include "drain.h"
 #include "evsel.h"
 #include "export.h"
@@ -1018,17 +1019,7 @@ static void put_core(const char *path)
 	static const __u8 pad[4096];
 
 	cr_assert_not_null(f);
-	memset(&eh, 0, sizeof(eh));
-	memcpy(eh.e_ident, ELFMAG, SELFMAG);
-	eh.e_ident[EI_CLASS] = ELFCLASS64;
-	eh.e_ident[EI_DATA] = ELFDATA2LSB;
-	eh.e_ident[EI_VERSION] = EV_CURRENT;
-	eh.e_type = ET_CORE;
-	eh.e_machine = EM_X86_64;
-	eh.e_version = EV_CURRENT;
-	eh.e_phoff = sizeof(eh);
-	eh.e_ehsize = sizeof(eh);
-	eh.e_phentsize = sizeof(ph);
+	rk_elfcore_ehdr(&eh);
 	eh.e_phnum = 1;
 	memset(&ph, 0, sizeof(ph));
 	ph.p_type = PT_LOAD;
