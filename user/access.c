@@ -66,30 +66,25 @@ static int ids_line(const char *line, const char *key, unsigned int *id)
 	return 1;
 }
 
-int rk_access_task_reader(pid_t tgid, pid_t tid, uid_t *uid)
+int rk_access_ids_line(const char *line, struct rk_task_ids *ids)
 {
-	char path[96], line[256];
-	int have_uid = -1, have_gid = -1;
-	unsigned int u = 0, g = 0;
+	int v;
+
+	if ((v = ids_line(line, "Uid:", &ids->uid)) >= 0)
+		ids->have_uid = v + 1;
+	else if ((v = ids_line(line, "Gid:", &ids->gid)) >= 0)
+		ids->have_gid = v + 1;
+	return v >= 0;
+}
+
+int rk_access_reader_of(pid_t tgid, pid_t tid, const struct rk_task_ids *ids, uid_t *uid)
+{
+	char path[96];
 	struct stat st;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tgid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		int v;
-
-		if ((v = ids_line(line, "Uid:", &u)) >= 0)
-			have_uid = v;
-		else if ((v = ids_line(line, "Gid:", &g)) >= 0)
-			have_gid = v;
-	}
-	fclose(f);
-	if (have_uid < 0 || have_gid < 0)
+	if (!ids->have_uid || !ids->have_gid)
 		return -ESRCH;
-	if (!have_uid || !have_gid || u == 0)
+	if (ids->have_uid != 2 || ids->have_gid != 2 || ids->uid == 0)
 		return 0;
 	/*
 	 * Dumpable: the kernel gives /proc/PID/task/TID to the task's euid
@@ -99,10 +94,26 @@ int rk_access_task_reader(pid_t tgid, pid_t tid, uid_t *uid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", tgid, tid);
 	if (stat(path, &st))
 		return -errno;
-	if (st.st_uid != u)
+	if (st.st_uid != ids->uid)
 		return 0;
-	*uid = u;
+	*uid = ids->uid;
 	return 1;
+}
+
+int rk_access_task_reader(pid_t tgid, pid_t tid, uid_t *uid)
+{
+	struct rk_task_ids ids = { 0 };
+	char path[96], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		rk_access_ids_line(line, &ids);
+	fclose(f);
+	return rk_access_reader_of(tgid, tid, &ids, uid);
 }
 
 static int set_acl(int fd, const struct acl_entry *e, size_t n)

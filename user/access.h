@@ -34,6 +34,28 @@ int rk_access_paranoid(void);
 int rk_access_event_ok(const struct rk_perf_event_attr *attr, int paranoid);
 
 /**
+ * struct rk_task_ids - the Uid: and Gid: lines of a task's status file.
+ * @uid, @gid: the real id, where real, effective and saved are the same.
+ * @have_uid, @have_gid: 0 line not seen, 1 ids differ, 2 all the same.
+ */
+struct rk_task_ids {
+	unsigned int uid, gid;
+	int have_uid, have_gid;
+};
+
+/**
+ * rk_access_ids_line() - feed one line of /proc/PID/task/TID/status (for a
+ * caller that reads the file anyway). Return: 1 if it was a Uid:/Gid: line.
+ */
+int rk_access_ids_line(const char *line, struct rk_task_ids *ids);
+
+/**
+ * rk_access_reader_of() - rk_access_task_reader() with the ids already read
+ * from the task's status (the dumpable check still reads /proc).
+ */
+int rk_access_reader_of(pid_t tgid, pid_t tid, const struct rk_task_ids *ids, uid_t *uid);
+
+/**
  * rk_access_task_reader() - the one unprivileged user who may read @tid's
  * trace, by the rules above.
  * @uid: set to that user (unchanged otherwise).

@@ -29,6 +29,7 @@
 /* The per-process buffer of records with no single thread owner. */
 struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 {
+	struct rk_task_ids ids = { 0 };
 	struct rk_thread_ident id = { 0 };
 	char path[PATH_MAX + 64];
 	struct rk_proc *p;
@@ -41,7 +42,7 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 		return NULL;
 	id.tid = id.tgid = id.ns_tid = pid;
 	id.start_ns = rk_now_mono_ns();
-	rec_proc_ids(pid, pid, &id.uid, &id.ns_tid, id.comm);
+	rec_proc_ids(pid, pid, &id.uid, &id.ns_tid, id.comm, &ids);
 	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
 	rec_move_aside(path, pid);
 	p->bf = rk_bufile__create(path, r->o->data_size < (1u << 20) ? 1u << 20 : r->o->data_size,
@@ -56,7 +57,7 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 	{
 		uid_t reader = 0;
 
-		rec_grant(r, path, rk_access_task_reader((pid_t)pid, (pid_t)pid, &reader) == 1,
+		rec_grant(r, path, rk_access_reader_of((pid_t)pid, (pid_t)pid, &ids, &reader) == 1,
 			  reader);
 	}
 	p->pid = pid;

@@ -48,7 +48,8 @@ void rec_release_buf(void *owner, void *ctx)
 }
 
 /* Read Uid and NSpid of a thread from /proc; keeps the defaults if it is gone. */
-void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm)
+void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm,
+		  struct rk_task_ids *ids)
 {
 	char path[96], line[256];
 	FILE *f;
@@ -61,6 +62,8 @@ void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm)
 		unsigned int v;
 		char *p;
 
+		if (ids && rk_access_ids_line(line, ids) && strncmp(line, "Uid:", 4))
+			continue; /* a Gid: line: nothing more of ours in it */
 		if (comm && !strncmp(line, "Name:\t", 6)) {
 			line[strcspn(line, "\n")] = '\0';
 			size_t n = strlen(line + 6);
@@ -201,6 +204,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 	char path[PATH_MAX + 96];
 	struct rk_thread *t, *prev = rec_thread_find(r, tid);
 	char pcomm[RK_COMM_LEN] = "";
+	struct rk_task_ids ids = { 0 };
 	uid_t reader = 0;
 	int k, can;
 
@@ -232,10 +236,10 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 	id.uid = uid;
 	id.start_ns = start_ns;
 	id.state = RK_THREAD_LIVE;
-	rec_proc_ids(tgid, tid, &id.uid, &id.ns_tid, comm && *comm ? NULL : pcomm);
+	rec_proc_ids(tgid, tid, &id.uid, &id.ns_tid, comm && *comm ? NULL : pcomm, &ids);
 	snprintf(id.comm, sizeof(id.comm), "%s", comm && *comm ? comm : pcomm);
 	/* Who may read it: decided from /proc now; a task already gone stays root's. */
-	can = rk_access_task_reader((pid_t)tgid, (pid_t)tid, &reader) == 1;
+	can = rk_access_reader_of((pid_t)tgid, (pid_t)tid, &ids, &reader) == 1;
 	for (k = 0; k < rec_nsrc(r); k++) {
 		struct rk_bufile *bf;
 

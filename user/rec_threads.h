@@ -14,10 +14,12 @@
 #define RK_REC_THREADS_H
 
 #include "rec.h"
+#include "access.h"
 
 struct rk_thread *rec_thread_find(struct rk_rec *r, __u32 tid);
 void rec_release_buf(void *owner, void *ctx);
-void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm);
+void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm,
+		  struct rk_task_ids *ids);
 int rec_nsrc(const struct rk_rec *r);
 const char *rec_src_dir(const struct rk_rec *r, int k);
 uint64_t rec_src_aux(const struct rk_rec *r, int k);
