@@ -108,6 +108,14 @@ static void write_state(const char *path, const char *pattern)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* The core's path and a state file naming @pattern as the previous core_pattern. */
+static void handler_files(char *core, size_t clen, char *state, size_t slen, const char *pattern)
+{
+	snprintf(core, clen, "%s/in.core", root);
+	snprintf(state, slen, "%s/state", root);
+	write_state(state, pattern);
+}
+
 /* Run the handler as the kernel would: @core on stdin, the crash of @pid. */
 static int run_handler_limit(const char *state, const char *core, pid_t pid, unsigned int uid,
 			     const char *extra_env, const char *rlimit_core)
@@ -151,10 +159,8 @@ Test(coredump, untraced_core_goes_to_the_previous_file_pattern_unchanged)
 	snprintf(dir, sizeof(dir), "%s/cores", root);
 	cr_assert_eq(mkdir(dir, 0777), 0);
 	cr_assert_eq(chmod(dir, 0777), 0);
-	snprintf(core, sizeof(core), "%s/in.core", root);
-	snprintf(state, sizeof(state), "%s/state", root);
 	snprintf(pattern, sizeof(pattern), "%s/core.%%e.%%P.%%s", dir);
-	write_state(state, pattern);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
 	v = start_sleep(65534);
 	gcore(v, core);
 	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
@@ -178,8 +184,6 @@ Test(coredump, previous_pipe_handler_gets_its_arguments_and_the_core)
 	pid_t v;
 
 	need_gcore();
-	snprintf(core, sizeof(core), "%s/in.core", root);
-	snprintf(state, sizeof(state), "%s/state", root);
 	snprintf(script, sizeof(script), "%s/prev.sh", root);
 	f = fopen(script, "we");
 	cr_assert_not_null(f);
@@ -188,7 +192,7 @@ Test(coredump, previous_pipe_handler_gets_its_arguments_and_the_core)
 	cr_assert_eq(chmod(script, 0755), 0);
 	snprintf(pattern, sizeof(pattern), "|%s %%P %%u %%g %%s %%t 9223372036854775808 %%h %%d",
 		 script);
-	write_state(state, pattern);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
 	v = start_sleep(0);
 	gcore(v, core);
 	cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
@@ -215,10 +219,8 @@ Test(coredump, a_fault_in_the_handler_still_delivers_the_original_core)
 	int st;
 
 	need_gcore();
-	snprintf(core, sizeof(core), "%s/in.core", root);
-	snprintf(state, sizeof(state), "%s/state", root);
 	snprintf(pattern, sizeof(pattern), "%s/core.%%P", root);
-	write_state(state, pattern);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
 	v = start_sleep(0);
 	gcore(v, core);
 	st = run_handler(state, core, v, 0, "RINGKEEPER_COREDUMP_FAULT=1");
@@ -241,10 +243,8 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 	pid_t v, rk;
 
 	need_gcore();
-	snprintf(core, sizeof(core), "%s/in.core", root);
-	snprintf(state, sizeof(state), "%s/state", root);
 	snprintf(pattern, sizeof(pattern), "%s/core.%%P", root);
-	write_state(state, pattern);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
 	/* The handler looks in the default root's live sessions. */
 	v = start_sleep(0);
 	{
