@@ -65,7 +65,7 @@ static ssize_t copy_rest(int in, int out)
 
 		if (n <= 0)
 			return n < 0 ? n : total;
-		err = rk_write_all(out, buf, (size_t)n);
+		err = rk_write_sparse(out, buf, (size_t)n);
 		if (err)
 			return err;
 		total += n;
@@ -82,7 +82,7 @@ static ssize_t pass_through(int in, int out, const void *head, size_t len, int *
 	*augmented = 0;
 	if (why)
 		*why = reason;
-	err = rk_write_all(out, head, len);
+	err = rk_write_sparse(out, head, len);
 	if (err)
 		return err;
 	rest = copy_rest(in, out);
@@ -123,13 +123,13 @@ static int write_note(int out, const struct rk_core_note *nt)
 	__u64 done = 0, pad = ALIGN4(nt->size) - nt->size;
 	int err, fd = -1;
 
-	err = rk_write_all(out, hdr, sizeof(hdr));
+	err = rk_write_sparse(out, hdr, sizeof(hdr));
 	if (!err)
-		err = rk_write_all(out, name, sizeof(name));
+		err = rk_write_sparse(out, name, sizeof(name));
 	if (err)
 		return err;
 	if (!nt->path) {
-		err = rk_write_all(out, nt->data, nt->size);
+		err = rk_write_sparse(out, nt->data, nt->size);
 		done = nt->size;
 	} else {
 		fd = open(nt->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -144,13 +144,13 @@ static int write_note(int out, const struct rk_core_note *nt)
 			memset(buf, 0, len);
 			n = (ssize_t)len;
 		}
-		err = rk_write_all(out, buf, (size_t)n);
+		err = rk_write_sparse(out, buf, (size_t)n);
 		done += (__u64)n;
 	}
 	if (fd >= 0)
 		close(fd);
 	memset(buf, 0, 4);
-	return err ? err : rk_write_all(out, buf, pad);
+	return err ? err : rk_write_sparse(out, buf, pad);
 }
 
 struct plan {
@@ -263,12 +263,12 @@ static int write_headers(int out, const Elf64_Ehdr *eh, const __u8 *head, const 
 	} else if (ne.e_shoff) {
 		ne.e_shoff += p->shift;
 	}
-	err = rk_write_all(out, &ne, sizeof(ne));
+	err = rk_write_sparse(out, &ne, sizeof(ne));
 	for (i = 0; !err && i < p->n; i++) {
 		memcpy(&ph, head + sizeof(*eh) + i * sizeof(ph), sizeof(ph));
 		if (ph.p_offset >= p->table_end)
 			ph.p_offset += p->shift;
-		err = rk_write_all(out, &ph, sizeof(ph));
+		err = rk_write_sparse(out, &ph, sizeof(ph));
 	}
 	if (err)
 		return err;
@@ -277,13 +277,13 @@ static int write_headers(int out, const Elf64_Ehdr *eh, const __u8 *head, const 
 	ph.p_offset = p->notes_off;
 	ph.p_filesz = p->notes_bytes;
 	ph.p_align = 4;
-	err = rk_write_all(out, &ph, sizeof(ph));
+	err = rk_write_sparse(out, &ph, sizeof(ph));
 	if (!err && p->own_shdr) {
 		Elf64_Shdr sh;
 
 		memset(&sh, 0, sizeof(sh));
 		sh.sh_info = (Elf64_Word)(p->n + 1);
-		err = rk_write_all(out, &sh, sizeof(sh));
+		err = rk_write_sparse(out, &sh, sizeof(sh));
 	}
 	return err;
 }
@@ -309,7 +309,7 @@ static int copy_shdrs(int in, int out, const struct plan *p)
 		if (!i && p->xnum)
 			sh[i].sh_info = (Elf64_Word)(p->n + 1);
 	}
-	err = rk_write_all(out, sh, (size_t)r);
+	err = rk_write_sparse(out, sh, (size_t)r);
 	free(sh);
 	return err;
 }
@@ -339,7 +339,7 @@ static ssize_t copy_body(int in, int out, const struct plan *p)
 		n = read_full(in, buf, want);
 		if (n <= 0)
 			return n < 0 ? n : total;
-		err = rk_write_all(out, buf, (size_t)n);
+		err = rk_write_sparse(out, buf, (size_t)n);
 		if (err)
 			return err;
 		pos += (__u64)n;
@@ -347,7 +347,7 @@ static ssize_t copy_body(int in, int out, const struct plan *p)
 	}
 }
 
-ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
+static ssize_t augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
 			   int *augmented, const char **why)
 {
 	static const __u8 zeros[PAGE];
@@ -391,7 +391,7 @@ ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, si
 	while (!err && pad) {
 		size_t n = pad < sizeof(zeros) ? (size_t)pad : sizeof(zeros);
 
-		err = rk_write_all(out, zeros, n);
+		err = rk_write_sparse(out, zeros, n);
 		pad -= n;
 	}
 	if (err)
@@ -403,6 +403,22 @@ ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, si
 	if (why)
 		*why = NULL;
 	return (ssize_t)(p.table_end + p.shift) + body;
+}
+
+ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
+			   int *augmented, const char **why)
+{
+	ssize_t r = augment(in, out, notes, nnotes, augmented, why);
+	struct stat sb;
+	off_t end;
+
+	/* Zero pages were seeked over (rk_write_sparse()): a trailing hole needs the size set. */
+	if (r > 0 && !fstat(out, &sb) && S_ISREG(sb.st_mode)) {
+		end = lseek(out, 0, SEEK_CUR);
+		if (end < 0 || ftruncate(out, end))
+			return -errno;
+	}
+	return r;
 }
 
 /* Walk the notes of one PT_NOTE segment [p, end). */
@@ -507,6 +523,7 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 {
 	struct rk_core_bufs *b = ctx;
 	struct rk_core_buf *v, *cb;
+	size_t i;
 
 	if (type == RK_NOTE_SESSION) {
 		if (!b->session) {
@@ -523,6 +540,9 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 	v = realloc(b->v, (b->n + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	/* Moved: each buffer's pmu points at its own copy, inside the entry. */
+	for (i = 0; v != b->v && i < b->n; i++)
+		v[i].bf.pmu = &v[i].bf.pmu_copy;
 	b->v = v;
 	cb = &b->v[b->n++];
 	memset(cb, 0, sizeof(*cb));

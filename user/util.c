@@ -225,3 +225,58 @@ int rk_write_all(int fd, const void *buf, size_t len)
 	}
 	return 0;
 }
+
+/* Whether @p[0..n) is all zero. */
+static int all_zero(const unsigned char *p, size_t n)
+{
+	return !p[0] && !memcmp(p, p + 1, n - 1);
+}
+
+int rk_write_sparse(int fd, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	struct stat sb;
+	off_t pos;
+
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
+		return rk_write_all(fd, buf, len);
+	pos = lseek(fd, 0, SEEK_CUR);
+	if (pos < 0)
+		return rk_write_all(fd, buf, len);
+	while (len) {
+		/*
+		 * A run of pieces of one kind, each up to the next page boundary
+		 * of the file: zeros are skipped (seeking over zeros is always
+		 * right, and a page nothing is written to stays a hole), the
+		 * rest written.
+		 */
+		size_t n = 0;
+		int zero = -1;
+
+		while (n < len) {
+			size_t k = RK_SPARSE_BLOCK - (size_t)((pos + (off_t)n) % RK_SPARSE_BLOCK);
+			int z;
+
+			if (k > len - n)
+				k = len - n;
+			z = all_zero(p + n, k);
+			if (zero >= 0 && z != zero)
+				break;
+			zero = z;
+			n += k;
+		}
+		if (zero) {
+			if (lseek(fd, (off_t)n, SEEK_CUR) < 0)
+				return -errno;
+		} else {
+			int err = rk_write_all(fd, p, n);
+
+			if (err)
+				return err;
+		}
+		pos += (off_t)n;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}

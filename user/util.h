@@ -49,6 +49,16 @@ uint64_t rk_round_pow2(uint64_t v);
 int64_t rk_proc_status_num(int pid, const char *key);
 /** rk_write_all() - write all of @buf (EINTR retried). Return: 0, or -errno (-EIO: no progress). */
 int rk_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * rk_write_sparse() - rk_write_all(), but into a regular file zeros are
+ * seeked over, so a page that gets no other byte stays a hole, as the
+ * kernel writes a core file (in pieces of any size). The caller
+ * ftruncate()s the file to its final size at the end (it may end in a
+ * hole). Return: 0, or -errno.
+ */
+#define RK_SPARSE_BLOCK 4096u
+int rk_write_sparse(int fd, const void *buf, size_t len);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */
 int64_t rk_proc_vmlck_kb(int pid);
 

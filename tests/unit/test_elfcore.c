@@ -465,3 +465,35 @@ Test(elfcore, extract_refuses_names_that_leave_the_directory)
 	cr_assert_eq(stat(path, &st), 0, "named by its identity instead");
 	rk_core_bufs__free(&b);
 }
+
+/*
+ * Many buffers in one core (a 200-thread process): every loaded buffer's
+ * attr is its own, wherever the table of buffers moved while loading.
+ */
+Test(elfcore, many_buffers_each_keep_their_own_attr)
+{
+	enum { N = 300 };
+	char core[128], out[128], buf[128];
+	static struct rk_core_note nt[N];
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	size_t len, i;
+
+	snprintf(core, sizeof(core), "%s/m.core", dir);
+	snprintf(out, sizeof(out), "%s/m.core.rk", dir);
+	snprintf(buf, sizeof(buf), "%s/b", dir);
+	make_core(core, 4, 0);
+	make_buffer(buf, 77);
+	free(slurp_file(buf, &len));
+	for (i = 0; i < N; i++)
+		nt[i] = (struct rk_core_note){ RK_NOTE_BUFFER, buf, NULL, len };
+	augment_file(core, out, nt, N);
+	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why ? why : "");
+	cr_assert_eq(b.n, N);
+	for (i = 0; i < N; i++) {
+		cr_assert_null(b.v[i].why, "buffer %zu: %s", i, b.v[i].why);
+		cr_assert_eq(b.v[i].bf.pmu, &b.v[i].bf.pmu_copy, "buffer %zu: a stale attr", i);
+		cr_assert_eq(b.v[i].bf.pmu->attr.context_switch, 1);
+	}
+	rk_core_bufs__free(&b);
+}
