@@ -52,6 +52,7 @@ UNIT_BIN := $(OUTPUT)/tests/unit_tests
 INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
+CRASHER := $(OUTPUT)/tests/crasher
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
 	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout
@@ -59,7 +60,7 @@ BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_atta
 .PHONY: bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(WORKLOAD)
+all: $(BIN) $(WORKLOAD) $(CRASHER)
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
@@ -124,6 +125,10 @@ $(WORKLOAD): tests/workload.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -fno-omit-frame-pointer $(WARN) -MMD -MP $< -lpthread -o $@
 
+$(CRASHER): tests/crasher.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -fno-omit-frame-pointer $(WARN) -MMD -MP $< -lpthread -o $@
+
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
 	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils
@@ -147,9 +152,9 @@ unit: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) $(UNIT_BIN) --jobs 2 --tap=$(OUTPUT)/unit.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/unit.tap); exit $$rc
 
-integration: $(BIN) $(WORKLOAD) $(INTEG_BIN) $(BENCH_DIR)/fanout
+integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout
 	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) RK_SANITIZED=$(SANITIZE) \
-		RK_FANOUT=$(abspath $(BENCH_DIR)/fanout) \
+		RK_FANOUT=$(abspath $(BENCH_DIR)/fanout) RK_CRASHER=$(abspath $(CRASHER)) \
 		$(INTEG_BIN) --jobs 1 --tap=$(OUTPUT)/integration.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/integration.tap); exit $$rc
 
@@ -189,7 +194,7 @@ fuzz: $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus
 
 # The portability subset inside Debian's 6.1 and 6.12 kernels (virtme-ng, QEMU TCG).
 # VMTEST_KERNELS="/path/to/vmlinuz-X ..." runs other kernel images instead.
-vmtest: $(BIN) $(WORKLOAD) $(INTEG_BIN)
+vmtest: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN)
 	scripts/vmtest.sh $(OUTPUT)
 
 test: deps

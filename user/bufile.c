@@ -714,3 +714,28 @@ size_t rk_sample_id_size(__u64 st)
 	n += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
 	return n;
 }
+
+__u64 rk_record_time(__u64 st, const struct perf_event_header *h)
+{
+	const __u8 *p = (const __u8 *)h;
+	size_t off;
+	__u64 t = 0;
+
+	if (!(st & PERF_SAMPLE_TIME))
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE) {
+		off = sizeof(*h);
+		off += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
+		off += st & PERF_SAMPLE_IP ? 8 : 0;
+		off += st & PERF_SAMPLE_TID ? 8 : 0;
+	} else {
+		/* A record too short for its sample_id has no time (hostile or torn). */
+		if (h->size < sizeof(*h) + rk_sample_id_size(st))
+			return 0;
+		off = h->size - rk_sample_id_size(st);
+		off += st & PERF_SAMPLE_TID ? 8 : 0;
+	}
+	if (off + 8 <= h->size)
+		memcpy(&t, p + off, 8);
+	return t;
+}

@@ -42,6 +42,30 @@
 /* its process got a core-dumping signal: drained, then frozen (nothing written after) */
 #define RK_THREAD_CRASHED 5
 
+/*
+ * A record type of ringkeeper's own in a sched ring (perf's kernel types are
+ * < 64, its user-space ones < 128): a crash. When a traced process gets a
+ * core-dumping signal, each of its threads' histories ends with one, after
+ * everything the perf rings held of the thread until then.
+ */
+#define RK_RECORD_CRASH 0x524b
+
+/**
+ * struct rk_crash_record - RK_RECORD_CRASH.
+ * @pid, @tid: the thread whose history this is.
+ * @crash_tid: the thread the signal was delivered to (the crashing one).
+ * @signo: the signal.
+ * @time: CLOCK_MONOTONIC of the delivery.
+ * The sched ring's sample_id follows (its time is @time).
+ */
+struct rk_crash_record {
+	struct perf_event_header h;
+	__u32 pid, tid;
+	__u32 crash_tid;
+	__s32 signo;
+	__u64 time;
+};
+
 /**
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
  * directly after it (offset 1088).
@@ -273,7 +297,14 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
  */
 ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, __u64 *offset);
 
-/** rk_bufile_sched_rec_size() - bytes of sample_id for an attr's sample_type. */
+/** rk_sample_id_size() - bytes of sample_id for an attr's sample_type. */
 size_t rk_sample_id_size(__u64 sample_type);
+
+/**
+ * rk_record_time() - PERF_SAMPLE_TIME of a record written with @sample_type
+ * (a sample's body or another record's sample_id). Return: it, or 0 if it
+ * has none or is too short to hold it.
+ */
+__u64 rk_record_time(__u64 sample_type, const struct perf_event_header *h);
 
 #endif /* RK_BUFILE_H */

@@ -554,9 +554,12 @@ static int wait_frozen(const struct found *f)
 /* Each session the buffers came from: a line saying who crashed and where the core went. */
 static void record_crash(const struct found *f, const struct rk_crash *c, const char *dest)
 {
+	struct rk_crash_line l = { .pid = c->pid, .tid = c->tid, .sig = c->sig, .time = c->time };
 	char path[PATH_MAX + 64];
 	int k;
 
+	snprintf(l.comm, sizeof(l.comm), "%s", c->comm);
+	snprintf(l.core, sizeof(l.core), "%s", dest);
 	for (k = 0; k < f->nsessions; k++) {
 		FILE *o;
 
@@ -565,9 +568,7 @@ static void record_crash(const struct found *f, const struct rk_crash *c, const 
 		o = fopen(path, "ae");
 		if (!o)
 			continue;
-		fprintf(o, "pid %d tid %d signal %d (%s) time %lld comm %s core %s\n", c->pid,
-			c->tid, c->sig, strsignal(c->sig), c->time, c->comm,
-			dest[0] ? dest : "none");
+		rk_crash_line_write(o, &l);
 		fclose(o);
 	}
 }

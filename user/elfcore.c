@@ -348,7 +348,7 @@ static ssize_t copy_body(int in, int out, const struct plan *p)
 }
 
 static ssize_t augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
-			   int *augmented, const char **why)
+		       int *augmented, const char **why)
 {
 	static const __u8 zeros[PAGE];
 	const char *reason = NULL;

@@ -96,31 +96,6 @@ static __u64 attr_sample_type(const __u8 *attr)
 	return ((const struct rk_perf_event_attr *)attr)->sample_type;
 }
 
-static __u64 rec_time(__u64 st, const struct perf_event_header *h)
-{
-	const __u8 *p = (const __u8 *)h;
-	size_t off;
-	__u64 t = 0;
-
-	if (!(st & PERF_SAMPLE_TIME))
-		return 0;
-	if (h->type == PERF_RECORD_SAMPLE) {
-		off = sizeof(*h);
-		off += st & PERF_SAMPLE_IDENTIFIER ? 8 : 0;
-		off += st & PERF_SAMPLE_IP ? 8 : 0;
-		off += st & PERF_SAMPLE_TID ? 8 : 0;
-	} else {
-		/* A record too short for its sample_id has no time (hostile or torn). */
-		if (h->size < sizeof(*h) + rk_sample_id_size(st))
-			return 0;
-		off = h->size - rk_sample_id_size(st);
-		off += st & PERF_SAMPLE_TID ? 8 : 0;
-	}
-	if (off + 8 <= h->size)
-		memcpy(&t, p + off, 8);
-	return t;
-}
-
 /*
  * Append @len bytes (a record, @h, and what follows it) to the output at
  * @time; with @set_id, the record's IDENTIFIER becomes its attr's one id.
@@ -182,7 +157,12 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 {
 	struct exp *e = ctx;
 
-	return push(e, h, NULL, 0, rec_time(e->cur_sample_type, h), 1);
+	if (h->type == RK_RECORD_CRASH) {
+		/* perf refuses a type it does not know: the crash is in show and stat. */
+		e->st->crashes++;
+		return 0;
+	}
+	return push(e, h, NULL, 0, rk_record_time(e->cur_sample_type, h), 1);
 }
 
 /*

@@ -28,6 +28,8 @@ struct rk_export_stats {
 	unsigned long long threads;
 	unsigned long long skipped; /* files that did not parse (reported) */
 	unsigned long long aux_bytes; /* Intel PT bytes, in AUXTRACE records */
+	/* RK_RECORD_CRASH records left out: perf.data has no record type for them */
+	unsigned long long crashes;
 	unsigned int attrs;
 };
 

@@ -317,8 +317,8 @@ static int cmd_ls(int argc, char **argv)
 		"Usage: ringkeeper ls [--json] [--root DIR] [SESSION...]\n"
 		"\n"
 		"List sessions (newest first) and, for each, one line per thread buffer:\n"
-		"tid, tgid, comm, state (live/exiting/exited/stopped), whether it is locked\n"
-		"in memory now, bytes of records held, ring size, file.\n";
+		"tid, tgid, comm, state (live/exiting/exited/stopped/execed/crashed), whether\n"
+		"it is locked in memory now, bytes of records held, ring size, file.\n";
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
@@ -360,7 +360,11 @@ static int cmd_stat(int argc, char **argv)
 		"\n"
 		"Counters of a session (default: the newest): BPF signals and ringbuf drops,\n"
 		"records written and overwritten, threads, pins, unpins, refusals by the\n"
-		"budget, locked bytes now and peak against the budget, the loader's VmLck peak.\n";
+		"budget, locked bytes now and peak against the budget, the loader's VmLck peak;\n"
+		"then each crash of a traced process the core handler saw: pid, comm, the\n"
+		"thread the signal was delivered to, the signal, when (seconds since the\n"
+		"epoch) and where its core went (JSON: \"crashes\", core null if nowhere).\n";
+	char dir[PATH_MAX + 300];
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
@@ -378,19 +382,8 @@ static int cmd_stat(int argc, char **argv)
 			rk_err("session %s has no readable stat file", v[i].name);
 			continue;
 		}
-		rk_session_print(stdout, v[i].name, &v[i].st, json);
-		if (!json) {
-			/* What the core handler wrote: which process crashed, where its core went. */
-			char path[PATH_MAX + 300], line[8192];
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/%s/%s", root, v[i].name, RK_CRASHES_FILE);
-			f = fopen(path, "re");
-			while (f && fgets(line, sizeof(line), f))
-				printf("  crash: %s", line);
-			if (f)
-				fclose(f);
-		}
+		snprintf(dir, sizeof(dir), "%s/%s", root, v[i].name);
+		rk_session_print(stdout, v[i].name, &v[i].st, json, dir);
 		shown++;
 	}
 	free(v);
@@ -543,10 +536,20 @@ static int show_from_core(const char *tid_s, int json)
 
 		if (!core_buf_matches(cb, (unsigned long)tid))
 			continue;
-		if (show_pt)
+		if (show_pt) {
 			r = show_pt_trace(cb->name, &cb->bf);
-		else
-			r = rk_show(stdout, &cb->bf, cb->name, json, NULL, NULL) ? 1 : 0;
+		} else {
+			/* Sample addresses resolve through the process's sideband note. */
+			struct rk_symbols *syms = rk_symbols__new(NULL);
+			size_t k;
+
+			for (k = 0; syms && k < b.n; k++)
+				if (b.v[k].type == RK_NOTE_SIDEBAND && !b.v[k].why &&
+				    b.v[k].bf.ident->tgid == cb->bf.ident->tgid)
+					rk_symbols__add_sideband(syms, &b.v[k].bf);
+			r = rk_show(stdout, &cb->bf, cb->name, json, syms, NULL) ? 1 : 0;
+			rk_symbols__free(syms);
+		}
 		break;
 	}
 	if (i == b.n)
@@ -687,6 +690,17 @@ static void remove_extracted(const char *dir)
 	rmdir(dir);
 }
 
+/* What perf.data cannot carry is said, not dropped silently. */
+static void export_crash_note(const struct rk_export_stats *es)
+{
+	if (es->crashes)
+		fprintf(stderr,
+			"ringkeeper: %llu crash records (one per thread of a crashed process) are "
+			"not in it: perf.data has no such record; `ringkeeper show` and `stat` "
+			"print them\n",
+			es->crashes);
+}
+
 /* export --core: the core's buffers as a session directory, exported, removed. */
 static int export_core(const char *core, struct rk_export_opts *eo)
 {
@@ -722,6 +736,7 @@ static int export_core(const char *core, struct rk_export_opts *eo)
 	fprintf(stderr,
 		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u attrs\n",
 		eo->out, core, es.records, es.samples, es.threads, es.attrs);
+	export_crash_note(&es);
 	return 0;
 }
 
@@ -819,6 +834,7 @@ static int cmd_export(int argc, char **argv)
 		"ringkeeper: wrote %s: %llu records (%llu samples) of %llu threads, %u attrs%s\n",
 		eo.out, es.records, es.samples, es.threads, es.attrs,
 		es.skipped ? " (some files skipped, see above)" : "");
+	export_crash_note(&es);
 	return 0;
 }
 

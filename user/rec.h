@@ -42,6 +42,7 @@ struct rk_thread {
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int frozen; /* its process crashed: nothing more is written to its files */
+	__u64 crash_ns; /* its process crashed at: later samples are not written */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */

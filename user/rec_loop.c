@@ -160,20 +160,38 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 
 /*
  * A core-dumping signal about to kill a traced process: what the perf rings
- * hold of it goes into its files now, then each of its threads is marked
- * crashed (signal and time, wait-encoded with the core flag) and frozen, so
+ * hold of it goes into its files now, then each of its threads gets a crash
+ * record (signal, time, crashing tid) and is marked crashed (signal and time,
+ * wait-encoded with the core flag) and frozen, so
  * nothing after the crash overwrites the history its core will carry. The
  * core handler waits for the mark.
  */
 static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 {
+	struct {
+		struct rk_crash_record c;
+		struct sample_id id;
+	} cr = { 0 };
 	struct rk_thread *t;
 
+	/* Samples the perf rings took of it after the signal (the dump itself) stay out. */
+	for (t = r->all; t; t = t->all_next)
+		if (t->tgid == s->tgid && !t->crash_ns)
+			t->crash_ns = s->time_ns;
 	if (r->drain)
 		rk_drain_all(r->drain, rec_route, r);
+	cr.c.h.type = RK_RECORD_CRASH;
+	cr.c.h.size = sizeof(cr);
+	cr.c.crash_tid = s->tid;
+	cr.c.signo = s->exit_code;
+	cr.c.time = s->time_ns;
 	for (t = r->all; t; t = t->all_next) {
 		if (t->tgid != s->tgid || t->dead || t->frozen || t->refused)
 			continue;
+		cr.c.pid = t->tgid;
+		cr.c.tid = t->tid;
+		rec_fill_id(&cr.id, t, s);
+		rec_put_rec(r, t, &cr, sizeof(cr));
 		rec_thread_ident(r, t, NULL, RK_THREAD_CRASHED, 1, (s->exit_code & 0x7f) | 0x80,
 				 s->time_ns);
 		t->frozen = 1;
@@ -294,6 +312,12 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 			return; /* not traced (a limit), already counted */
 		if (t && t->dead) {
 			r->st->lost++;
+			return;
+		}
+		if (t && t->crash_ns &&
+		    rk_record_time(ev->entry.attr.sample_type, h) > t->crash_ns) {
+			/* Taken while its process was dumping core: after the history's end. */
+			r->st->after_crash++;
 			return;
 		}
 		if (!t) {

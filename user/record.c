@@ -534,7 +534,7 @@ static void teardown(struct rk_rec *r, int err)
 			r->st->state = RK_SESSION_ENDED;
 			r->st->update_ns = rk_now_real_ns();
 			if (!err)
-				rk_session_print(stderr, r->session, r->st, 0);
+				rk_session_print(stderr, r->session, r->st, 0, NULL);
 			munmap(r->st, sizeof(*r->st));
 		}
 	}

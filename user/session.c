@@ -113,7 +113,114 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(loader_cpu_ns, "loader CPU time (ns)")              \
 	X(attach_cpu_ns, "  of which until tracing was on (ns)")
 
-void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json)
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c <= ' ' || c > '~' || c == '\\')
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+void rk_crash_line_write(FILE *f, const struct rk_crash_line *c)
+{
+	fprintf(f, "pid %d tid %d signal %d SIG%s time %lld comm ", c->pid, c->tid, c->sig,
+		sigabbrev_np(c->sig) ?: "?", c->time);
+	put_escaped(f, c->comm);
+	fputs(" core ", f);
+	put_escaped(f, c->core[0] ? c->core : "none");
+	fputc('\n', f);
+}
+
+/* One escaped token into @out (NUL-terminated). Return: 0, or -EINVAL. */
+static int get_escaped(const char *in, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *in && *in != ' ' && *in != '\n'; in++) {
+		unsigned int v;
+		char c = *in;
+
+		if (c == '\\') {
+			if (in[1] != 'x' || sscanf(in + 2, "%2x", &v) != 1 || !in[2] || !in[3])
+				return -EINVAL;
+			c = (char)v;
+			in += 3;
+		}
+		if (!c || n + 1 >= len)
+			return -EINVAL;
+		out[n++] = c;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int rk_crash_line_parse(const char *line, struct rk_crash_line *c)
+{
+	int comm_at = 0, core_at = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (sscanf(line, "pid %d tid %d signal %d %*s time %lld comm %n%*s core %n", &c->pid,
+		   &c->tid, &c->sig, &c->time, &comm_at, &core_at) != 4 ||
+	    !comm_at || !core_at)
+		return -EINVAL;
+	if (get_escaped(line + comm_at, c->comm, sizeof(c->comm)) ||
+	    get_escaped(line + core_at, c->core, sizeof(c->core)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The crashes file of @dir, line by line, as text or as a JSON array. */
+static void print_crashes(FILE *f, const char *dir, int json)
+{
+	char path[4096], line[8192];
+	struct rk_crash_line c;
+	struct stat sb;
+	int fd, first = 1;
+	FILE *in;
+
+	if (json)
+		fprintf(f, ",\"crashes\":[");
+	snprintf(path, sizeof(path), "%s/%s", dir, RK_CRASHES_FILE);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	in = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? fdopen(fd, "r") : NULL;
+	if (!in && fd >= 0)
+		close(fd);
+	while (in && fgets(line, sizeof(line), in)) {
+		if (rk_crash_line_parse(line, &c)) {
+			if (!json)
+				fprintf(f, "  crash: (a line that does not parse)\n");
+			continue;
+		}
+		if (!json) {
+			fprintf(f,
+				"  crash: pid %d (%s) tid %d signal %d (SIG%s) at %lld, core %s\n",
+				c.pid, c.comm, c.tid, c.sig, sigabbrev_np(c.sig) ?: "?", c.time,
+				c.core);
+			continue;
+		}
+		fprintf(f, "%s{\"pid\":%d,\"tid\":%d,\"signal\":%d,\"time\":%lld,\"comm\":",
+			first ? "" : ",", c.pid, c.tid, c.sig, c.time);
+		rk_json_str(f, c.comm);
+		fprintf(f, ",\"core\":");
+		if (strcmp(c.core, "none"))
+			rk_json_str(f, c.core);
+		else
+			fprintf(f, "null");
+		fputc('}', f);
+		first = 0;
+	}
+	if (in)
+		fclose(in);
+	if (json)
+		fputc(']', f);
+}
+
+void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json,
+		      const char *dir)
 {
 	char b1[32], b2[32], b3[32], b4[32];
 
@@ -137,6 +244,8 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 #define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
 		FIELDS(J)
 #undef J
+		if (dir)
+			print_crashes(f, dir, 1);
 		fprintf(f, "}\n");
 		return;
 	}
@@ -162,4 +271,6 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 #define H(field, desc) fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)st->field);
 	FIELDS(H)
 #undef H
+	if (dir)
+		print_crashes(f, dir, 0);
 }

@@ -129,9 +129,39 @@ int rk_session_stat_read(const char *dir, struct rk_session_stat *st);
 int rk_session_alive(const struct rk_session_stat *st);
 
 /**
+ * struct rk_crash_line - one line of a session's crashes file: a traced
+ * process that crashed, as the core handler saw it.
+ * @pid, @tid: global; @tid took the signal. @sig: the signal.
+ * @time: %t, seconds since the epoch. @comm: %e. @core: where the core went
+ *	("none": nowhere).
+ */
+struct rk_crash_line {
+	int pid, tid, sig;
+	long long time;
+	char comm[64];
+	char core[4096];
+};
+
+/**
+ * rk_crash_line_write() - append @c to @f as one line: space-separated
+ * fields, comm and core with every byte outside '!'..'~' and '\\' written
+ * as \xNN (a comm or path may hold spaces or newlines).
+ */
+void rk_crash_line_write(FILE *f, const struct rk_crash_line *c);
+
+/**
+ * rk_crash_line_parse() - the inverse, for a line that may have been
+ * written by anyone. Return: 0, or -EINVAL.
+ */
+int rk_crash_line_parse(const char *line, struct rk_crash_line *c);
+
+/**
  * rk_session_print() - human or JSON rendering of one session's counters.
  * @name: session name.
+ * @dir: its directory, for the crashes the core handler wrote there (NULL:
+ *	counters only).
  */
-void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json);
+void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json,
+		      const char *dir);
 
 #endif /* RK_SESSION_H */

@@ -100,6 +100,8 @@ static const char *type_name(__u32 type)
 		return "PERF_RECORD_AUX";
 	case PERF_RECORD_ITRACE_START:
 		return "PERF_RECORD_ITRACE_START";
+	case RK_RECORD_CRASH:
+		return "RINGKEEPER_CRASH";
 	}
 	return "PERF_RECORD_UNKNOWN";
 }
@@ -214,6 +216,8 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 {
 	struct walk *w = ctx;
 	char detail[96] = "";
+	struct rk_crash_record crash;
+	int have_crash = 0;
 	struct sid s;
 
 	w->c.records++;
@@ -308,6 +312,15 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 			snprintf(detail, sizeof(detail), "pid %u tid %u", v[0], v[1]);
 		}
 		break;
+	case RK_RECORD_CRASH:
+		w->c.other++;
+		if (h->size >= sizeof(crash)) {
+			memcpy(&crash, h, sizeof(crash));
+			have_crash = 1;
+			snprintf(detail, sizeof(detail), "signal %d (SIG%s) delivered to tid %u",
+				 crash.signo, sigabbrev_np(crash.signo) ?: "?", crash.crash_tid);
+		}
+		break;
 	default:
 		w->c.other++;
 		snprintf(detail, sizeof(detail), "type %u size %u", h->type, h->size);
@@ -321,6 +334,9 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 			fprintf(w->out, ",\"time\":%llu", (unsigned long long)s.time);
 		if (s.have_cpu)
 			fprintf(w->out, ",\"cpu\":%u", s.cpu);
+		if (have_crash)
+			fprintf(w->out, ",\"signal\":%d,\"crash_tid\":%u", crash.signo,
+				crash.crash_tid);
 		fprintf(w->out, ",\"detail\":");
 		rk_json_str(w->out, detail);
 		fprintf(w->out, "}\n");

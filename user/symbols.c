@@ -220,6 +220,11 @@ static void load_sideband(struct rk_symbols *s, const char *path)
 	rk_bufile__free(bf);
 }
 
+void rk_symbols__add_sideband(struct rk_symbols *s, const struct rk_bufile *sideband)
+{
+	rk_bufile__for_each(sideband, on_sideband, s);
+}
+
 struct rk_symbols *rk_symbols__new(const char *sideband_path)
 {
 	struct rk_symbols *s = calloc(1, sizeof(*s));

@@ -17,7 +17,15 @@ struct rk_symbols;
  * (may be NULL or missing: then only kernel addresses resolve).
  * Return: NULL only on ENOMEM.
  */
+struct rk_bufile;
+
 struct rk_symbols *rk_symbols__new(const char *sideband_path);
+
+/**
+ * rk_symbols__add_sideband() - add the maps of a sideband buffer already
+ * open (e.g. from a core's notes); later maps win, as in a file.
+ */
+void rk_symbols__add_sideband(struct rk_symbols *s, const struct rk_bufile *sideband);
 
 /**
  * rk_symbols_resolve() - "sym+0xoff" and the mapped file for @addr.

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "session.h"
 #include "util.h"
@@ -77,4 +78,109 @@ Test(session, older_shorter_stat_files_read_with_new_fields_zero)
 	cr_assert_eq(rk_session_stat_read(dir, &got), -EBADMSG, "a newer, larger layout");
 	unlink(path);
 	rmdir(dir);
+}
+
+/*
+ * A crashes line round-trips whatever a comm or core path holds (spaces,
+ * newlines, backslashes, bytes >= 0x80), and lines that are not ours are
+ * refused, not half-read.
+ */
+Test(util, crash_line_round_trip_and_hostile_lines)
+{
+	struct rk_crash_line in = { .pid = 123, .tid = 125, .sig = 11, .time = 1764777600 };
+	struct rk_crash_line out;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(in.comm, sizeof(in.comm), "a b\n\\x41\xff");
+	snprintf(in.core, sizeof(in.core), "/tmp/core dir/core.a b");
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_crash_line_write(f, &in);
+	fclose(f);
+	cr_assert_eq(strchr(buf, '\n'), buf + len - 1, "one line: %s", buf);
+	cr_assert_not_null(strstr(buf, "signal 11 SIGSEGV"), "%s", buf);
+	cr_assert_eq(rk_crash_line_parse(buf, &out), 0, "%s", buf);
+	cr_assert_eq(out.pid, 123);
+	cr_assert_eq(out.tid, 125);
+	cr_assert_eq(out.sig, 11);
+	cr_assert_eq(out.time, 1764777600);
+	cr_assert_str_eq(out.comm, in.comm);
+	cr_assert_str_eq(out.core, in.core);
+	free(buf);
+
+	/* No core: "none". */
+	in.core[0] = '\0';
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	rk_crash_line_write(f, &in);
+	fclose(f);
+	cr_assert_eq(rk_crash_line_parse(buf, &out), 0);
+	cr_assert_str_eq(out.core, "none");
+	free(buf);
+
+	cr_assert_eq(rk_crash_line_parse("", &out), -EINVAL);
+	cr_assert_eq(rk_crash_line_parse("pid 1 tid 2 signal 11 SIGSEGV time 5 comm x\n", &out),
+		     -EINVAL, "no core field");
+	cr_assert_eq(rk_crash_line_parse("pid 1 tid 2 signal 11 S time 5 comm x\\x0 core y", &out),
+		     -EINVAL, "a cut escape");
+	cr_assert_eq(rk_crash_line_parse("pid 1 tid 2 signal 11 S time 5 comm \\x00 core y", &out),
+		     -EINVAL, "an escaped NUL");
+	{
+		char longc[200], line[300];
+
+		memset(longc, 'c', sizeof(longc));
+		snprintf(longc + 150, 50, " core /x");
+		snprintf(line, sizeof(line), "pid 1 tid 2 signal 11 S time 5 comm %s", longc);
+		cr_assert_eq(rk_crash_line_parse(line, &out), -EINVAL, "a comm longer than ours");
+	}
+}
+
+/*
+ * rk_write_sparse(): the same bytes as a plain write, zero pages as holes
+ * (fewer blocks allocated), unaligned writes and a trailing hole included.
+ */
+Test(util, write_sparse_same_bytes_fewer_blocks)
+{
+	char path[] = "/tmp/rk-sparse-XXXXXX";
+	const size_t len = 64 * 4096 + 100;
+	unsigned char *buf = calloc(1, len), *back = malloc(len);
+	struct stat sb;
+	size_t off;
+	int fd;
+
+	cr_assert(buf && back);
+	memset(buf, 0xaa, 50); /* data, then zero pages */
+	memset(buf + 10 * 4096 + 7, 0xbb, 3); /* one page of data in the middle */
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	/* In uneven pieces, as a stream arrives. */
+	for (off = 0; off < len; off += 777) {
+		size_t n = len - off < 777 ? len - off : 777;
+
+		cr_assert_eq(rk_write_sparse(fd, buf + off, n), 0);
+	}
+	cr_assert_eq(ftruncate(fd, (off_t)len), 0, "the caller sets the size");
+	cr_assert_eq(fstat(fd, &sb), 0);
+	cr_assert_eq((size_t)sb.st_size, len);
+	cr_assert_eq(pread(fd, back, len, 0), (ssize_t)len);
+	cr_assert_eq(memcmp(buf, back, len), 0, "the bytes read back differ");
+	cr_assert_lt(sb.st_blocks * 512, 16 * 4096, "zero pages took space: %lld blocks",
+		     (long long)sb.st_blocks);
+	/* Not a regular file: a plain write. */
+	{
+		int p[2];
+		char c = 0;
+
+		cr_assert_eq(pipe(p), 0);
+		cr_assert_eq(rk_write_sparse(p[1], &c, 1), 0);
+		cr_assert_eq(read(p[0], &c, 1), 1);
+		close(p[0]);
+		close(p[1]);
+	}
+	close(fd);
+	free(buf);
+	free(back);
 }
