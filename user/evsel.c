@@ -45,15 +45,6 @@ static const struct named events[] = {
 	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
 };
 
-const char *rk_tracefs_dir(void)
-{
-	if (!access("/sys/kernel/tracing/events", F_OK))
-		return "/sys/kernel/tracing";
-	if (!access("/sys/kernel/debug/tracing/events", F_OK))
-		return "/sys/kernel/debug/tracing";
-	return "";
-}
-
 static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errlen)
 {
 	char sys[64], ev[64], path[256];

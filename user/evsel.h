@@ -60,7 +60,4 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
  */
 void rk_evsel_to_attr(const struct rk_evsel *ev, void *buf);
 
-/** rk_tracefs_dir() - where tracefs is mounted ("" if nowhere). */
-const char *rk_tracefs_dir(void);
-
 #endif /* RK_EVSEL_H */

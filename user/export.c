@@ -21,6 +21,7 @@
 #include "export.h"
 #include "pt.h"
 #include "session.h"
+#include "tracedata.h"
 #include "util.h"
 
 #define PERF_MAGIC2 0x32454c4946524550ULL /* "PERFILE2" */
@@ -88,6 +89,8 @@ struct exp {
 	__u32 pids[1024]; /* processes of the exported threads: their sideband goes too */
 	unsigned int npids;
 	int auxtrace_info; /* written (one intel_pt source per session) */
+	void *tdata; /* tracing data (HEADER_TRACING_DATA), if a source is a tracepoint */
+	size_t tdata_len;
 	__u32 aux_idx; /* AUXTRACE buffers so far: perf's queue index, one per thread */
 };
 
@@ -351,6 +354,65 @@ static int cmp_ref(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+#define HEADER_TRACING_DATA 1 /* perf's feature bit */
+
+/* Whether every tracepoint attr's format is in @blob. Return: the first missing, or -1. */
+static int missing_format(const struct exp *e, const void *blob, size_t len)
+{
+	const char *fmt;
+	size_t flen;
+	unsigned int i;
+
+	for (i = 0; i < e->nattr; i++) {
+		const struct rk_perf_event_attr *a = (const void *)e->attrs[i];
+
+		if (a->type == PERF_TYPE_TRACEPOINT &&
+		    rk_tracedata_format(blob, len, a->config, &fmt, &flen))
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * perf reads a tracepoint's samples only with its format (the tracing data
+ * feature): the session's saved copy, else this machine's tracefs if the
+ * ids match. Without it, no file: perf would refuse it ("broken or missing
+ * trace data").
+ */
+static int tracing_data(struct exp *e)
+{
+	const char *names[MAX_ATTRS];
+	char why[256] = "";
+	unsigned int i;
+	int n = 0, miss;
+
+	for (i = 0; i < e->nattr; i++)
+		if (((const struct rk_perf_event_attr *)(const void *)e->attrs[i])->type ==
+		    PERF_TYPE_TRACEPOINT)
+			names[n++] = e->names[i];
+	if (!n)
+		return 0;
+	if (!rk_tracedata_load(e->o->session_dir, &e->tdata, &e->tdata_len) &&
+	    missing_format(e, e->tdata, e->tdata_len) < 0)
+		return 0;
+	free(e->tdata);
+	e->tdata = NULL;
+	if (!rk_tracedata_build(names, n, &e->tdata, &e->tdata_len, why, sizeof(why))) {
+		miss = missing_format(e, e->tdata, e->tdata_len);
+		if (miss < 0)
+			return 0;
+		snprintf(why, sizeof(why), "%s has id %llu in the session, another here",
+			 e->names[miss],
+			 (unsigned long long)((const struct rk_perf_event_attr *)(const void *)
+						      e->attrs[miss])
+				 ->config);
+	}
+	rk_err("export: the session has no tracepoint formats and this machine's do not fit (%s): "
+	       "perf could not read its samples, so no file is written",
+	       why);
+	return -ENOENT;
+}
+
 static int write_perf_data(struct exp *e)
 {
 	struct file_header hdr = { 0 };
@@ -381,6 +443,8 @@ static int write_perf_data(struct exp *e)
 	hdr.attrs.size = e->nattr * hdr.attr_size;
 	hdr.data.offset = off + hdr.attrs.size;
 	hdr.data.size = e->buf_len;
+	if (e->tdata)
+		hdr.adds_features[0] |= 1ull << HEADER_TRACING_DATA;
 	err = rk_write_all(fd, &hdr, sizeof(hdr));
 	for (i = 0; !err && i < e->nattr; i++) {
 		__u64 id = i + 1;
@@ -396,6 +460,15 @@ static int write_perf_data(struct exp *e)
 	}
 	for (k = 0; !err && k < e->nrefs; k++)
 		err = rk_write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
+	/* The feature sections after the data: one per bit set, then their bytes. */
+	if (!err && e->tdata) {
+		struct file_section fs = { hdr.data.offset + hdr.data.size + sizeof(fs),
+					   e->tdata_len };
+
+		err = rk_write_all(fd, &fs, sizeof(fs));
+		if (!err)
+			err = rk_write_all(fd, e->tdata, e->tdata_len);
+	}
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)
@@ -549,8 +622,11 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 	if (e->nrefs)
 		qsort(e->refs, e->nrefs, sizeof(*e->refs), cmp_ref);
 	st->attrs = e->nattr;
-	err = write_perf_data(e);
+	err = tracing_data(e);
+	if (!err)
+		err = write_perf_data(e);
 out:
+	free(e->tdata);
 	free(e->buf);
 	free(e->refs);
 	free(e);

@@ -412,6 +412,35 @@ static struct rk_symbols *thread_symbols(const char *path, const struct rk_bufil
 	return rk_symbols__new(sb);
 }
 
+/*
+ * The format of @bf's tracepoint (NULL if it is none): from the session's
+ * saved tracing data (@path is SESSION/SYSTEM:EVENT/TID; a core's buffers
+ * have no session) or this machine's tracefs if the id matches.
+ */
+static const struct rk_tp_format *tp_format_for(const char *path, const struct rk_bufile *bf,
+						int in_session, struct rk_tp_format *buf)
+{
+	char dir[PATH_MAX + 400], *slash, *ev;
+
+	if (bf->pmu->attr.type != PERF_TYPE_TRACEPOINT)
+		return NULL;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	slash = strrchr(dir, '/');
+	ev = slash ? slash + 1 : dir;
+	if (slash)
+		*slash = '\0';
+	if (!rk_tp_format_lookup(in_session && slash ? dir : NULL, ev, bf->pmu->attr.config, buf))
+		return buf;
+	rk_warn("%s: no format for tracepoint id %llu (not in the session, not this kernel's): "
+		"its fields are not shown",
+		path, (unsigned long long)bf->pmu->attr.config);
+	return NULL;
+}
+
 /* show --pt: the AUX area of @bf as packets, instructions or branches. */
 static int show_pt_trace(const char *path, struct rk_bufile *bf)
 {
@@ -541,13 +570,17 @@ static int show_from_core(const char *tid_s, int json)
 		} else {
 			/* Sample addresses resolve through the process's sideband note. */
 			struct rk_symbols *syms = rk_symbols__new(NULL);
+			struct rk_tp_format tpf;
 			size_t k;
 
 			for (k = 0; syms && k < b.n; k++)
 				if (b.v[k].type == RK_NOTE_SIDEBAND && !b.v[k].why &&
 				    b.v[k].bf.ident->tgid == cb->bf.ident->tgid)
 					rk_symbols__add_sideband(syms, &b.v[k].bf);
-			r = rk_show(stdout, &cb->bf, cb->name, json, syms, NULL) ? 1 : 0;
+			r = rk_show(stdout, &cb->bf, cb->name, json, syms,
+				    tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL) ?
+				    1 :
+				    0;
 			rk_symbols__free(syms);
 		}
 		break;
@@ -586,6 +619,7 @@ static int cmd_show(int argc, char **argv)
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
+	struct rk_tp_format tpf;
 	struct rk_bufile *bf;
 	int json = 0, r, err;
 
@@ -648,7 +682,7 @@ static int cmd_show(int argc, char **argv)
 	/* Addresses resolve through the sideband of the thread's process. */
 	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
 		syms = thread_symbols(path, bf);
-	err = rk_show(stdout, bf, path, json, syms, NULL);
+	err = rk_show(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), NULL);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);
 	if (err) {

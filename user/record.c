@@ -43,6 +43,7 @@
 #include "pinpool.h"
 #include "pmu.h"
 #include "record.h"
+#include "tracedata.h"
 #include "session.h"
 #include "util.h"
 
@@ -209,11 +210,47 @@ static void stat_fill(struct rk_rec *r)
 	}
 }
 
+/*
+ * The formats of the session's tracepoints, from the kernel recording them
+ * (show and export read them there; perf.data carries them). Readable by
+ * all, as the same layouts are in /sys/kernel/btf/vmlinux.
+ */
+static int save_tracedata(const struct rk_rec *r)
+{
+	const char *names[RK_MAX_SRC];
+	char path[PATH_MAX + 64], why[256];
+	size_t len;
+	void *blob;
+	int k, n = 0, fd, err;
+
+	for (k = 0; k < r->o->nev; k++)
+		if (r->o->evs[k].entry.attr.type == PERF_TYPE_TRACEPOINT)
+			names[n++] = r->o->evs[k].name;
+	if (!n)
+		return 0;
+	err = rk_tracedata_build(names, n, &blob, &len, why, sizeof(why));
+	if (err) {
+		rk_err("cannot save the tracepoints' formats: %s", why);
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_TRACEDATA_FILE);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	err = fd < 0 ? -errno : rk_write_all(fd, blob, len);
+	if (fd >= 0 && close(fd) && !err)
+		err = -errno;
+	free(blob);
+	if (err)
+		rk_err("cannot write %s: %s", path, strerror(-err));
+	return err;
+}
+
 /* A new session: its directories, its stat file, the BPF object loaded and pinned. */
 static int session_new(struct rk_rec *r)
 {
 	int err = session_dirs(r);
 
+	if (!err)
+		err = save_tracedata(r);
 	if (!err)
 		err = rec_stat_open(r, 1);
 	if (err)

@@ -35,6 +35,7 @@ struct walk {
 	struct rk_show_counts c;
 	char comm[RK_COMM_LEN];
 	char event[64];
+	const struct rk_tp_format *tpf;
 };
 
 /* The sample_id fields we print, parsed from the end of a non-sample record. */
@@ -136,7 +137,8 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 	__u64 st = w->bf->pmu->attr.sample_type, ip = 0, time = 0, period = 0, nr = 0, v;
 	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
 	__u32 pid = 0, tid = 0, cpu = 0;
-	const __u8 *chain = NULL;
+	const __u8 *chain = NULL, *raw = NULL;
+	size_t raw_len = 0;
 
 #define TAKE(dst, n)                     \
 	do {                             \
@@ -172,6 +174,15 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 		chain = p;
 		p += nr * 8;
 	}
+	if (st & PERF_SAMPLE_RAW) {
+		__u32 n;
+
+		TAKE(&n, 4);
+		if (n > (size_t)(end - p))
+			return -EBADMSG;
+		raw = p;
+		raw_len = n;
+	}
 #undef TAKE
 	if (tid != w->bf->ident->tid)
 		w->c.foreign++;
@@ -182,14 +193,22 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 			"\"cpu\":%u,\"period\":%llu,\"event\":",
 			pid, tid, (unsigned long long)time, cpu, (unsigned long long)period);
 		rk_json_str(w->out, w->event);
+		if (raw && w->tpf)
+			rk_tp_print_fields(w->out, w->tpf, raw, raw_len, 1);
 		fprintf(w->out, ",\"ip\":");
 		print_addr(w, ip, "", 1);
 		fprintf(w->out, ",\"callchain\":[");
 	} else {
-		fprintf(w->out, "%16s %6u [%03u] %llu.%09llu: %10llu %s:\n", w->comm, tid, cpu,
+		fprintf(w->out, "%16s %6u [%03u] %llu.%09llu: %10llu %s:", w->comm, tid, cpu,
 			(unsigned long long)(time / 1000000000ull),
 			(unsigned long long)(time % 1000000000ull), (unsigned long long)period,
 			w->event);
+		/* A tracepoint's fields, as perf script prints them after the event. */
+		if (raw && w->tpf) {
+			fputc(' ', w->out);
+			rk_tp_print_fields(w->out, w->tpf, raw, raw_len, 0);
+		}
+		fputc('\n', w->out);
 		if (!chain)
 			print_addr(w, ip, "\t", 1);
 	}
@@ -350,11 +369,11 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 }
 
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
-	    struct rk_symbols *syms, struct rk_show_counts *counts)
+	    struct rk_symbols *syms, const struct rk_tp_format *tpf, struct rk_show_counts *counts)
 {
 	const struct rk_thread_ident *id = bf->ident;
 	const struct rk_perf_event_attr *a = &bf->pmu->attr;
-	struct walk w = { .out = out, .bf = bf, .json = json, .syms = syms };
+	struct walk w = { .out = out, .bf = bf, .json = json, .syms = syms, .tpf = tpf };
 	const char *slash = strrchr(path, '/'), *start = path;
 
 	/* The event is the name of the file's directory (<session>/<event>/<tid>). */

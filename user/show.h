@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "bufile.h"
 #include "symbols.h"
+#include "tracedata.h"
 
 /** struct rk_show_counts - what a walk over a buffer found. */
 struct rk_show_counts {
@@ -22,11 +23,13 @@ struct rk_show_counts {
  * rk_show() - print the identity, pmu_info and records of @bf.
  * @json: one JSON object per line (file header first) instead of text.
  * @syms: resolves sample addresses (NULL: print them raw).
+ * @tpf: the format of the file's tracepoint, for its samples' fields (NULL:
+ *	not a tracepoint, or its format is not known).
  * @counts: if not NULL, filled in.
  * Return: 0, or -EBADMSG if the records do not parse (what parsed is printed).
  */
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
-	    struct rk_symbols *syms, struct rk_show_counts *counts);
+	    struct rk_symbols *syms, const struct rk_tp_format *tpf, struct rk_show_counts *counts);
 
 /** rk_thread_state_name() - "live", "exited", ... */
 const char *rk_thread_state_name(__u32 state);

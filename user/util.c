@@ -280,3 +280,12 @@ int rk_write_sparse(int fd, const void *buf, size_t len)
 	}
 	return 0;
 }
+
+const char *rk_tracefs_dir(void)
+{
+	if (!access("/sys/kernel/tracing/events", F_OK))
+		return "/sys/kernel/tracing";
+	if (!access("/sys/kernel/debug/tracing/events", F_OK))
+		return "/sys/kernel/debug/tracing";
+	return "";
+}

@@ -57,6 +57,9 @@ int rk_write_all(int fd, const void *buf, size_t len);
  * ftruncate()s the file to its final size at the end (it may end in a
  * hole). Return: 0, or -errno.
  */
+/** rk_tracefs_dir() - where tracefs is mounted ("" if nowhere). */
+const char *rk_tracefs_dir(void);
+
 #define RK_SPARSE_BLOCK 4096u
 int rk_write_sparse(int fd, const void *buf, size_t len);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * libFuzzer target for the buffer file parser: page 0 validation, the ring
- * walk and every record printer of `show` (text and JSON), on arbitrary
- * bytes. Built with clang -fsanitize=fuzzer,address,undefined (make fuzz).
+ * walk and every record printer of `show` (text and JSON, a tracepoint's
+ * fields included), on arbitrary bytes; bytes that are no buffer go to the
+ * tracepoint format parser, the field printer and the tracing data reader. Built with clang -fsanitize=fuzzer,address,undefined (make fuzz).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,16 @@
 #include <string.h>
 #include "bufile.h"
 #include "show.h"
+#include "tracedata.h"
+
+/* sched:sched_wakeup as 6.18 describes it: samples with RAW print these fields. */
+static const char wakeup_fmt[] =
+	"name: sched_wakeup\nID: 374\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+	"\tfield:__data_loc char[] name;\toffset:28;\tsize:4;\tsigned:0;\n"
+	"\tfield:void * ptr;\toffset:32;\tsize:8;\tsigned:0;\n";
 
 static int touch(const struct perf_event_header *h, void *ctx)
 {
@@ -26,6 +37,7 @@ static int touch(const struct perf_event_header *h, void *ctx)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static FILE *null;
+	static struct rk_tp_format tpf;
 	struct rk_bufile bf;
 	unsigned long sum = 0;
 	void *copy;
@@ -37,10 +49,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!copy)
 		return 0;
 	memcpy(copy, data, size);
+	if (!tpf.id)
+		rk_tp_format_parse(wakeup_fmt, sizeof(wakeup_fmt) - 1, &tpf);
 	if (!rk_bufile__from_mem(&bf, copy, size, NULL)) {
 		rk_bufile__for_each(&bf, touch, &sum);
-		rk_show(null, &bf, "session/cpu-clock/1", 0, NULL, NULL);
-		rk_show(null, &bf, "session/cpu-clock/1", 1, NULL, NULL);
+		rk_show(null, &bf, "session/cpu-clock/1", 0, NULL, &tpf, NULL);
+		rk_show(null, &bf, "session/cpu-clock/1", 1, NULL, &tpf, NULL);
+	} else {
+		struct rk_tp_format f;
+		const char *fmt;
+		size_t flen;
+
+		if (!rk_tp_format_parse(copy, size, &f)) {
+			rk_tp_print_fields(null, &f, copy, size, 0);
+			rk_tp_print_fields(null, &f, copy, size, 1);
+		}
+		if (!rk_tracedata_format(copy, size, 374, &fmt, &flen))
+			sum += (unsigned long)flen;
 	}
 	free(copy);
 	return 0;

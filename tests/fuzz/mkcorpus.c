@@ -87,6 +87,26 @@ int main(int argc, char **argv)
 		sw.time = (__u64)i;
 		put(bf, &sw, sizeof(sw));
 	}
+	/* A history ends with a crash record, then a crash record cut short. */
+	{
+		struct {
+			struct rk_crash_record c;
+			__u32 pid, tid;
+			__u64 time;
+			__u32 cpu, res;
+			__u64 id;
+		} cr = { { { RK_RECORD_CRASH, 0, sizeof(cr) }, 7, 7, 7, 11, 200 },
+			 7,
+			 7,
+			 200,
+			 1,
+			 0,
+			 RK_SCHED_ID };
+
+		put(bf, &cr, sizeof(cr));
+		cr.c.h.size = 16;
+		put(bf, &cr, 16);
+	}
 	rk_bufile__free(bf);
 	if (rk_evsel_parse("cpu-clock", &o, ev, 1, &n, msg, sizeof(msg)))
 		return 1;

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,112 @@ Test(perf, tracepoint_samples_per_thread)
 	}
 	free(out);
 	free(err);
+}
+
+/*
+ * Tracepoints end to end: show prints each sample's fields (from the
+ * formats the recorder saved), the export carries the tracing data so perf
+ * script prints the same fields and perf report reads it; without the saved
+ * formats export falls back to this kernel's (same ids); a tracepoint whose
+ * format nobody has is refused loudly, with no file written.
+ */
+Test(perf, tracepoints_end_to_end_fields_in_show_and_in_perf)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "tp",
+			 "-e",
+			 "sched:sched_wakeup,syscalls:sys_enter_clock_nanosleep",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "2",
+			 "-i",
+			 "4",
+			 NULL };
+	const char *perf = perf_bin();
+	char cmd[2048], path[300], *out, *err, *txt;
+	unsigned int tids[8];
+	long theirs;
+	size_t n, i;
+	int status, fd;
+
+	if (!perf)
+		cr_skip_test("perf is not installed");
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	n = expected_tids(out, tids, 8);
+	cr_assert_eq(n, 3);
+	free(out);
+	free(err);
+
+	/* show: the fields of the thread's clock_nanosleep calls, as perf names them. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s show --root %s --session tp -e syscalls:sys_enter_clock_nanosleep %u | "
+		 "grep -c 'sys_enter_clock_nanosleep: __syscall_nr=230 which_clock=0x0 flags=0x0 "
+		 "rqtp=0x'",
+		 rk_bin, root, tids[1]);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	cr_assert_eq(atol(txt), 4, "show's field lines: %s", txt);
+	snprintf(cmd, sizeof(cmd),
+		 "%s show --json --root %s --session tp -e sched:sched_wakeup %u | "
+		 "grep -c '\"fields\":{\"comm\":\"[^\"]*\",\"pid\":[0-9]*,\"prio\":'",
+		 rk_bin, root, tids[0]);
+	sh(cmd, &txt);
+	cr_assert_gt(atol(txt), 0, "show --json has no wakeup fields: %s", txt);
+
+	/* perf reads the export: the same samples, with their fields. */
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session tp --perf-data %s/tp.data",
+		 rk_bin, root, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	snprintf(cmd, sizeof(cmd),
+		 "%s script -i %s/tp.data 2>/dev/null | grep -c 'sys_enter_clock_nanosleep: .*"
+		 "which_clock: 0x00000000'",
+		 perf, root);
+	sh(cmd, &txt);
+	theirs = atol(txt);
+	/* Two threads sleep 4 times each (the main thread's calls are not counted on). */
+	cr_assert_geq(theirs, 8, "perf script prints %ld clock_nanosleep samples with fields",
+		      theirs);
+	snprintf(cmd, sizeof(cmd), "%s script -i %s/tp.data 2>/dev/null | grep -c 'comm=.*prio='",
+		 perf, root);
+	sh(cmd, &txt);
+	cr_assert_gt(atol(txt), 0, "perf script prints no sched_wakeup fields");
+	snprintf(cmd, sizeof(cmd), "%s report -i %s/tp.data --stdio 2>&1 >/dev/null", perf, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "perf report refuses the export: %s", txt);
+
+	/* No saved formats: this kernel's, whose ids are the same. */
+	snprintf(path, sizeof(path), "%s/tp/tracing_data", root);
+	cr_assert_eq(unlink(path), 0);
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session tp --perf-data %s/tp2.data",
+		 rk_bin, root, root);
+	cr_assert_eq(sh(cmd, &txt), 0, "export without saved formats: %s", txt);
+	snprintf(cmd, sizeof(cmd), "%s script -i %s/tp2.data 2>/dev/null | grep -c 'comm=.*prio='",
+		 perf, root);
+	sh(cmd, &txt);
+	cr_assert_gt(atol(txt), 0, "perf script prints no fields from the fallback's export");
+
+	/* A tracepoint id nobody has a format for: refused, nothing written. */
+	for (i = 0; i < n; i++) {
+		__u64 id = 999999;
+
+		snprintf(path, sizeof(path), "%s/tp/sched:sched_wakeup/%u", root, tids[i]);
+		fd = open(path, O_RDWR);
+		if (fd < 0)
+			continue; /* a thread that was not woken */
+		cr_assert_eq(pwrite(fd, &id, 8, RK_PMU_OFFSET + 8), 8); /* attr.config */
+		close(fd);
+	}
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session tp --perf-data %s/tp3.data",
+		 rk_bin, root, root);
+	status = sh(cmd, &txt);
+	cr_assert_neq(status, 0, "export wrote a file perf cannot read: %s", txt);
+	cr_assert_not_null(strstr(txt, "no file is written"), "%s", txt);
+	snprintf(path, sizeof(path), "%s/tp3.data", root);
+	cr_assert_neq(access(path, F_OK), 0, "%s exists", path);
 }
 
 /*
