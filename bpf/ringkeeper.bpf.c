@@ -301,6 +301,35 @@ int BPF_PROG(rk_signal_deliver, int sig, struct kernel_siginfo *info, struct k_s
 	return 0;
 }
 
+/*
+ * A traced thread renamed (PR_SET_NAME, /proc/TID/comm from another thread):
+ * @task is the renamed one, not necessarily current. The rename that exec
+ * does is left to the exec signal (its COMM record is the exec's).
+ */
+SEC("tp_btf/task_rename")
+int BPF_PROG(rk_task_rename, struct task_struct *task, const char *comm)
+{
+	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	struct rk_signal *s;
+
+	key.tid = task->pid;
+	if (!bpf_map_lookup_elem(&pmu_info, &key))
+		return 0;
+	if (bpf_core_field_exists(task->in_execve) &&
+	    BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
+		return 0;
+	s = reserve();
+	if (!s)
+		return 0;
+	s->kind = RK_SIG_RENAME;
+	s->cpu = bpf_get_smp_processor_id();
+	fill_task(s, task);
+	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), comm);
+	s->time_ns = bpf_ktime_get_ns();
+	submit(s, 1);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(rk_exit, struct task_struct *p)
 {

@@ -25,6 +25,8 @@
 #define RK_SIG_EXIT 5
 /* A core-dumping signal with its default action delivered: exit_code holds it. */
 #define RK_SIG_CRASH 6
+/* A traced thread's comm changed (prctl, pthread_setname_np), not at exec: comm holds the new one. */
+#define RK_SIG_RENAME 7
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -202,7 +204,7 @@ struct rk_pmu_entry {
  * @next_tgid: with RK_SIGF_NEXT_IN, the tgid of next (one record for both
  *             sides of a switch between two tracked tasks).
  * @uid: real uid of the task (fork, exec).
- * @comm: task comm (fork, exec).
+ * @comm: task comm (fork, exec, rename).
  */
 struct rk_signal {
 	__u16 kind;

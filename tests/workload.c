@@ -19,25 +19,30 @@
  *             a quiet one (10 sleeps of 50 ms); prints "busy T" and "quiet T"
  *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
  *             wait for a second byte on FD before exiting; prints "churned N"
+ *     -N      rename threads after birth: thread I > 0 names itself "w-self-I"
+ *             (prctl) after its first sleep, the main thread names thread 0
+ *             "w-by-main" (pthread_setname_np from outside); prints "name T NAME"
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-static int iters = 20;
+static int iters = 20, rename_threads, renamed_by_main;
 static long sleep_us = 200;
 static unsigned long loops = 20000;
 
 /* What a thread reports when it is done. */
 struct done {
 	long tid, csw;
+	int idx;
 };
 
 static void *finish(struct done *d)
@@ -56,12 +61,22 @@ __attribute__((noinline)) void *body(void *arg)
 	struct timespec ts = { 0, sleep_us * 1000 };
 	int i;
 
+	/* Thread 0 stays until the main thread has renamed it. */
+	while (rename_threads && !((struct done *)arg)->idx &&
+	       !__atomic_load_n(&renamed_by_main, __ATOMIC_ACQUIRE))
+		nanosleep(&ts, NULL);
 	for (i = 0; i < iters; i++) {
 		unsigned long k;
 
 		for (k = 0; k < loops; k++)
 			spin += k;
 		nanosleep(&ts, NULL);
+		if (rename_threads && !i && ((struct done *)arg)->idx > 0) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "w-self-%d", ((struct done *)arg)->idx % 1000);
+			prctl(PR_SET_NAME, name);
+		}
 	}
 	return finish(arg);
 }
@@ -135,6 +150,7 @@ static int run_threads(int n, const char *who)
 	if (!th || !d)
 		return 1;
 	for (i = 0; i < n; i++) {
+		d[i].idx = i;
 		if (pthread_create(&th[i], NULL, body, &d[i])) {
 			fprintf(stderr, "workload: pthread_create failed at %d\n", i);
 			n = i;
@@ -142,9 +158,16 @@ static int run_threads(int n, const char *who)
 			break;
 		}
 	}
+	if (rename_threads && n > 0) {
+		if (pthread_setname_np(th[0], "w-by-main"))
+			err = 1;
+		__atomic_store_n(&renamed_by_main, 1, __ATOMIC_RELEASE);
+	}
 	for (i = 0; i < n; i++) {
 		pthread_join(th[i], NULL);
 		printf("tid %ld %s csw %ld\n", d[i].tid, who, d[i].csw);
+		if (rename_threads)
+			printf(i ? "name %ld w-self-%d\n" : "name %ld w-by-main\n", d[i].tid, i);
 	}
 	free(th);
 	free(d);
@@ -157,7 +180,7 @@ int main(int argc, char **argv)
 	long nchurn = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:N")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -174,6 +197,9 @@ int main(int argc, char **argv)
 		case 'Q':
 			pair = 1;
 			break;
+		case 'N':
+			rename_threads = 1;
+			break;
 		case 'C':
 			nchurn = atol(optarg);
 			break;
@@ -185,7 +211,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N]\n");
 			return 2;
 		}
 	}

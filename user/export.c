@@ -413,6 +413,18 @@ static int tracing_data(struct exp *e)
 	return -ENOENT;
 }
 
+/*
+ * With a perf source, the kernel wrote each COMM (exec, rename) into the
+ * sideband: the sched ring's copy of it would be a duplicate.
+ */
+static int duplicate_comm(const struct exp *e, size_t k)
+{
+	const struct perf_event_header *h = (const void *)(e->buf + e->refs[k].off);
+
+	return e->tracking >= 0 && h->type == PERF_RECORD_COMM &&
+	       !strcmp(e->names[e->refs[k].attr], RK_SCHED_DIR);
+}
+
 static int write_perf_data(struct exp *e)
 {
 	struct file_header hdr = { 0 };
@@ -442,7 +454,12 @@ static int write_perf_data(struct exp *e)
 	hdr.attrs.offset = off;
 	hdr.attrs.size = e->nattr * hdr.attr_size;
 	hdr.data.offset = off + hdr.attrs.size;
-	hdr.data.size = e->buf_len;
+	for (k = 0; k < e->nrefs; k++) {
+		if (duplicate_comm(e, k))
+			e->st->records--;
+		else
+			hdr.data.size += e->refs[k].len;
+	}
 	if (e->tdata)
 		hdr.adds_features[0] |= 1ull << HEADER_TRACING_DATA;
 	err = rk_write_all(fd, &hdr, sizeof(hdr));
@@ -459,7 +476,8 @@ static int write_perf_data(struct exp *e)
 			err = rk_write_all(fd, &ids, sizeof(ids));
 	}
 	for (k = 0; !err && k < e->nrefs; k++)
-		err = rk_write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
+		if (!duplicate_comm(e, k))
+			err = rk_write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
 	/* The feature sections after the data: one per bit set, then their bytes. */
 	if (!err && e->tdata) {
 		struct file_section fs = { hdr.data.offset + hdr.data.size + sizeof(fs),

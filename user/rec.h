@@ -23,7 +23,7 @@
 #include "record.h"
 #include "session.h"
 
-#define RK_NLINKS 5
+#define RK_NLINKS 6
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
@@ -31,8 +31,8 @@
 #define NBUCKETS 16384
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
-/* Our BPF programs: sched_switch, fork, exec, exit. */
-#define RK_NPROGS 5
+/* Our BPF programs: sched_switch, fork, exec, exit, signal_deliver, task_rename. */
+#define RK_NPROGS 6
 
 struct rk_thread {
 	struct rk_thread *hnext;

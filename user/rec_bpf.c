@@ -65,8 +65,9 @@ int rec_bpf_load(struct rk_rec *r)
 	return rec_pin_maps(r);
 }
 
-const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch", "link_fork", "link_exec",
-						"link_exit", "link_signal_deliver" };
+const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",   "link_fork",
+						"link_exec",	       "link_exit",
+						"link_signal_deliver", "link_task_rename" };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -153,9 +154,11 @@ void rec_unpin_maps(void)
  */
 int rec_pin_links(struct rk_rec *r)
 {
-	struct bpf_link *links[] = { r->skel->links.rk_sched_switch, r->skel->links.rk_fork,
-				     r->skel->links.rk_exec, r->skel->links.rk_exit,
-				     r->skel->links.rk_signal_deliver };
+	struct bpf_link *links[] = {
+		r->skel->links.rk_sched_switch,	  r->skel->links.rk_fork,
+		r->skel->links.rk_exec,		  r->skel->links.rk_exit,
+		r->skel->links.rk_signal_deliver, r->skel->links.rk_task_rename
+	};
 	char path[128];
 	size_t i;
 	int err;
@@ -234,7 +237,7 @@ void rec_find_progs(struct rk_rec *r)
 		const struct bpf_program *progs[RK_NPROGS] = {
 			r->skel->progs.rk_sched_switch,	  r->skel->progs.rk_fork,
 			r->skel->progs.rk_exec,		  r->skel->progs.rk_exit,
-			r->skel->progs.rk_signal_deliver,
+			r->skel->progs.rk_signal_deliver, r->skel->progs.rk_task_rename,
 		};
 
 		for (i = 0; i < RK_NPROGS; i++) {

@@ -159,6 +159,31 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 }
 
 /*
+ * A rename (prctl(PR_SET_NAME), pthread_setname_np): a COMM record, as the
+ * kernel writes one for perf, and the new name in the thread's identity.
+ */
+static void on_rename(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[RK_COMM_LEN];
+		struct sample_id id;
+	} cr = { 0 };
+
+	cr.h.type = PERF_RECORD_COMM;
+	cr.h.size = sizeof(cr);
+	cr.pid = t->tgid;
+	cr.tid = t->tid;
+	memcpy(cr.comm, s->comm, sizeof(cr.comm));
+	cr.comm[RK_COMM_LEN - 1] = '\0';
+	rec_fill_id(&cr.id, t, s);
+	rec_put_rec(r, t, &cr, sizeof(cr));
+	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
+	r->st->renames++;
+}
+
+/*
  * A core-dumping signal about to kill a traced process: what the perf rings
  * hold of it goes into its files now, then each of its threads gets a crash
  * record (signal, time, crashing tid) and is marked crashed (signal and time,
@@ -254,6 +279,9 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		break;
 	case RK_SIG_EXIT:
 		on_exit_sig(r, t, s);
+		break;
+	case RK_SIG_RENAME:
+		on_rename(r, t, s);
 		break;
 	}
 }

@@ -89,6 +89,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(exec_rotated, "execs into a root-only file")        \
 	X(crashes, "processes frozen at a crash")             \
 	X(after_crash, "records after a crash, not written")  \
+	X(renames, "threads renamed")                         \
 	X(outage_drops, "signals dropped while no recorder")  \
 	X(outage_exited, "threads found exited at resume")    \
 	X(loader_rss, "loader peak resident bytes")           \

@@ -110,10 +110,12 @@ struct rk_session_stat {
 	__u64 mem_refused; /* threads not traced to keep the memory cgroup from its limit */
 	__u64 loader_rss; /* the loader's peak resident memory (VmHWM) */
 	__u64 attach_cpu_ns; /* loader CPU time until tracing was on (files of the threads found) */
+	/* switch-ins not pinned: the last run was shorter than --min-run-us */
 	__u64 pins_skipped_short;
 	__u64 crashes; /* processes frozen at a core-dumping signal */
+	/* records of a crashed process not written (its buffers are frozen) */
 	__u64 after_crash;
-	/* records of a crashed process not written (its buffers are frozen) */ /* switch-ins not pinned: the last run was shorter than --min-run-us */
+	__u64 renames; /* comm changes after birth (not at exec) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

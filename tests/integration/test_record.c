@@ -391,6 +391,89 @@ Test(record, exec_is_recorded_and_tracing_continues)
 	free(err);
 }
 
+/* The last COMM record of a buffer (not an exec's): its name, and how many there were. */
+struct renamed {
+	char comm[RK_COMM_LEN];
+	int renames, execs;
+};
+
+static int last_comm(const struct perf_event_header *h, void *ctx)
+{
+	struct renamed *r = ctx;
+
+	if (h->type != PERF_RECORD_COMM || h->size < sizeof(*h) + 8 + RK_COMM_LEN)
+		return 0;
+	if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+		r->execs++;
+		return 0;
+	}
+	memcpy(r->comm, (const __u8 *)h + sizeof(*h) + 8, RK_COMM_LEN);
+	r->comm[RK_COMM_LEN - 1] = '\0';
+	r->renames++;
+	return 0;
+}
+
+/*
+ * Threads renamed after birth (prctl by the thread itself, and
+ * pthread_setname_np from another thread): one COMM record each in their
+ * history, the new name in their identity (ls, show) and in the export,
+ * where perf script names them so; exec's own rename is not counted twice.
+ */
+Test(record, renamed_threads_carry_their_new_names)
+{
+	char *argv[] = { (char *)rk_bin,   "record", "--root", root, "--session", "n",	"--",
+			 (char *)workload, "-t",     "3",      "-i", "3",	  "-N", NULL };
+	char path[300], cmd[800], name[32], *out, *err, *p;
+	struct rk_session_stat st;
+	int status, names = 0;
+
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	for (p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		struct renamed r = { 0 };
+		struct rk_bufile *bf;
+		unsigned int tid;
+
+		if (sscanf(p, "name %u %31s", &tid, name) != 2)
+			continue;
+		names++;
+		snprintf(path, sizeof(path), "%s/n/sched/%u", root, tid);
+		bf = rk_bufile__open(path, NULL);
+		cr_assert_not_null(bf, "%s", path);
+		cr_assert_str_eq(bf->ident->comm, name, "tid %u", tid);
+		cr_assert_eq(rk_bufile__for_each(bf, last_comm, &r), 0);
+		cr_assert_eq(r.renames, 1, "tid %u: %d renames", tid, r.renames);
+		cr_assert_str_eq(r.comm, name);
+		cr_assert_eq(r.execs, 0, "a thread, not the exec'ing main");
+		rk_bufile__free(bf);
+		snprintf(cmd, sizeof(cmd), "%s ls --root %s n | grep -q ' %u .* %s '", rk_bin, root,
+			 tid, name);
+		cr_assert_eq(system(cmd), 0, "ls does not name tid %u %s", tid, name);
+	}
+	cr_assert_eq(names, 3);
+	snprintf(path, sizeof(path), "%s/n", root);
+	cr_assert_eq(rk_session_stat_read(path, &st), 0);
+	cr_assert_eq(st.renames, 3, "exec's rename counted too: %llu",
+		     (unsigned long long)st.renames);
+	snprintf(cmd, sizeof(cmd),
+		 "%s export --root %s --session n --perf-data %s/n.data 2>/dev/null && "
+		 "perf script -i %s/n.data --show-task-events 2>/dev/null | "
+		 "grep -c 'PERF_RECORD_COMM: w-'",
+		 rk_bin, root, root, root);
+	{
+		FILE *f = popen(cmd, "r");
+		char line[64] = "";
+
+		cr_assert_not_null(f);
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		pclose(f);
+		cr_assert_eq(atoi(line), 3, "perf script sees %s renames", line);
+	}
+	free(out);
+	free(err);
+}
+
 Test(record, sigint_stops_cleanly_and_keeps_files)
 {
 	char wo[128], we[128], line[64], dir[256], path[300], e[128];
