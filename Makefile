@@ -6,6 +6,8 @@
 #   make vmtest     the BPF tests inside Debian's 6.1 and 6.12 kernels (virtme-ng)
 #   make demo       record a multi-threaded demo workload and show the result
 #   make bench      measured figures (cost per switch, locked memory vs perf, ...)
+#   make install    binary, ringkeeper(8) and bash completion under PREFIX (/usr/local),
+#                   DESTDIR for staging; make uninstall removes them
 #   make SANITIZE=1 build with ASan+UBSan into build-san/
 #   V=1             show commands
 OUTPUT ?= build
@@ -19,6 +21,13 @@ CC ?= gcc
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 VMLINUX_DIR := vmlinux/$(ARCH)
+
+# The release, and the commit it was built from when there is one.
+VERSION := 0.14
+GITREV := $(shell git rev-parse --short HEAD 2>/dev/null)
+RK_VERSION := $(VERSION)$(if $(GITREV),-g$(GITREV))
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror
@@ -53,17 +62,26 @@ INTEG_SRCS := $(wildcard tests/integration/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
 CRASHER := $(OUTPUT)/tests/crasher
+MAN := $(OUTPUT)/man/ringkeeper.8
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
 	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout
 
-.PHONY: bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
+.PHONY: FORCE
+.PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(WORKLOAD) $(CRASHER)
+all: $(BIN) $(WORKLOAD) $(CRASHER) $(MAN)
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
+
+# Rewritten only when the version changes, so main.o is rebuilt exactly then.
+$(OUTPUT)/version.h: FORCE | $(OUTPUT)
+	$(Q)echo '#define RK_VERSION "$(RK_VERSION)"' > $@.tmp; \
+		cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
+$(OUTPUT)/user/main.o: $(OUTPUT)/version.h
 
 $(BPF_OBJ): bpf/ringkeeper.bpf.c | $(OUTPUT)/bpf
 	$(call msg,BPF,$@)
@@ -209,6 +227,24 @@ test: deps
 demo: deps
 	$(MAKE) all
 	scripts/demo.sh $(abspath $(BIN)) $(abspath $(WORKLOAD))
+
+# ringkeeper(8), written from the binary's own --help (scripts/mkman.sh).
+$(MAN): $(BIN) scripts/mkman.sh
+	$(Q)mkdir -p $(dir $@)
+	$(call msg,MAN,$@)
+	$(Q)scripts/mkman.sh $(BIN) $@ $(RK_VERSION)
+man: $(MAN)
+
+# PREFIX=/usr/local by default; DESTDIR for packaging.
+install: $(BIN) $(MAN)
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/ringkeeper
+	install -D -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/ringkeeper.8
+	install -D -m 0644 scripts/ringkeeper.bash-completion \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/ringkeeper $(DESTDIR)$(PREFIX)/share/man/man8/ringkeeper.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper
 
 format:
 	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c

@@ -20,6 +20,7 @@
 #include "session.h"
 #include "show.h"
 #include "util.h"
+#include "version.h"
 
 /* Defined below; listed here so the command table can be at the top. */
 static int cmd_ls(int argc, char **argv);
@@ -61,7 +62,9 @@ static void usage_main(FILE *f)
 		   "Commands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary);
-	fprintf(f, "\nRun 'ringkeeper COMMAND --help' for the options of each.\n");
+	fprintf(f, "\nRun 'ringkeeper COMMAND --help' (or 'ringkeeper help COMMAND') for the\n"
+		   "options of each; 'ringkeeper --version' for the version; man ringkeeper for\n"
+		   "all of it.\n");
 }
 
 /* Session directories under @root, newest first (by stat start time). */
@@ -1036,6 +1039,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[1];
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("ringkeeper %s\n", RK_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "help") && argc > 2) {
+		/* help COMMAND: that command's --help. */
+		char *hv[] = { argv[2], "--help", NULL };
+
+		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(argv[2], cmds[i].name))
+				return cmds[i].fn(2, hv);
+		rk_err("unknown command '%s' (see ringkeeper --help)", argv[2]);
+		return 2;
+	}
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage_main(stdout);
 		return 0;
