@@ -26,7 +26,10 @@ done
 echo
 echo "== bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info (first entry)"
 bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info | sed -n '1,/"wakeup_events"/p' | head -40
-echo "   ... ($(bpftool -j map dump pinned /sys/fs/bpf/ringkeeper/pmu_info | grep -o '"tid":' | wc -l) entries: one per live traced thread)"
+dump=$(bpftool -j map dump pinned /sys/fs/bpf/ringkeeper/pmu_info)
+entries=$(echo "$dump" | grep -o '"tid":[0-9]*' | wc -l)
+threads=$(echo "$dump" | grep -o '"tid":[0-9]*' | sort -u | wc -l)
+echo "   ... ($entries entries: one per live traced thread and source, $threads threads x sched and cpu-clock)"
 wait "$pid"
 echo
 echo "== ringkeeper ls $session"

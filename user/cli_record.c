@@ -248,13 +248,25 @@ static int o_realtime(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/* Seconds, with a fraction down to the millisecond as perf's -D/--delay takes ms: "0.5". */
 static int o_duration(struct rec_args *a, const char *v)
 {
-	unsigned long long n;
+	unsigned long long sec = 0, ms = 0;
+	const char *dot = strchr(v, '.');
+	char whole[32], frac[4] = "000";
+	size_t k, l;
 
-	if (rk_parse_uint(v, 365ull * 86400, &n) || !n)
-		return bad("--duration", v, "not a number of seconds");
-	a->o.duration_ns = n * 1000000000ull;
+	l = dot ? (size_t)(dot - v) : strlen(v);
+	if (l >= sizeof(whole) || (dot && (!dot[1] || strlen(dot + 1) > 3)))
+		return bad("--duration", v, "seconds, with at most 3 decimals (0.5, 2, 1.250)");
+	memcpy(whole, v, l);
+	whole[l] = '\0';
+	for (k = 0; dot && dot[1 + k]; k++)
+		frac[k] = dot[1 + k];
+	if ((l && rk_parse_uint(whole, 365ull * 86400, &sec)) || (!l && !dot) ||
+	    rk_parse_uint(frac, 999, &ms) || (!sec && !ms))
+		return bad("--duration", v, "seconds, with at most 3 decimals (0.5, 2, 1.250)");
+	a->o.duration_ns = sec * 1000000000ull + ms * 1000000ull;
 	return 0;
 }
 
@@ -363,7 +375,9 @@ static const struct rec_opt opts[] = {
 	  "traced and counted (stat: threads not traced)" },
 	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
 	  "create at most SIZE of buffer files in the session" },
-	{ "duration", 'd', "SECS", o_duration, NULL, "stop after SECS seconds" },
+	{ "duration", 'd', "SECS", o_duration, NULL,
+	  "stop tracing after SECS seconds (fractions: 0.5); with -- CMD, ringkeeper then "
+	  "waits for CMD to exit, and says so" },
 	{ "session", 0, "NAME", o_session, NULL, "session name (default: date-time-loaderpid)" },
 	{ "root", 0, "DIR", o_root, RK_DEFAULT_ROOT,
 	  "where sessions live: made if its parent exists; must\n"

@@ -472,6 +472,12 @@ static void close_target(struct rk_rec *r)
 
 	if (r->go_fd >= 0)
 		close(r->go_fd); /* not started: the child exits without running CMD */
+	/* Tracing stopped (--duration, a signal) while CMD runs on: not a silent wait. */
+	if (r->child > 0 && started && waitpid(r->child, &status, WNOHANG) == 0)
+		fprintf(stderr,
+			"ringkeeper: tracing stopped; waiting for %s (pid %d) to exit (it is not "
+			"traced any more)\n",
+			r->o->argv[0], (int)r->child);
 	if (r->child > 0 && waitpid(r->child, &status, 0) == r->child && started &&
 	    !r->killed_child) {
 		int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -570,8 +576,10 @@ static void teardown(struct rk_rec *r, int err)
 		if (r->st) {
 			r->st->state = RK_SESSION_ENDED;
 			r->st->update_ns = rk_now_real_ns();
-			if (!err)
+			if (!err && rk_verbose)
 				rk_session_print(stderr, r->session, r->st, 0, NULL);
+			else if (!err)
+				rk_session_summary(stderr, r->session, r->dir, r->st);
 			munmap(r->st, sizeof(*r->st));
 		}
 	}

@@ -92,7 +92,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(renames, "threads renamed")                         \
 	X(outage_drops, "signals dropped while no recorder")  \
 	X(outage_exited, "threads found exited at resume")    \
-	X(loader_rss, "loader peak resident bytes")           \
+	X(loader_rss, "loader peak resident memory")          \
 	X(pins, "pins (mlock)")                               \
 	X(unpins, "unpins (munlock)")                         \
 	X(refusals, "pins refused by budget")                 \
@@ -107,12 +107,12 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(switches, "switches handled")                       \
 	X(pin_hot, "switch-ins already pinned")               \
 	X(pin_lat_n, "switch-ins that waited for a pin")      \
-	X(pin_lat_p50_ns, "switch-in to pinned, p50 (ns)")    \
-	X(pin_lat_p99_ns, "switch-in to pinned, p99 (ns)")    \
-	X(oncpu_ns, "on-CPU time, per buffer (ns)")           \
-	X(oncpu_pinned_ns, "  of which pinned (ns)")          \
-	X(loader_cpu_ns, "loader CPU time (ns)")              \
-	X(attach_cpu_ns, "  of which until tracing was on (ns)")
+	X(pin_lat_p50_ns, "switch-in to pinned, p50")         \
+	X(pin_lat_p99_ns, "switch-in to pinned, p99")         \
+	X(oncpu_ns, "on-CPU time, per buffer")                \
+	X(oncpu_pinned_ns, "  of which pinned")               \
+	X(loader_cpu_ns, "loader CPU time")                   \
+	X(attach_cpu_ns, "  of which until tracing was on")
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -220,6 +220,97 @@ static void print_crashes(FILE *f, const char *dir, int json)
 		fputc(']', f);
 }
 
+/* "12.3 ms" style: ns, us, ms or s with 3 significant digits. */
+static const char *fmt_ns(__u64 ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.3g us", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.3g ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.3f s", ns / 1e9);
+	return buf;
+}
+
+/*
+ * One counter line of `stat`: times and sizes in human units, and the
+ * counters that cannot apply left out (AUX without an intel_pt source,
+ * perf rings without -e).
+ */
+static void print_field(FILE *f, const char *field, const char *desc, __u64 v,
+			const struct rk_session_stat *st)
+{
+	size_t l = strlen(field);
+	char b[32];
+
+	if (!strncmp(field, "aux_", 4) && !st->aux_size)
+		return;
+	if ((!strncmp(field, "perf_", 5) || !strcmp(field, "sideband")) && !st->nev)
+		return;
+	if (l > 3 && !strcmp(field + l - 3, "_ns"))
+		fprintf(f, "  %-40s %s\n", desc, fmt_ns(v, b, sizeof(b)));
+	else if (!strcmp(field, "loader_rss") || !strcmp(field, "aux_bytes") ||
+		 !strcmp(field, "aux_dropped"))
+		fprintf(f, "  %-40s %s\n", desc, rk_fmt_size(v, b, sizeof(b)));
+	else
+		fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)v);
+}
+
+/* What a counter says is wrong, and what to do about it; one line each. */
+static void print_hints(FILE *f, const struct rk_session_stat *st, const char *pfx)
+{
+	__u64 tries = st->pins + st->refusals;
+
+	if (st->bpf_drops)
+		fprintf(f,
+			"%s%llu signals dropped by the BPF side (ringbuf full): raise --ringbuf-size\n",
+			pfx, (unsigned long long)st->bpf_drops);
+	if (st->bpf_fork_fail)
+		fprintf(f, "%s%llu children not traced (the pmu_info map was full)\n", pfx,
+			(unsigned long long)st->bpf_fork_fail);
+	if (st->perf_lost)
+		fprintf(f,
+			"%s%llu perf records lost in the kernel's per-CPU rings: raise --cpu-ring\n",
+			pfx, (unsigned long long)st->perf_lost);
+	if (st->lost)
+		fprintf(f, "%s%llu records lost (larger than a ring, or no file): raise -m\n", pfx,
+			(unsigned long long)st->lost);
+	if (st->not_traced)
+		fprintf(f,
+			"%s%llu threads not traced: --max-threads, --max-shm or the memory cgroup\n",
+			pfx, (unsigned long long)st->not_traced);
+	if (st->lock_errors)
+		fprintf(f, "%s%llu mlock failures: see RLIMIT_MEMLOCK and --mlock-kb\n", pfx,
+			(unsigned long long)st->lock_errors);
+	/* A few refusals are the budget working; many mean buffers wait unlocked. */
+	if (tries >= 100 && st->refusals * 10 > tries)
+		fprintf(f,
+			"%s%llu%% of pins refused by the budget (running threads' buffers stayed "
+			"unlocked): raise --mlock-kb or lower -m\n",
+			pfx, (unsigned long long)(st->refusals * 100 / tries));
+}
+
+void rk_session_summary(FILE *f, const char *name, const char *dir,
+			const struct rk_session_stat *st)
+{
+	char b1[32], b2[32], b3[32];
+
+	fprintf(f,
+		"ringkeeper: session %s: %llu threads, %llu records (%llu overwritten by newer "
+		"ones), files in %s\n",
+		name, (unsigned long long)st->threads, (unsigned long long)st->records,
+		(unsigned long long)st->overwritten, dir);
+	fprintf(f, "ringkeeper: locked at most %s of a %s budget; loader CPU %s\n",
+		rk_fmt_size(st->locked_peak, b1, sizeof(b1)),
+		rk_fmt_size(st->budget, b2, sizeof(b2)), fmt_ns(st->loader_cpu_ns, b3, sizeof(b3)));
+	if (!st->bpf_drops && !st->perf_lost && !st->lost && !st->not_traced)
+		fprintf(f, "ringkeeper: nothing dropped or lost\n");
+	print_hints(f, st, "ringkeeper: ");
+	fprintf(f, "ringkeeper: every counter: ringkeeper stat %s\n", name);
+}
+
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json,
 		      const char *dir)
 {
@@ -269,9 +360,10 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		rk_fmt_size(st->locked_peak, b2, sizeof(b2)),
 		rk_fmt_size(st->budget, b3, sizeof(b3)),
 		rk_fmt_size(st->vmlck_peak, b4, sizeof(b4)));
-#define H(field, desc) fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)st->field);
+#define H(field, desc) print_field(f, #field, desc, st->field, st);
 	FIELDS(H)
 #undef H
+	print_hints(f, st, "  ");
 	if (dir)
 		print_crashes(f, dir, 0);
 }

@@ -166,4 +166,12 @@ int rk_crash_line_parse(const char *line, struct rk_crash_line *c);
 void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *st, int json,
 		      const char *dir);
 
+/**
+ * rk_session_summary() - what `record` says when it ends: threads, records,
+ * locked memory against the budget, and a line for each counter that says
+ * something went wrong, with what to do (the rest: `stat`, or -v).
+ */
+void rk_session_summary(FILE *f, const char *name, const char *dir,
+			const struct rk_session_stat *st);
+
 #endif /* RK_SESSION_H */

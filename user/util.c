@@ -96,7 +96,12 @@ int rk_parse_size(const char *s, int pages_if_bare, uint64_t *out)
 
 const char *rk_fmt_size(uint64_t b, char *buf, size_t len)
 {
-	if (b && !(b % (1ull << 30)))
+	/* Exact where it is (a ring of 516 KiB); past 10 of a unit, a tenth is enough. */
+	if (b >= 10ull << 30 && b % (1ull << 30))
+		snprintf(buf, len, "%.1f GiB", b / (double)(1ull << 30));
+	else if (b >= 10ull << 20 && b < 10ull << 30 && b % (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", b / (double)(1ull << 20));
+	else if (b && !(b % (1ull << 30)))
 		snprintf(buf, len, "%llu GiB", (unsigned long long)(b >> 30));
 	else if (b && !(b % (1ull << 20)))
 		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));

@@ -474,6 +474,34 @@ Test(record, renamed_threads_carry_their_new_names)
 	free(err);
 }
 
+/*
+ * -d takes fractions; when it stops tracing before CMD ends, record says it
+ * waits for CMD. record ends with a short summary; -v adds every counter.
+ */
+Test(record, duration_fraction_summary_and_verbose_counters)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root", root,	   "--session", "d",
+			 "-d",		 "0.3",	   "--",     "/bin/sleep", "1",		NULL };
+	char *argv_v[] = { (char *)rk_bin, "record", "--root", root,	    "--session",
+			   "dv",	   "-v",     "--",     "/bin/true", NULL };
+	uint64_t t0 = now_ms();
+	char *err;
+	int st;
+
+	st = run_rk(argv, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	cr_assert_geq(now_ms() - t0, 1000, "did not wait for CMD");
+	cr_assert_not_null(strstr(err, "tracing stopped; waiting for /bin/sleep"), "%s", err);
+	cr_assert_not_null(strstr(err, "ringkeeper: session d: "), "%s", err);
+	cr_assert_not_null(strstr(err, "every counter: ringkeeper stat d"), "%s", err);
+	cr_assert_null(strstr(err, "signals (BPF)"), "counters without -v:\n%s", err);
+	free(err);
+	st = run_rk(argv_v, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "signals (BPF)"), "-v shows every counter:\n%s", err);
+	free(err);
+}
+
 Test(record, sigint_stops_cleanly_and_keeps_files)
 {
 	char wo[128], we[128], line[64], dir[256], path[300], e[128];
@@ -564,6 +592,16 @@ Test(record, bad_input_gets_clear_errors)
 		char *a[] = { (char *)rk_bin, "record", "-m", "abc", "--", "true", NULL };
 
 		expect_error(a, 2, "-m: not a size");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-d", "0.0001", "--", "true", NULL };
+
+		expect_error(a, 2, "--duration: seconds, with at most 3 decimals");
+	}
+	{
+		char *a[] = { (char *)rk_bin, "record", "-d", "0", "--", "true", NULL };
+
+		expect_error(a, 2, "--duration: seconds");
 	}
 	{
 		char *a[] = { (char *)rk_bin, "record", "-m", "2K", "--", "true", NULL };

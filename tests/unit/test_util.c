@@ -184,3 +184,75 @@ Test(util, write_sparse_same_bytes_fewer_blocks)
 	free(buf);
 	free(back);
 }
+
+static char *summary_of(const struct rk_session_stat *st, int full)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	if (full)
+		rk_session_print(f, "s", st, 0, NULL);
+	else
+		rk_session_summary(f, "s", "/dev/shm/ringkeeper/s", st);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * record's closing lines: short, a line per counter that signals a problem
+ * with what to do; stat's counters in human units, those that cannot apply
+ * left out.
+ */
+Test(util, record_summary_names_problems_and_stat_hides_what_does_not_apply)
+{
+	struct rk_session_stat st = { 0 };
+	char *s;
+
+	st.threads = 9;
+	st.records = 1704;
+	st.budget = 8192;
+	st.locked_peak = 8192;
+	st.loader_cpu_ns = 25300000;
+	s = summary_of(&st, 0);
+	cr_assert_not_null(strstr(s, "session s: 9 threads, 1704 records"), "%s", s);
+	cr_assert_not_null(strstr(s, "locked at most 8 KiB of a 8 KiB budget; loader CPU 25.3 ms"),
+			   "%s", s);
+	cr_assert_not_null(strstr(s, "nothing dropped or lost"), "%s", s);
+	cr_assert_not_null(strstr(s, "every counter: ringkeeper stat s"), "%s", s);
+	cr_assert_null(strstr(s, "signals (BPF)"), "raw counters in the summary:\n%s", s);
+	free(s);
+
+	st.pins = 70;
+	st.refusals = 30;
+	st.bpf_drops = 5;
+	st.not_traced = 2;
+	s = summary_of(&st, 0);
+	cr_assert_not_null(strstr(s, "30% of pins refused by the budget"), "%s", s);
+	cr_assert_not_null(strstr(s, "raise --mlock-kb or lower -m"), "%s", s);
+	cr_assert_not_null(strstr(s, "5 signals dropped by the BPF side"), "%s", s);
+	cr_assert_not_null(strstr(s, "raise --ringbuf-size"), "%s", s);
+	cr_assert_not_null(strstr(s, "2 threads not traced"), "%s", s);
+	cr_assert_null(strstr(s, "nothing dropped"), "%s", s);
+	free(s);
+	/* A few refusals are the budget at work: no hint. */
+	st.pins = 1000;
+	st.refusals = 20;
+	s = summary_of(&st, 0);
+	cr_assert_null(strstr(s, "of pins refused"), "%s", s);
+	free(s);
+
+	/* stat: no AUX lines without intel_pt, no perf ring lines without -e; units. */
+	s = summary_of(&st, 1);
+	cr_assert_null(strstr(s, "AUX"), "%s", s);
+	cr_assert_null(strstr(s, "perf records"), "%s", s);
+	cr_assert_not_null(strstr(s, "loader CPU time                          25.3 ms"), "%s", s);
+	free(s);
+	st.aux_size = 65536;
+	st.nev = 1;
+	s = summary_of(&st, 1);
+	cr_assert_not_null(strstr(s, "AUX records"), "%s", s);
+	cr_assert_not_null(strstr(s, "perf records drained"), "%s", s);
+	free(s);
+}
