@@ -82,6 +82,30 @@ static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errle
 	return 0;
 }
 
+/*
+ * "cpu-clock:u": the modifier ("u", "k", "ku", "uk") of a non-tracepoint
+ * event, its name without it in @base (64 bytes); NULL if @tok has none
+ * (a tracepoint is SYSTEM:EVENT, and no event is named u or k).
+ */
+static const char *modifier(const char *tok, char *base)
+{
+	const char *c = strrchr(tok, ':');
+	size_t i;
+
+	if (!c || c == tok || strchr(tok, ':') != c || !c[1] || strlen(c + 1) > 2 ||
+	    strspn(c + 1, "uk") != strlen(c + 1) || (size_t)(c - tok) >= 64)
+		return NULL;
+	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+		if (strlen(events[i].name) == (size_t)(c - tok) &&
+		    !strncmp(events[i].name, tok, (size_t)(c - tok)))
+			break;
+	if (i == sizeof(events) / sizeof(events[0]))
+		return NULL;
+	if (base)
+		snprintf(base, 64, "%.*s", (int)(c - tok), tok);
+	return c + 1;
+}
+
 static void base_attr(struct rk_perf_event_attr *a, const struct rk_evsel_opts *o, int tracepoint)
 {
 	a->size = RK_PERF_ATTR_SIZE;
@@ -269,7 +293,7 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 					goto out;
 				}
 			}
-		} else if (strchr(tok, ':')) {
+		} else if (strchr(tok, ':') && !modifier(tok, NULL)) {
 			__u64 id;
 
 			err = tracepoint_id(tok, &id, errbuf, errlen);
@@ -279,8 +303,11 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 			a->config = id;
 			base_attr(a, o, 1);
 		} else {
+			char base[64];
+			const char *mod = modifier(tok, base);
+
 			for (i = 0; i < sizeof(events) / sizeof(events[0]); i++)
-				if (!strcmp(events[i].name, tok))
+				if (!strcmp(events[i].name, mod ? base : tok))
 					break;
 			if (i == sizeof(events) / sizeof(events[0])) {
 				snprintf(
@@ -296,6 +323,23 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 			a->type = events[i].type;
 			a->config = events[i].config;
 			base_attr(a, o, 0);
+			if (mod) {
+				/* perf's modifiers: u user, k kernel (both: the default). */
+				int u = !!strchr(mod, 'u'), kk = !!strchr(mod, 'k');
+
+				a->exclude_user = kk && !u;
+				a->exclude_kernel = u && !kk;
+				a->exclude_callchain_kernel = a->exclude_kernel;
+				/* The directory is the event's: show -e cpu-clock finds it. */
+				snprintf(ev->dir, sizeof(ev->dir), "%s", base);
+				for (k = 0; k < cnt; k++)
+					if (!strcmp(out[k].dir, ev->dir)) {
+						snprintf(errbuf, errlen, "event '%s' given twice",
+							 base);
+						err = -EINVAL;
+						goto out;
+					}
+			}
 		}
 		if (ev->tracking) {
 			/* mmap enables the records, mmap2 picks their format (as perf sets both). */

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,7 +185,8 @@ int rk_gc(const struct rk_gc_opts *o)
 		struct rk_session_stat st;
 		int have_st;
 
-		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+		    (o->session && strcmp(o->session, de->d_name)))
 			continue;
 		snprintf(sdir, sizeof(sdir), "%s/%s", o->root, de->d_name);
 		have_st = !rk_session_stat_read(sdir, &st);
@@ -225,7 +227,8 @@ int rk_gc(const struct rk_gc_opts *o)
 		char sdir[PATH_MAX];
 		struct rk_session_stat st;
 
-		if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+		    (o->session && strcmp(o->session, de->d_name)))
 			continue;
 		snprintf(sdir, sizeof(sdir), "%s/%s", o->root, de->d_name);
 		if (!rk_session_stat_read(sdir, &st) && rk_session_alive(&st))
@@ -243,4 +246,50 @@ out:
 		free(g.v[i].path);
 	free(g.v);
 	return err;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) && errno != ENOENT) {
+		rk_warn("rm: cannot remove %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int rk_rm_session(const char *root, const char *name, int dry_run, int quiet)
+{
+	char sdir[PATH_MAX], sched[PATH_MAX + 16];
+	struct rk_session_stat st;
+	struct stat sb;
+
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		rk_err("rm: '%s' is not a session name", name);
+		return -EINVAL;
+	}
+	snprintf(sdir, sizeof(sdir), "%s/%s", root, name);
+	snprintf(sched, sizeof(sched), "%s/%s", sdir, RK_SCHED_DIR);
+	if (lstat(sdir, &sb) || !S_ISDIR(sb.st_mode) || access(sched, F_OK)) {
+		rk_err("rm: no session '%s' in %s (ringkeeper ls lists them)", name, root);
+		return -ENOENT;
+	}
+	if (!rk_session_stat_read(sdir, &st) && rk_session_alive(&st)) {
+		rk_err("rm: session %s is recording (loader pid %u): stop it first (SIGINT)", name,
+		       st.loader_pid);
+		return -EBUSY;
+	}
+	if (dry_run) {
+		printf("would remove session %s\n", sdir);
+		return 0;
+	}
+	/* Depth first, never through a symlink, never off this file system. */
+	if (nftw(sdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
+		rk_err("rm: %s is only partly removed", sdir);
+		return -EIO;
+	}
+	if (!quiet)
+		printf("removed session %s\n", sdir);
+	return 0;
 }

@@ -11,9 +11,11 @@
  * @older_than_ns: buffers of threads dead for longer than this (0: no age rule).
  * @max_bytes: then the oldest dead ones until all sessions fit (0: no size rule).
  * @dry_run: only say what would go.
+ * @session: only this session (NULL: all of them).
  */
 struct rk_gc_opts {
 	const char *root;
+	const char *session;
 	__u64 older_than_ns;
 	__u64 max_bytes;
 	int dry_run;
@@ -21,5 +23,13 @@ struct rk_gc_opts {
 
 /** rk_gc() - Return: 0 or -errno (reported). */
 int rk_gc(const struct rk_gc_opts *o);
+
+/**
+ * rk_rm_session() - remove the session @name under @root entirely, unless
+ * its recorder is still running. @quiet: say nothing when it went.
+ * Return: 0, or -errno (reported): -ENOENT no such session, -EBUSY
+ * recording, -EINVAL not a session name.
+ */
+int rk_rm_session(const char *root, const char *name, int dry_run, int quiet);
 
 #endif /* RK_GC_H */

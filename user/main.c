@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
@@ -28,6 +29,7 @@ static int cmd_stat(int argc, char **argv);
 static int cmd_show(int argc, char **argv);
 static int cmd_export(int argc, char **argv);
 static int cmd_gc(int argc, char **argv);
+static int cmd_rm(int argc, char **argv);
 static int cmd_pmu(int argc, char **argv);
 
 /*
@@ -45,6 +47,7 @@ static const struct cmd {
 	{ "show", cmd_show, "print the records of one thread's buffer (FILE or TID)" },
 	{ "export", cmd_export, "write a session (or threads of it) as a perf.data file" },
 	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
+	{ "rm", cmd_rm, "remove a session entirely" },
 	{ "pmu", cmd_pmu, "the PMU descriptor ringkeeper records for an event" },
 	{ "coredump", rk_cmd_coredump,
 	  "install the core_pattern handler that puts buffers in cores" },
@@ -142,18 +145,16 @@ static int tid_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void ls_session(const char *root, const struct sess *s, int json, int *first)
+/* The sorted numeric entries of @dir (tids or pids), malloc'd. */
+static size_t dir_names(const char *dir, char ***out)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 300], b1[32];
 	char **names = NULL, **nn;
-	size_t n = 0, i;
 	struct dirent *de;
-	DIR *d;
+	size_t n = 0;
+	DIR *d = opendir(dir);
 
-	snprintf(dir, sizeof(dir), "%s/%s/%s", root, s->name, RK_SCHED_DIR);
-	d = opendir(dir);
 	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
 		nn = realloc(names, (n + 1) * sizeof(*names));
 		if (!nn)
@@ -167,75 +168,172 @@ static void ls_session(const char *root, const struct sess *s, int json, int *fi
 		closedir(d);
 	if (n)
 		qsort(names, n, sizeof(*names), tid_cmp);
-	if (!json) {
-		printf("%s  %s  %zu threads  %s\n", s->name,
-		       !s->have_stat		       ? "no-stat" :
-		       rk_session_alive(&s->st)	       ? "running" :
-		       s->st.state == RK_SESSION_ENDED ? "ended" :
-							 "dead-loader",
-		       n, s->have_stat ? s->st.command : "");
-		printf("  %8s %8s %-16s %-8s %-6s %10s %10s  %s\n", "TID", "TGID", "COMM", "STATE",
-		       "PINNED", "BYTES", "RING", "FILE");
-	}
-	for (i = 0; i < n; i++) {
-		const char *msg = NULL;
-		struct rk_bufile *bf;
+	*out = names;
+	return n;
+}
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		bf = rk_bufile__open(path, &msg);
-		if (!bf) {
-			if (json) {
-				printf("%s{\"session\":", *first ? "" : ",\n");
-				rk_json_str(stdout, s->name);
-				printf(",\"file\":");
-				rk_json_str(stdout, path);
-				printf(",\"error\":");
-				rk_json_str(stdout, msg ? msg : strerror(errno));
-				printf("}");
-				*first = 0;
-			} else {
-				printf("  %8s %s: %s\n", names[i], path,
-				       msg ? msg : strerror(errno));
-			}
+#define LS_MAX_SRC (RK_MAX_SRC + 2)
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* A session's sources: sched first, the -e events sorted, the sideband last. */
+static size_t session_sources(const char *sdir, char src[][128])
+{
+	struct dirent *de;
+	size_t n = 1;
+	DIR *d = opendir(sdir);
+
+	snprintf(src[0], 128, "%s", RK_SCHED_DIR);
+	while (d && (de = readdir(d)) && n < LS_MAX_SRC - 1) {
+		if (de->d_name[0] == '.' || de->d_type != DT_DIR ||
+		    !strcmp(de->d_name, RK_SCHED_DIR) || !strcmp(de->d_name, RK_SIDEBAND_DIR) ||
+		    strlen(de->d_name) >= 128)
 			continue;
+		snprintf(src[n++], 128, "%s", de->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(src + 1, n - 1, sizeof(src[0]), str_cmp);
+	snprintf(src[n], 128, "%s", RK_SIDEBAND_DIR);
+	return n + 1;
+}
+
+static const char *sess_state(const struct sess *s)
+{
+	return !s->have_stat		       ? "no-stat" :
+	       rk_session_alive(&s->st)	       ? "running" :
+	       s->st.state == RK_SESSION_ENDED ? "ended" :
+						 "dead-loader";
+}
+
+/* The command as one line: bytes outside ' '..'~' (a newline) as \xNN. */
+static void print_command(const char *c)
+{
+	for (; *c; c++) {
+		unsigned char ch = (unsigned char)*c;
+
+		if (ch < ' ' || ch > '~' || ch == '\\')
+			printf("\\x%02x", ch);
+		else
+			putchar(ch);
+	}
+}
+
+/*
+ * One session: a header (state, start, how long, threads, sources, command),
+ * then a row per buffer file of every source. A file that cannot be read is
+ * said on stderr. Return: the files that could not be read.
+ */
+static int ls_session(const char *root, const struct sess *s, int json, int *first)
+{
+	char sdir[PATH_MAX], dir[PATH_MAX + 200], path[PATH_MAX + 500], src[LS_MAX_SRC][128];
+	char sub[PATH_MAX + 200];
+	char when[64] = "?", b1[32];
+	size_t nsrc = 0, k, i, nthreads;
+	int bad = 0, firstf = 1;
+	__u64 dur = 0;
+	char **names;
+
+	snprintf(sdir, sizeof(sdir), "%s/%s", root, s->name);
+	nsrc = session_sources(sdir, src);
+	snprintf(dir, sizeof(dir), "%s/%s", sdir, RK_SCHED_DIR);
+	nthreads = dir_names(dir, &names);
+	for (i = 0; i < nthreads; i++)
+		free(names[i]);
+	free(names);
+	if (s->have_stat && s->st.start_ns) {
+		time_t t = (time_t)(s->st.start_ns / 1000000000ull);
+		struct tm tm;
+		__u64 end = rk_session_alive(&s->st) ? rk_now_real_ns() : s->st.update_ns;
+
+		if (gmtime_r(&t, &tm))
+			strftime(when, sizeof(when),
+				 json ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S UTC", &tm);
+		dur = end > s->st.start_ns ? end - s->st.start_ns : 0;
+	}
+	if (json) {
+		printf("%s{\"session\":", *first ? "" : ",\n");
+		rk_json_str(stdout, s->name);
+		printf(",\"state\":\"%s\",\"start_time\":\"%s\",\"duration_ns\":%llu,\"threads\":%zu,"
+		       "\"command\":",
+		       sess_state(s), when, (unsigned long long)dur, nthreads);
+		rk_json_str(stdout, s->have_stat ? s->st.command : "");
+		printf(",\"sources\":[");
+		for (k = 0; k < nsrc; k++) {
+			printf("%s", k ? "," : "");
+			rk_json_str(stdout, src[k]);
 		}
-		{
+		printf("],\"files\":[");
+		*first = 0;
+	} else {
+		printf("%s  %s  started %s, %.1f s, %zu threads, sources ", s->name, sess_state(s),
+		       when, dur / 1e9, nthreads);
+		for (k = 0; k < nsrc; k++)
+			printf("%s%s", k ? "," : "", src[k]);
+		printf("\n  command: ");
+		print_command(s->have_stat ? s->st.command : "");
+		printf("\n  %8s %8s %-16s %-9s %-6s %-20s %10s %10s  %s\n", "TID", "TGID", "COMM",
+		       "STATE", "PINNED", "SOURCE", "BYTES", "RING", "FILE");
+	}
+	for (k = 0; k < nsrc; k++) {
+		snprintf(sub, sizeof(sub), "%s/%.127s", sdir, src[k]);
+		nthreads = dir_names(sub, &names);
+		for (i = 0; i < nthreads; i++) {
+			const char *msg = NULL;
+			struct rk_bufile *bf;
 			__u64 head, tail, used;
 			char comm[RK_COMM_LEN];
-			int pinned = (int)__atomic_load_n(&bf->ident->pinned, __ATOMIC_RELAXED) &&
-				     s->have_stat && rk_session_alive(&s->st);
+			const char *state;
+			int pinned;
 
+			snprintf(path, sizeof(path), "%s/%s", sub, names[i]);
+			bf = rk_bufile__open(path, &msg);
+			if (!bf) {
+				rk_err("%s: %s", path, msg ? msg : strerror(errno));
+				bad++;
+				continue;
+			}
+			pinned = (int)__atomic_load_n(&bf->ident->pinned, __ATOMIC_RELAXED) &&
+				 s->have_stat && rk_session_alive(&s->st);
 			/* Checked at open; a live pair that went bad since reads as empty. */
 			used = rk_bufile__ring(bf, &head, &tail) ? 0 : head - tail;
 			memcpy(comm, bf->ident->comm, sizeof(comm));
 			comm[RK_COMM_LEN - 1] = '\0';
+			/* A process's sideband has no thread state of its own. */
+			state = strcmp(src[k], RK_SIDEBAND_DIR) ?
+					rk_thread_state_name(bf->ident->state) :
+					"-";
 			if (json) {
-				printf("%s{\"session\":", *first ? "" : ",\n");
-				rk_json_str(stdout, s->name);
+				printf("%s{\"source\":", firstf ? "" : ",");
+				rk_json_str(stdout, src[k]);
 				printf(",\"tid\":%u,\"tgid\":%u,\"comm\":", bf->ident->tid,
 				       bf->ident->tgid);
 				rk_json_str(stdout, comm);
 				printf(",\"state\":\"%s\",\"pinned\":%s,\"bytes\":%llu,"
-				       "\"data_size\":%llu,\"file\":",
-				       rk_thread_state_name(bf->ident->state),
-				       pinned ? "true" : "false", (unsigned long long)used,
+				       "\"ring\":%llu,\"file\":",
+				       state, pinned ? "true" : "false", (unsigned long long)used,
 				       (unsigned long long)bf->data_size);
 				rk_json_str(stdout, path);
 				printf("}");
-				*first = 0;
+				firstf = 0;
 			} else {
-				printf("  %8u %8u %-16s %-8s %-6s %10llu %10s  %s\n",
-				       bf->ident->tid, bf->ident->tgid, comm,
-				       rk_thread_state_name(bf->ident->state),
-				       pinned ? "yes" : "no", (unsigned long long)used,
+				printf("  %8u %8u %-16s %-9s %-6s %-20s %10llu %10s  %s\n",
+				       bf->ident->tid, bf->ident->tgid, comm, state,
+				       pinned ? "yes" : "no", src[k], (unsigned long long)used,
 				       rk_fmt_size(bf->data_size, b1, sizeof(b1)), path);
 			}
+			rk_bufile__free(bf);
 		}
-		rk_bufile__free(bf);
+		for (i = 0; i < nthreads; i++)
+			free(names[i]);
+		free(names);
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	if (json)
+		printf("]}");
+	return bad;
 }
 
 /* show -e: which source's buffers a TID is looked up in; --pt: dump the AUX area. */
@@ -261,11 +359,17 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 
 	while ((c = getopt_long(argc, argv, "+jr:s:ae:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'e':
+		case 'e': {
+			char *c = strrchr(optarg, ':');
+
 			if (!session || strchr(optarg, '/'))
 				goto bad;
+			/* cpu-clock:u was recorded as cpu-clock (perf's modifiers). */
+			if (c && c[1] && strspn(c + 1, "uk") == strlen(c + 1) && strlen(c + 1) <= 2)
+				*c = '\0';
 			show_event = optarg;
 			break;
+		}
 		case 'C':
 			if (!session)
 				goto bad;
@@ -319,41 +423,48 @@ static int cmd_ls(int argc, char **argv)
 	static const char usage[] =
 		"Usage: ringkeeper ls [--json] [--root DIR] [SESSION...]\n"
 		"\n"
-		"List sessions (newest first) and, for each, one line per thread buffer:\n"
-		"tid, tgid, comm, state (live/exiting/exited/stopped/execed/crashed), whether\n"
-		"it is locked in memory now, bytes of records held, ring size, file.\n";
+		"List sessions (newest first): state, start (UTC), how long it recorded,\n"
+		"threads, sources (sched, each -e event, sideband) and command; then one line\n"
+		"per buffer file of every source: tid, tgid, comm, state\n"
+		"(live/exiting/exited/stopped/execed/crashed), whether it is locked in memory\n"
+		"now, source, bytes of records held, ring size, file. A file that cannot be\n"
+		"read is reported on stderr and makes the exit status 1.\n"
+		"  --json  an array of sessions, each with its files\n";
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
-	int json = 0, first = 1, r, matched = 0;
+	int json = 0, first = 1, r, bad = 0, k;
 
 	r = common_opts(argc, argv, usage, &json, &root, NULL, NULL);
 	if (r <= 0)
 		return -r;
 	if (sessions(root, &v, &n))
 		return 1;
+	for (k = optind; k < argc; k++) {
+		for (i = 0; i < n && strcmp(argv[k], v[i].name); i++)
+			;
+		if (i == n) {
+			rk_err("no session '%s' in %s (ringkeeper ls lists them)", argv[k], root);
+			bad++;
+		}
+	}
 	if (json)
 		printf("[");
 	for (i = 0; i < n; i++) {
-		int want = optind >= argc, k;
+		int want = optind >= argc;
 
 		for (k = optind; k < argc; k++)
 			want |= !strcmp(argv[k], v[i].name);
 		if (!want)
 			continue;
-		matched++;
-		ls_session(root, &v[i], json, &first);
+		bad += ls_session(root, &v[i], json, &first);
 	}
 	if (json)
 		printf("]\n");
 	else if (!n)
 		printf("no sessions in %s\n", root);
 	free(v);
-	if (optind < argc && !matched) {
-		rk_err("no such session in %s", root);
-		return 1;
-	}
-	return 0;
+	return bad ? 1 : 0;
 }
 
 static int cmd_stat(int argc, char **argv)
@@ -644,6 +755,8 @@ static int cmd_show(int argc, char **argv)
 		struct sess *v;
 		size_t n, i;
 
+		int have_session = 0, have_event = 0;
+
 		if (sessions(root, &v, &n))
 			return 1;
 		path[0] = '\0';
@@ -652,15 +765,36 @@ static int cmd_show(int argc, char **argv)
 
 			if (session && strcmp(session, v[i].name))
 				continue;
+			have_session = 1;
+			snprintf(p, sizeof(p), "%s/%s/%s", root, v[i].name, show_event);
+			have_event |= !access(p, F_OK);
 			snprintf(p, sizeof(p), "%s/%s/%s/%s", root, v[i].name, show_event,
 				 argv[optind]);
 			if (!access(p, F_OK))
 				snprintf(path, sizeof(path), "%s", p);
 		}
 		free(v);
+		/* Say which of the three was not there: the session, the event, the tid. */
+		if (!n) {
+			rk_err("no sessions in %s: nothing to show tid %s from", root,
+			       argv[optind]);
+			return 1;
+		}
+		if (!path[0] && session && !have_session) {
+			rk_err("no session '%s' in %s (ringkeeper ls lists them)", session, root);
+			return 1;
+		}
+		if (!path[0] && !have_event) {
+			rk_err("%s%s recorded no event '%s' (ringkeeper ls shows each session's "
+			       "sources; -e takes one of them)",
+			       session ? "session " : "no session in ", session ? session : root,
+			       show_event);
+			return 1;
+		}
 		if (!path[0]) {
-			rk_err("no buffer for tid %s in %s%s%s", argv[optind], root,
-			       session ? " session " : "", session ? session : "");
+			rk_err("no %s buffer for tid %s in %s%s%s (ringkeeper ls lists the threads)",
+			       show_event, argv[optind], root, session ? " session " : "",
+			       session ? session : "");
 			return 1;
 		}
 	}
@@ -974,11 +1108,13 @@ static int cmd_gc(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [--root DIR]\n"
+		"                     [SESSION]\n"
 		"\n"
 		"Remove the buffer files of dead threads (exited, or of a session whose\n"
 		"recorder is gone): those dead for more than SECS, then the oldest ones until\n"
-		"all sessions take at most SIZE (K/M/G). Live threads of a running session are\n"
-		"never touched; an ended session left without buffers is removed entirely.\n";
+		"the sessions take at most SIZE (K/M/G). With SESSION, only that one. Live\n"
+		"threads of a running session are never touched; an ended session left\n"
+		"without buffers is removed entirely. To remove a whole session: ringkeeper rm.\n";
 	static const struct option lo[] = {
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 's' },
@@ -1022,11 +1158,65 @@ static int cmd_gc(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || (!go.older_than_ns && !go.max_bytes)) {
-		rk_err("gc: give --older-than and/or --max-size (see --help)");
+	if (optind < argc - 1 || (!go.older_than_ns && !go.max_bytes)) {
+		rk_err("gc: give --older-than and/or --max-size, and at most one SESSION (see "
+		       "--help)");
 		return 2;
 	}
+	if (optind < argc) {
+		char sched[PATH_MAX];
+
+		go.session = argv[optind];
+		snprintf(sched, sizeof(sched), "%s/%s/%s", go.root, go.session, RK_SCHED_DIR);
+		if (strchr(go.session, '/') || access(sched, F_OK)) {
+			rk_err("gc: no session '%s' in %s (ringkeeper ls lists them)", go.session,
+			       go.root);
+			return 1;
+		}
+	}
 	return rk_gc(&go) ? 1 : 0;
+}
+
+static int cmd_rm(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper rm [--dry-run] [--root DIR] SESSION...\n"
+		"\n"
+		"Remove sessions entirely: every buffer file, the sideband, the counters and\n"
+		"the crash records. A session whose recorder is still running is refused\n"
+		"(stop it with SIGINT first). Exit status 1 if any session was not removed.\n";
+	static const struct option lo[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *root = RK_DEFAULT_ROOT;
+	int c, dry = 0, bad = 0;
+
+	while ((c = getopt_long(argc, argv, "+nr:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			dry = 1;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	for (; optind < argc; optind++)
+		bad += rk_rm_session(root, argv[optind], dry, 0) != 0;
+	return bad ? 1 : 0;
 }
 
 int main(int argc, char **argv)

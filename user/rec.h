@@ -95,6 +95,8 @@ struct rk_rec {
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int link_fds[8]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
+	int made_dir; /* this recording created its session directory */
+	int announced; /* tracing was on ("recording session ..." said) */
 	int nlinks;
 	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */
 	/*

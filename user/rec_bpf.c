@@ -185,8 +185,9 @@ int rec_pin_maps(struct rk_rec *r)
 	}
 	/* We hold the lock: anything pinned here is a dead recorder's. */
 	if (!access(RK_BPFFS_DIR "/signals", F_OK))
-		rk_warn("removing what a killed recorder left pinned in %s (its session could "
-			"have been continued with --resume)",
+		rk_warn("removing what an earlier recorder left pinned in %s (kept with --keep, "
+			"or left by a recorder that was killed: such a session can be continued "
+			"with record --resume instead)",
 			RK_BPFFS_DIR);
 	rec_unpin_links();
 	unlink(RK_BPFFS_DIR "/pmu_info");

@@ -40,6 +40,7 @@
 #include "bufile.h"
 #include "drain.h"
 #include "evsel.h"
+#include "gc.h"
 #include "pinpool.h"
 #include "pmu.h"
 #include "record.h"
@@ -159,6 +160,7 @@ static int session_dirs(struct rk_rec *r)
 		rk_err("cannot create %s: %s", r->dir, strerror(errno));
 		return err;
 	}
+	r->made_dir = 1;
 	for (k = 0; k < rec_nsrc(r); k++) {
 		err = mkdir_src(r, rec_src_dir(r, k));
 		if (err)
@@ -431,6 +433,7 @@ static void announce(struct rk_rec *r)
 		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
 			r->target);
 	r->st->attach_cpu_ns = rec_loader_cpu_ns();
+	r->announced = 1;
 	if (o->ready_fd >= 0 && write(o->ready_fd, "ready\n", 6) != 6)
 		rk_info("cannot write to the ready fd");
 	fprintf(stderr,
@@ -462,6 +465,14 @@ static void stop(struct rk_rec *r)
 	rec_drain(r); /* what the first one's signals deferred */
 }
 
+/* Whether @pid has exited (not reaped: the caller still waits for it). */
+static int child_exited(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) || si.si_pid != 0;
+}
+
 /*
  * The command we launched (never started if go_fd is still open): how it
  * ended, in one line, and as a shell reports it; then our fds.
@@ -472,8 +483,11 @@ static void close_target(struct rk_rec *r)
 
 	if (r->go_fd >= 0)
 		close(r->go_fd); /* not started: the child exits without running CMD */
-	/* Tracing stopped (--duration, a signal) while CMD runs on: not a silent wait. */
-	if (r->child > 0 && started && waitpid(r->child, &status, WNOHANG) == 0)
+	/*
+	 * Tracing stopped (--duration, a signal) while CMD runs on: not a
+	 * silent wait. WNOWAIT: only a look, the wait below reaps it.
+	 */
+	if (r->child > 0 && started && !child_exited(r->child))
 		fprintf(stderr,
 			"ringkeeper: tracing stopped; waiting for %s (pid %d) to exit (it is not "
 			"traced any more)\n",
@@ -581,7 +595,11 @@ static void teardown(struct rk_rec *r, int err)
 			else if (!err)
 				rk_session_summary(stderr, r->session, r->dir, r->st);
 			munmap(r->st, sizeof(*r->st));
+			r->st = NULL;
 		}
+		/* Failed before tracing was on: nothing was recorded, no session is left. */
+		if (err && r->made_dir && !r->announced)
+			rk_rm_session(r->o->root, r->session, 0, 1);
 	}
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);

@@ -11,14 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
 
 TestSuite(cli, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 300);
 
-static const char *const commands[] = { "record", "ls", "stat", "show",
-					"export", "gc", "pmu",	"coredump" };
+static const char *const commands[] = { "record", "ls", "stat", "show",	   "export",
+					"gc",	  "rm", "pmu",	"coredump" };
 
 /* A shell command's stdout (and status), malloc'd. */
 static char *out_of(const char *cmd, int *status)
@@ -156,4 +157,135 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	cr_assert_neq(access(path, F_OK), 0, "uninstall left %s", path);
 	snprintf(path, sizeof(path), "%s/usr/share/bash-completion/completions/ringkeeper", stage);
 	cr_assert_neq(access(path, F_OK), 0, "uninstall left %s", path);
+}
+
+/*
+ * ls shows every source with sizes and the session's start, duration and
+ * state; a file it cannot read goes to stderr with exit 1; gc and rm take a
+ * session; show says which of session, event and tid is missing; perf's
+ * event modifiers are taken.
+ */
+Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
+{
+	char *rec_a[] = { (char *)rk_bin,
+			  "record",
+			  "--root",
+			  root,
+			  "--session",
+			  "a",
+			  "-e",
+			  "cpu-clock:u",
+			  "--",
+			  (char *)workload,
+			  "-t",
+			  "1",
+			  "-i",
+			  "2",
+			  NULL };
+	char *rec_b[] = { (char *)rk_bin,   "record", "--root", root, "--session", "b", "--",
+			  (char *)workload, "-t",     "1",	"-i", "2",	   NULL };
+	char cmd[1024], path[300], tid[16], *s, *err;
+	unsigned int tids[8];
+	struct rk_bufile *bf;
+	int st, rd;
+	pid_t sleeper, rk;
+
+	st = run_rk(rec_a, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	free(err);
+	st = run_rk(rec_b, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(path, sizeof(path), "%s/a/cpu-clock", root);
+	cr_assert_geq(files_in(path, tids, 8), 2, "-e cpu-clock:u files in %s", path);
+	snprintf(path, sizeof(path), "%s/a/cpu-clock/%u", root, tids[0]);
+	bf = rk_bufile__open(path, NULL);
+	cr_assert_not_null(bf);
+	cr_assert(bf->pmu->attr.exclude_kernel && !bf->pmu->attr.exclude_user, ":u: user only");
+	rk_bufile__free(bf);
+
+	snprintf(cmd, sizeof(cmd), "%s ls --root %s a", rk_bin, root);
+	s = out_of(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "a  ended  started 20"), "%s", s);
+	cr_assert_not_null(strstr(s, "sources sched,cpu-clock,sideband"), "%s", s);
+	cr_assert_not_null(strstr(s, " cpu-clock "), "no cpu-clock rows:\n%s", s);
+	cr_assert_not_null(strstr(s, " sideband "), "no sideband row:\n%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s ls --json --root %s a", rk_bin, root);
+	s = out_of(cmd, &st);
+	cr_assert_not_null(strstr(s, "\"sources\":[\"sched\",\"cpu-clock\",\"sideband\"]"), "%s",
+			   s);
+	cr_assert_not_null(strstr(s, "\"start_time\":\"20"), "%s", s);
+	cr_assert_not_null(strstr(s, "\"duration_ns\":"), "%s", s);
+	free(s);
+
+	/* A file that does not parse: stderr, exit 1, no row for it. */
+	snprintf(path, sizeof(path), "%s/a/sched/%u", root, tids[0]);
+	cr_assert_eq(truncate(path, 100), 0);
+	snprintf(cmd, sizeof(cmd), "%s ls --root %s a 2>%s/ls.err", rk_bin, root, root);
+	s = out_of(cmd, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "ls exits %d on a bad file", st);
+	cr_assert_null(strstr(s, path), "the error is in the table:\n%s", s);
+	free(s);
+	snprintf(path, sizeof(path), "%s/ls.err", root);
+	s = slurp(path);
+	snprintf(path, sizeof(path), "%s/a/sched/%u: ", root, tids[0]);
+	cr_assert_not_null(strstr(s, path), "stderr: %s", s);
+
+	/* show: the missing session, event, tid, each by name. */
+	snprintf(tid, sizeof(tid), "%u", tids[1]);
+	{
+		char *a1[] = { (char *)rk_bin, "show",	      "--root", root, "--session", "a",
+			       "-e",	       "page-faults", tid,	NULL };
+		char *a2[] = { (char *)rk_bin, "show",	 "--root", root,
+			       "--session",    "nosuch", tid,	   NULL };
+		char *a3[] = { (char *)rk_bin, "show",	      "--root", root, "--session", "a",
+			       "-e",	       "cpu-clock:u", "1",	NULL };
+		char *a4[] = { (char *)rk_bin, "ls", "--root", root, "nosuch", NULL };
+
+		expect_error(a1, 1, "session a recorded no event 'page-faults'");
+		expect_error(a2, 1, "no session 'nosuch'");
+		expect_error(a3, 1, "no cpu-clock buffer for tid 1"); /* recorded as cpu-clock */
+		expect_error(a4, 1, "no session 'nosuch'");
+	}
+	{
+		char *a5[] = { (char *)rk_bin, "show",	    "--root", root, "--session", "a",
+			       "-e",	       "cpu-clock", tid,      NULL };
+
+		st = run_rk(a5, NULL, NULL);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "show -e cpu-clock of :u");
+	}
+
+	/* gc of one session leaves the others alone. */
+	snprintf(cmd, sizeof(cmd), "%s gc --root %s --max-size 1 b >/dev/null", rk_bin, root);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/b", root);
+	cr_assert_neq(access(path, F_OK), 0, "gc b left the emptied session b");
+	snprintf(path, sizeof(path), "%s/a/cpu-clock/%u", root, tids[1]);
+	cr_assert_eq(access(path, F_OK), 0, "gc b touched session a");
+
+	/* rm: a session entirely; twice is an error; a recording one is refused. */
+	snprintf(cmd, sizeof(cmd), "%s rm --root %s a >/dev/null", rk_bin, root);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/a", root);
+	cr_assert_neq(access(path, F_OK), 0, "rm left %s", path);
+	{
+		char *again[] = { (char *)rk_bin, "rm", "--root", root, "a", NULL };
+		char *live[] = { (char *)rk_bin, "rm", "--root", root, "live", NULL };
+		char *slp[] = { "/bin/sleep", "30", NULL };
+		char line[64];
+
+		expect_error(again, 1, "no session 'a'");
+		sleeper = spawn(slp, "/dev/null", "/dev/null", -1);
+		rk = start_recorder_on(sleeper, "live", &rd, NULL);
+		cr_assert_eq(read_line_within(rd, line, sizeof(line), 30000), 0);
+		close(rd);
+		expect_error(live, 1, "is recording");
+		kill(rk, SIGINT);
+		wait_for(rk, 30000);
+		kill(sleeper, SIGKILL);
+		waitpid(sleeper, NULL, 0);
+		snprintf(path, sizeof(path), "%s/live", root);
+		cr_assert_eq(access(path, F_OK), 0, "rm removed a recording session");
+	}
 }
