@@ -149,7 +149,8 @@ $(CRASHER): tests/crasher.c | $(OUTPUT)/tests
 
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
-	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils
+	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils \
+	python3-jsonschema
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -229,7 +230,7 @@ demo: deps
 	scripts/demo.sh $(abspath $(BIN)) $(abspath $(WORKLOAD))
 
 # ringkeeper(8), written from the binary's own --help (scripts/mkman.sh).
-$(MAN): $(BIN) scripts/mkman.sh
+$(MAN): $(BIN) scripts/mkman.sh $(wildcard tests/schema/*.json)
 	$(Q)mkdir -p $(dir $@)
 	$(call msg,MAN,$@)
 	$(Q)scripts/mkman.sh $(BIN) $@ $(RK_VERSION)

@@ -252,8 +252,8 @@ section_pin() {
 		st=$("$RK" stat --root "$ROOT" --json "tick-$tick")
 		pin_line "$st" "256 threads, --tick-ms $tick"
 		printf "   %-30s loader CPU %s ms per s\n" "" \
-			"$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v a="$(jfield "$st" start_ns)" \
-				-v b="$(jfield "$st" update_ns)" 'BEGIN { x = (b > a) ? c / ((b - a) / 1e3) : 0; printf "%.1f", x }')"
+			"$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v d="$(jfield "$st" duration_ns)" \
+				'BEGIN { x = (d > 0) ? c / (d / 1e3) : 0; printf "%.1f", x }')"
 	done
 }
 

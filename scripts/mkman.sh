@@ -40,6 +40,18 @@ cmds=$("$bin" --help | awk '/^Commands:/{on=1; next} on && /^  [a-z]/{print $1} 
 		"$bin" "$c" --help 2>&1 | esc
 		echo ".fi"
 	done
+	echo ".SH JSON OUTPUT"
+	echo "With \\fB--json\\fR, each command prints one JSON document; its schema"
+	echo "(JSON Schema 2020-12, also tests/schema/ in the source tree, against which"
+	echo "the tests validate every output) follows. Addresses and other values that"
+	echo "may pass 2^53 are hex strings; wall-clock times are UTC strings; fields"
+	echo "ending in _ns are CLOCK_MONOTONIC times or durations in nanoseconds."
+	for f in "$(dirname "$0")"/../tests/schema/*.json; do
+		echo ".SS $(basename "$f" .json) --json"
+		echo ".nf"
+		esc <"$f"
+		echo ".fi"
+	done
 	cat <<'EOF'
 .SH FILES
 .TP

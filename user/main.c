@@ -477,7 +477,7 @@ static int cmd_stat(int argc, char **argv)
 		"budget, locked bytes now and peak against the budget, the loader's VmLck peak;\n"
 		"then each crash of a traced process the core handler saw: pid, comm, the\n"
 		"thread the signal was delivered to, the signal, when (seconds since the\n"
-		"epoch) and where its core went (JSON: \"crashes\", core null if nowhere).\n";
+		"epoch) and where its core went (JSON: \"crashes_seen\", core null if nowhere).\n";
 	char dir[PATH_MAX + 300];
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
@@ -497,10 +497,15 @@ static int cmd_stat(int argc, char **argv)
 			continue;
 		}
 		snprintf(dir, sizeof(dir), "%s/%s", root, v[i].name);
+		/* JSON: one array of sessions, as ls --json. */
+		if (json)
+			fputs(shown ? "," : "[", stdout);
 		rk_session_print(stdout, v[i].name, &v[i].st, json, dir);
 		shown++;
 	}
 	free(v);
+	if (json && shown)
+		fputs("]\n", stdout);
 	if (!shown) {
 		rk_err(optind < argc ? "no such session in %s" : "no sessions in %s", root);
 		return 1;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "session.h"
 #include "util.h"
@@ -184,7 +185,7 @@ static void print_crashes(FILE *f, const char *dir, int json)
 	FILE *in;
 
 	if (json)
-		fprintf(f, ",\"crashes\":[");
+		fprintf(f, ",\"crashes_seen\":[");
 	snprintf(path, sizeof(path), "%s/%s", dir, RK_CRASHES_FILE);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	in = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? fdopen(fd, "r") : NULL;
@@ -220,6 +221,17 @@ static void print_crashes(FILE *f, const char *dir, int json)
 		fputc(']', f);
 }
 
+/* CLOCK_REALTIME ns as "2026-12-03T16:23:05Z" ("-" if 0). */
+static const char *utc(__u64 ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+
+	if (!ns || !gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "-");
+	return buf;
+}
+
 /* "12.3 ms" style: ns, us, ms or s with 3 significant digits. */
 static const char *fmt_ns(__u64 ns, char *buf, size_t len)
 {
@@ -249,13 +261,17 @@ static void print_field(FILE *f, const char *field, const char *desc, __u64 v,
 		return;
 	if ((!strncmp(field, "perf_", 5) || !strcmp(field, "sideband")) && !st->nev)
 		return;
+	/* The key first, as --json names it; the value in human units; what it means. */
 	if (l > 3 && !strcmp(field + l - 3, "_ns"))
-		fprintf(f, "  %-40s %s\n", desc, fmt_ns(v, b, sizeof(b)));
+		fmt_ns(v, b, sizeof(b));
 	else if (!strcmp(field, "loader_rss") || !strcmp(field, "aux_bytes") ||
 		 !strcmp(field, "aux_dropped"))
-		fprintf(f, "  %-40s %s\n", desc, rk_fmt_size(v, b, sizeof(b)));
+		rk_fmt_size(v, b, sizeof(b));
 	else
-		fprintf(f, "  %-40s %llu\n", desc, (unsigned long long)v);
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	while (*desc == ' ')
+		desc++;
+	fprintf(f, "  %-20s %14s  %s\n", field, b, desc);
 }
 
 /* What a counter says is wrong, and what to do about it; one line each. */
@@ -324,15 +340,20 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		rk_json_str(f, st->command);
 		fprintf(f, ",\"events\":");
 		rk_json_str(f, st->nev ? st->events : "");
+		/* Wall-clock times as UTC strings: in ns they pass 2^53, what JSON keeps exact. */
 		fprintf(f,
 			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
 			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
-			"\"vmlck_peak\":%llu,\"start_ns\":%llu,\"update_ns\":%llu",
+			"\"vmlck_peak\":%llu,\"start_time\":\"%s\",\"update_time\":\"%s\","
+			"\"duration_ns\":%llu",
 			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
 			(unsigned long long)st->data_size, (unsigned long long)st->file_size,
 			(unsigned long long)st->budget, (unsigned long long)st->locked,
 			(unsigned long long)st->locked_peak, (unsigned long long)st->vmlck_peak,
-			(unsigned long long)st->start_ns, (unsigned long long)st->update_ns);
+			utc(st->start_ns, b1, sizeof(b1)), utc(st->update_ns, b2, sizeof(b2)),
+			(unsigned long long)(st->update_ns > st->start_ns ?
+						     st->update_ns - st->start_ns :
+						     0));
 #define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
 		FIELDS(J)
 #undef J
@@ -360,6 +381,11 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		rk_fmt_size(st->locked_peak, b2, sizeof(b2)),
 		rk_fmt_size(st->budget, b3, sizeof(b3)),
 		rk_fmt_size(st->vmlck_peak, b4, sizeof(b4)));
+	fprintf(f, "  started %s, %s%s\n", utc(st->start_ns, b1, sizeof(b1)),
+		fmt_ns(st->update_ns > st->start_ns ? st->update_ns - st->start_ns : 0, b2,
+		       sizeof(b2)),
+		st->state == RK_SESSION_ENDED ? " recorded" : " so far");
+	fprintf(f, "  %-20s %14s  %s\n", "COUNTER (--json key)", "VALUE", "MEANING");
 #define H(field, desc) print_field(f, #field, desc, st->field, st);
 	FIELDS(H)
 #undef H

@@ -36,7 +36,15 @@ struct walk {
 	char comm[RK_COMM_LEN];
 	char event[64];
 	const struct rk_tp_format *tpf;
+	int nrec_json; /* records printed into the JSON "records" array */
 };
+
+/* Between two records of the JSON array: a comma. */
+static void json_sep(struct walk *w)
+{
+	if (w->nrec_json++)
+		fputc(',', w->out);
+}
 
 /* The sample_id fields we print, parsed from the end of a non-sample record. */
 struct sid {
@@ -117,7 +125,8 @@ static void print_addr(struct walk *w, __u64 ip, const char *indent, int first)
 	else
 		snprintf(sym, sizeof(sym), "[unknown]");
 	if (w->json) {
-		fprintf(w->out, "%s{\"ip\":%llu,\"sym\":", first ? "" : ",",
+		/* Addresses as hex strings, as perf data convert --to-json: above 2^53. */
+		fprintf(w->out, "%s{\"ip\":\"0x%llx\",\"sym\":", first ? "" : ",",
 			(unsigned long long)ip);
 		rk_json_str(w->out, sym);
 		fprintf(w->out, ",\"dso\":");
@@ -188,6 +197,7 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 		w->c.foreign++;
 	w->c.samples++;
 	if (w->json) {
+		json_sep(w);
 		fprintf(w->out,
 			"{\"type\":\"PERF_RECORD_SAMPLE\",\"pid\":%u,\"tid\":%u,\"time\":%llu,"
 			"\"cpu\":%u,\"period\":%llu,\"event\":",
@@ -246,6 +256,8 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		if (!err)
 			return 0;
 		w->c.other++;
+		if (w->json)
+			json_sep(w);
 		fprintf(w->out,
 			w->json ? "{\"type\":\"PERF_RECORD_SAMPLE\",\"error\":\"%s\"}\n" :
 				  "# sample not shown: %s\n",
@@ -345,6 +357,7 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		snprintf(detail, sizeof(detail), "type %u size %u", h->type, h->size);
 	}
 	if (w->json) {
+		json_sep(w);
 		fprintf(w->out, "{\"type\":\"%s\",\"misc\":%u,\"size\":%u", type_name(h->type),
 			h->misc, h->size);
 		if (s.have_tid)
@@ -395,7 +408,8 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	memcpy(w.comm, id->comm, RK_COMM_LEN);
 	w.comm[RK_COMM_LEN - 1] = '\0';
 	if (json) {
-		fprintf(out, "{\"file\":");
+		/* One document: the thread's header, then its records, one per line. */
+		fprintf(out, "{\"thread\":{\"file\":");
 		rk_json_str(out, path);
 		fprintf(out, ",\"tid\":%u,\"tgid\":%u,\"ns_tid\":%u,\"uid\":%u,\"comm\":", id->tid,
 			id->tgid, id->ns_tid, id->uid);
@@ -404,8 +418,8 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 			",\"state\":\"%s\",\"exit_code\":%d,\"start_ns\":%llu,\"exit_ns\":%llu,"
 			"\"data_size\":%llu,\"data_head\":%llu,\"data_tail\":%llu,"
 			"\"overwritten\":%llu,\"lost\":%llu,\"pmu_offset\":%llu,\"pmu_size\":%llu,"
-			"\"attr\":{\"type\":%u,\"size\":%u,\"config\":%llu,\"sample_type\":%llu,"
-			"\"context_switch\":%u,\"clockid\":%d},\"pmu_descsz\":%u}\n",
+			"\"attr\":{\"type\":%u,\"size\":%u,\"config\":\"0x%llx\",\"sample_type\":%llu,"
+			"\"context_switch\":%u,\"clockid\":%d},\"pmu_descsz\":%u},\n\"records\":[\n",
 			rk_thread_state_name(id->state), id->exit_code,
 			(unsigned long long)id->start_ns, (unsigned long long)id->exit_ns,
 			(unsigned long long)bf->data_size, (unsigned long long)head,
@@ -438,6 +452,8 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	err = rk_bufile__for_each(bf, on_rec, &w);
 	if (counts)
 		*counts = w.c;
+	if (json)
+		fprintf(out, "]}\n");
 	if (!json)
 		fprintf(out,
 			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu other\n",

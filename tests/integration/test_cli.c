@@ -289,3 +289,86 @@ Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
 		cr_assert_eq(access(path, F_OK), 0, "rm removed a recording session");
 	}
 }
+
+/* REPO (the source tree) from RK_BIN = REPO/OUTPUT/ringkeeper. */
+static void repo_dir(char *repo, size_t len)
+{
+	char bin[256];
+
+	snprintf(bin, sizeof(bin), "%s", rk_bin);
+	snprintf(repo, len, "%s", dirname(dirname(bin)));
+}
+
+/* @cmd's stdout validated by tests/schema/validate.py against @schema. */
+static void assert_valid(const char *repo, const char *cmd, const char *schema, const char *extra)
+{
+	char full[2048], *s;
+	int st;
+
+	snprintf(full, sizeof(full),
+		 "%s | python3 %s/tests/schema/validate.py %s/tests/schema/%s %s 2>&1", cmd, repo,
+		 repo, schema, extra ? extra : "");
+	s = out_of(full, &st);
+	cr_assert_eq(st, 0, "%s:\n%s", cmd, s);
+	cr_assert_not_null(strstr(s, "valid"), "%s", s);
+	free(s);
+}
+
+/*
+ * Every --json output parses as one JSON document and fits its schema
+ * (tests/schema/, also in the man page); no integer passes 2^53; stat's
+ * counter keys are the names its text prints.
+ */
+Test(cli, json_outputs_fit_their_schemas)
+{
+	char *rec[] = { (char *)rk_bin,
+			"record",
+			"--root",
+			root,
+			"--session",
+			"j",
+			"-e",
+			"cpu-clock,sched:sched_wakeup",
+			"-g",
+			"--",
+			(char *)workload,
+			"-t",
+			"2",
+			"-i",
+			"3",
+			NULL };
+	char repo[256], cmd[1024], path[400], txt[300];
+	unsigned int tids[8];
+	int st;
+
+	repo_dir(repo, sizeof(repo));
+	snprintf(path, sizeof(path), "%s/tests/schema/validate.py", repo);
+	if (access(path, F_OK))
+		cr_skip_test("no source tree at %s", repo);
+	if (system("python3 -c 'import jsonschema' 2>/dev/null"))
+		cr_skip_test("python3-jsonschema is not installed (make deps)");
+	st = run_rk(rec, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(path, sizeof(path), "%s/j/cpu-clock", root);
+	cr_assert_geq(files_in(path, tids, 8), 1);
+
+	snprintf(cmd, sizeof(cmd), "%s ls --json --root %s", rk_bin, root);
+	assert_valid(repo, cmd, "ls.json", NULL);
+	snprintf(txt, sizeof(txt), "%s/stat.txt", root);
+	snprintf(cmd, sizeof(cmd), "%s stat --root %s j >%s", rk_bin, root, txt);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s stat --json --root %s --all", rk_bin, root);
+	snprintf(path, sizeof(path), "--keys-in %s", txt);
+	assert_valid(repo, cmd, "stat.json", path);
+	snprintf(cmd, sizeof(cmd), "%s show --json --root %s --session j %u", rk_bin, root,
+		 tids[0]);
+	assert_valid(repo, cmd, "show.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s show --json --root %s --session j -e cpu-clock %u", rk_bin,
+		 root, tids[0]);
+	assert_valid(repo, cmd, "show.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s show --json --root %s --session j -e sched:sched_wakeup %u",
+		 rk_bin, root, tids[0]);
+	assert_valid(repo, cmd, "show.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s pmu --json", rk_bin);
+	assert_valid(repo, cmd, "pmu.json", NULL);
+}

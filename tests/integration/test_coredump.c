@@ -578,7 +578,7 @@ static unsigned long long crash_time_of(const struct crashed *cr, unsigned int t
 	unsigned long long t;
 
 	snprintf(cmd, sizeof(cmd),
-		 "%s show --core %s --json %u | tail -1 | grep RINGKEEPER_CRASH | "
+		 "%s show --core %s --json %u | grep RINGKEEPER_CRASH | tail -1 | "
 		 "grep -o '\"time\":[0-9]*' | cut -d: -f2",
 		 rk_bin, cr->core, tid);
 	s = run_out(cmd);
@@ -686,8 +686,8 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 
 	snprintf(cmd, sizeof(cmd), "%s stat --json %s", rk_bin, crash_session);
 	s = run_out(cmd);
-	snprintf(want, sizeof(want), "\"crashes\":[{\"pid\":%u,\"tid\":%u,\"signal\":11,", cr.pid,
-		 cr.crasher);
+	snprintf(want, sizeof(want), "\"crashes_seen\":[{\"pid\":%u,\"tid\":%u,\"signal\":11,",
+		 cr.pid, cr.crasher);
 	cr_assert_not_null(strstr(s, want), "stat --json:\n%s", s);
 	snprintf(want, sizeof(want), "\"comm\":\"crasher\",\"core\":\"%s\"}]", cr.core);
 	cr_assert_not_null(strstr(s, want), "stat --json:\n%s", s);
