@@ -150,7 +150,7 @@ $(CRASHER): tests/crasher.c | $(OUTPUT)/tests
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
 	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils \
-	python3-jsonschema
+	python3-jsonschema libc6-dbg
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \

@@ -19,6 +19,7 @@
  *             a quiet one (10 sleeps of 50 ms); prints "busy T" and "quiet T"
  *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
  *             wait for a second byte on FD before exiting; prints "churned N"
+ *     -T      the spin loop reads the time (clock_gettime: the vdso) every step
  *     -N      rename threads after birth: thread I > 0 names itself "w-self-I"
  *             (prctl) after its first sleep, the main thread names thread 0
  *             "w-by-main" (pthread_setname_np from outside); prints "name T NAME"
@@ -35,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int iters = 20, rename_threads, renamed_by_main;
+static int iters = 20, rename_threads, renamed_by_main, use_vdso;
 static long sleep_us = 200;
 static unsigned long loops = 20000;
 
@@ -68,8 +69,16 @@ __attribute__((noinline)) void *body(void *arg)
 	for (i = 0; i < iters; i++) {
 		unsigned long k;
 
-		for (k = 0; k < loops; k++)
-			spin += k;
+		for (k = 0; k < loops; k++) {
+			if (use_vdso) {
+				struct timespec now;
+
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				spin += (unsigned long)now.tv_nsec;
+			} else {
+				spin += k;
+			}
+		}
 		nanosleep(&ts, NULL);
 		if (rename_threads && !i && ((struct done *)arg)->idx > 0) {
 			char name[32];
@@ -180,7 +189,7 @@ int main(int argc, char **argv)
 	long nchurn = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:N")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NT")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -200,6 +209,9 @@ int main(int argc, char **argv)
 		case 'N':
 			rename_threads = 1;
 			break;
+		case 'T':
+			use_vdso = 1;
+			break;
 		case 'C':
 			nchurn = atol(optarg);
 			break;
@@ -211,7 +223,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T]\n");
 			return 2;
 		}
 	}

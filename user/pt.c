@@ -452,8 +452,11 @@ struct image_ctx {
 static int add_map(void *ctx, const char *path, __u64 start, __u64 len, __u64 pgoff)
 {
 	struct image_ctx *c = ctx;
-	int err = pt_image_add_file(c->img, path, pgoff, len, NULL, start);
+	int err;
 
+	if (path[0] != '/')
+		return 0; /* [vdso]: not a file (a core has it in its memory) */
+	err = pt_image_add_file(c->img, path, pgoff, len, NULL, start);
 	if (err < 0)
 		rk_info("PT image: %s at %#llx: %s", path, (unsigned long long)start,
 			pt_errstr(pt_errcode(err)));

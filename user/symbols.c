@@ -7,13 +7,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "symbols.h"
 
+/* Where separate debug files are (perf's and gdb's default). */
+#ifndef RK_DEBUG_DIR
+#define RK_DEBUG_DIR "/usr/lib/debug"
+#endif
+
 struct sym {
 	__u64 start, size; /* file-relative virtual addresses (st_value) */
 	char *name;
+	int bind; /* STB_* */
+	size_t order; /* in the symbol table: perf keeps the first of equals */
 };
 
 struct dso {
@@ -68,6 +76,55 @@ static int sym_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static size_t underscores(const char *s)
+{
+	return strspn(s, "_");
+}
+
+/*
+ * Of two symbols at one address (aliases: __clock_gettime and
+ * clock_gettime@@GLIBC_2.17), the one perf names: with a size, not weak,
+ * global, fewer leading underscores, the longer name, the first in the
+ * table. Return: 1 if @a.
+ */
+static int better(const struct sym *a, const struct sym *b)
+{
+	if (!!a->size != !!b->size)
+		return !!a->size;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return b->bind == STB_WEAK;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL;
+	if (underscores(a->name) != underscores(b->name))
+		return underscores(a->name) < underscores(b->name);
+	if (strlen(a->name) != strlen(b->name))
+		return strlen(a->name) > strlen(b->name);
+	return a->order < b->order;
+}
+
+/* Sorted by address, one symbol per address (the best of its aliases). */
+static void sort_syms(struct sym *v, size_t *n)
+{
+	size_t i, k = 0;
+
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), sym_cmp);
+	for (i = 1; i < *n; i++) {
+		if (v[i].start != v[k].start) {
+			v[++k] = v[i];
+			continue;
+		}
+		if (better(&v[i], &v[k])) {
+			free(v[k].name);
+			v[k] = v[i];
+		} else {
+			free(v[i].name);
+		}
+	}
+	*n = k + 1;
+}
+
 static struct dso *dso_get(struct rk_symbols *s, const char *path)
 {
 	struct dso **n, *d;
@@ -92,55 +149,46 @@ static struct dso *dso_get(struct rk_symbols *s, const char *path)
 	return d;
 }
 
-/* Read .symtab (or .dynsym) and the PT_LOAD segments of a mapped file. */
-static void dso_load(struct dso *d)
+/* The ELF's GNU build id (NT_GNU_BUILD_ID) as hex, into @hex (>= 41 bytes). Return: 0 or -1. */
+static int build_id(Elf *e, char *hex, size_t len)
 {
 	Elf_Scn *scn = NULL;
-	size_t i, nph;
-	Elf *e;
-	int fd, have_symtab = 0;
 
-	d->loaded = 1;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return;
-	{
-		struct stat sb;
+	while ((scn = elf_nextscn(e, scn))) {
+		size_t off = 0, name_off, desc_off, k;
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		Elf_Data *data;
 
-		/* A path from a record: hostile; only a regular file, and never block on it. */
-		fd = open(d->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			return;
-		if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
-			goto out_close;
-	}
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e)
-		goto out_close;
-	if (!elf_getphdrnum(e, &nph)) {
-		for (i = 0; i < nph && d->nseg < 16; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-				d->seg[d->nseg].off = ph.p_offset;
-				d->seg[d->nseg].vaddr = ph.p_vaddr;
-				d->seg[d->nseg].len = ph.p_filesz;
-				d->nseg++;
-			}
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
+			    !nh.n_descsz || nh.n_descsz * 2 + 1 > len)
+				continue;
+			for (k = 0; k < nh.n_descsz; k++)
+				snprintf(hex + 2 * k, 3, "%02x",
+					 ((const unsigned char *)data->d_buf)[desc_off + k]);
+			return 0;
 		}
 	}
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
+	return -1;
+}
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
-			have_symtab = 1;
-	}
+/* Function symbols of @e's .symtab (@symtab) or .dynsym into @d. */
+static void load_syms(struct dso *d, Elf *e, int symtab)
+{
+	Elf_Scn *scn = NULL;
+
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
 		size_t n, k;
 
-		if (!gelf_getshdr(scn, &sh) ||
-		    sh.sh_type != (have_symtab ? SHT_SYMTAB : SHT_DYNSYM) || !sh.sh_entsize)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) ||
+		    !sh.sh_entsize)
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data)
@@ -157,19 +205,149 @@ static void dso_load(struct dso *d)
 			if (!name || !*name)
 				continue;
 			if (grow((void **)&d->syms, d->nsyms, &d->capsyms, sizeof(*d->syms)))
-				break;
+				return;
 			d->syms[d->nsyms].start = sy.st_value;
 			d->syms[d->nsyms].size = sy.st_size;
+			d->syms[d->nsyms].bind = GELF_ST_BIND(sy.st_info);
+			d->syms[d->nsyms].order = d->nsyms;
 			d->syms[d->nsyms].name = strdup(name);
 			if (d->syms[d->nsyms].name)
 				d->nsyms++;
 		}
 	}
-	if (d->nsyms)
-		qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
+}
+
+static int has_symtab(Elf *e)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			return 1;
+	return 0;
+}
+
+/* A regular file, opened without following a FIFO into a hang. */
+static int open_regular(const char *path)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * A stripped file's symbols from its separate debug file, as perf and gdb
+ * find it: /usr/lib/debug/.build-id/xx/rest.debug with the same build id
+ * (Debian's -dbg and -dbgsym packages). Return: 1 if loaded.
+ */
+static int load_debug_file(struct dso *d, Elf *e)
+{
+	char id[128], id2[128], path[300];
+	int fd, done = 0;
+	Elf *de;
+
+	if (build_id(e, id, sizeof(id)) || strlen(id) < 4)
+		return 0;
+	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", RK_DEBUG_DIR, id, id + 2);
+	fd = open_regular(path);
+	if (fd < 0)
+		return 0;
+	de = elf_begin(fd, ELF_C_READ, NULL);
+	if (de && !build_id(de, id2, sizeof(id2)) && !strcmp(id, id2) && has_symtab(de)) {
+		load_syms(d, de, 1);
+		done = 1;
+	}
+	if (de)
+		elf_end(de);
+	close(fd);
+	return done;
+}
+
+/*
+ * [vdso]: the same kernel maps the same image into every 64-bit process,
+ * so ours stands for the traced one's (perf does the same).
+ */
+static Elf *own_vdso(void **copy)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	unsigned long long start, end;
+	char line[256];
+	Elf *e = NULL;
+	FILE *f;
+
+	*copy = NULL;
+	if (!base)
+		return NULL;
+	f = fopen("/proc/self/maps", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "[vdso]") || sscanf(line, "%llx-%llx", &start, &end) != 2 ||
+		    start != base || end <= start || end - start > (1u << 20))
+			continue;
+		*copy = malloc(end - start);
+		if (*copy) {
+			memcpy(*copy, (const void *)base, end - start);
+			e = elf_memory(*copy, end - start);
+		}
+		break;
+	}
+	if (f)
+		fclose(f);
+	return e;
+}
+
+/*
+ * Read the PT_LOAD segments of a mapped file, and its function symbols:
+ * .symtab, else its debug file's (by build id), else .dynsym.
+ */
+static void dso_load(struct dso *d)
+{
+	void *vdso_copy = NULL;
+	size_t i, nph;
+	Elf *e;
+	int fd = -1;
+
+	d->loaded = 1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return;
+	if (!strcmp(d->path, "[vdso]")) {
+		e = own_vdso(&vdso_copy);
+	} else {
+		/* A path from a record: hostile; only a regular file, and never block on it. */
+		fd = open_regular(d->path);
+		if (fd < 0)
+			return;
+		e = elf_begin(fd, ELF_C_READ, NULL);
+	}
+	if (!e)
+		goto out_close;
+	if (!elf_getphdrnum(e, &nph)) {
+		for (i = 0; i < nph && d->nseg < 16; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				d->seg[d->nseg].off = ph.p_offset;
+				d->seg[d->nseg].vaddr = ph.p_vaddr;
+				d->seg[d->nseg].len = ph.p_filesz;
+				d->nseg++;
+			}
+		}
+	}
+	if (has_symtab(e))
+		load_syms(d, e, 1);
+	else if (!load_debug_file(d, e))
+		load_syms(d, e, 0);
+	sort_syms(d->syms, &d->nsyms);
 	elf_end(e);
 out_close:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	free(vdso_copy);
 }
 
 static int on_sideband(const struct perf_event_header *h, void *ctx)
@@ -194,7 +372,7 @@ static int on_sideband(const struct perf_event_header *h, void *ctx)
 		return 0;
 	name = (const char *)p + 8 + 24 + 24 + 8;
 	room = h->size - (size_t)((const __u8 *)name - (const __u8 *)h);
-	if (!memchr(name, '\0', room) || name[0] != '/')
+	if (!memchr(name, '\0', room) || (name[0] != '/' && strcmp(name, "[vdso]")))
 		return 0;
 	m = realloc(s->maps, (s->nmaps + 1) * sizeof(*m));
 	if (!m)

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,56 @@ Test(perf, tracepoints_end_to_end_fields_in_show_and_in_perf)
 	cr_assert_not_null(strstr(txt, "no file is written"), "%s", txt);
 	snprintf(path, sizeof(path), "%s/tp3.data", root);
 	cr_assert_neq(access(path, F_OK), 0, "%s exists", path);
+}
+
+/*
+ * Symbols like perf's: the same function for every frame of every sample in
+ * show and in perf script on the export (tests/symcmp.py compares them
+ * frame by frame), libc's start_thread through its debug file
+ * (/usr/lib/debug/.build-id, libc6-dbg) and the vdso's clock_gettime.
+ */
+Test(perf, show_and_perf_name_the_same_functions)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "y",
+			 "-e",
+			 "cpu-clock",
+			 "-F",
+			 "4000",
+			 "-g",
+			 "--",
+			 (char *)workload,
+			 "-t",
+			 "2",
+			 "-i",
+			 "10",
+			 "-l",
+			 "50000",
+			 "-T",
+			 NULL };
+	const char *perf = perf_bin();
+	char cmd[1024], bin[256], *txt, *err;
+	int status;
+
+	if (!perf)
+		cr_skip_test("perf is not installed");
+	status = run_rk(argv, NULL, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	free(err);
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session y -o %s/y.data", rk_bin, root,
+		 root);
+	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
+	snprintf(bin, sizeof(bin), "%s", rk_bin);
+	snprintf(cmd, sizeof(cmd), "python3 %s/../tests/symcmp.py %s %s y cpu-clock %s/y.data",
+		 dirname(bin), rk_bin, root, root);
+	status = sh(cmd, &txt);
+	cr_assert_eq(status, 0, "show and perf script disagree:\n%s", txt);
+	cr_assert_not_null(strstr(txt, "start_thread True vdso True"),
+			   "start_thread (libc6-dbg) or the vdso not named:\n%s", txt);
 }
 
 /*
