@@ -46,6 +46,77 @@ struct {
 	__uint(max_entries, 1024 * 1024);
 } signals SEC(".maps");
 
+/*
+ * What a traced task's readers were last decided from: its credentials
+ * (the pointer: commit_creds() always installs a new one) and its
+ * process's dumpability. Task-local: one O(1) lookup at a switch-out.
+ */
+struct rk_creds {
+	__u64 cred;
+	__u32 dumpable;
+	__u32 seen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct rk_creds);
+} creds SEC(".maps");
+
+/* mm->flags: an unsigned long, then (6.16+) mm_flags_t, a bitmap. */
+struct mm_struct___ulong {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___bitmap {
+	struct {
+		unsigned long __mm_flags[1];
+	} flags;
+} __attribute__((preserve_access_index));
+
+#define RK_MMF_DUMPABLE_MASK 3ul
+
+/* get_dumpable() of @mm (not NULL). */
+static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
+{
+	unsigned long f = 0;
+
+	if (bpf_core_field_exists(((struct mm_struct___ulong *)mm)->flags))
+		bpf_core_read(&f, sizeof(f), &((struct mm_struct___ulong *)mm)->flags);
+	else
+		bpf_core_read(&f, sizeof(f),
+			      &((struct mm_struct___bitmap *)mm)->flags.__mm_flags[0]);
+	return (__u32)(f & RK_MMF_DUMPABLE_MASK);
+}
+
+/*
+ * Remember @t's credentials and dumpability; Return: 0 unchanged (or first
+ * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
+ * without an mm (exiting, kernel) is not looked at.
+ */
+static __always_inline int creds_update(struct task_struct *t)
+{
+	struct mm_struct *mm = t->mm;
+	struct rk_creds *c;
+	__u64 cred;
+	__u32 d;
+	int changed;
+
+	if (!mm)
+		return 0;
+	c = bpf_task_storage_get(&creds, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return 0;
+	cred = (__u64)t->cred;
+	d = mm_dumpable(mm);
+	changed = c->seen ? (c->cred != cred) | (c->dumpable != d) << 1 : 0;
+	c->cred = cred;
+	c->dumpable = d;
+	c->seen = 1;
+	return changed;
+}
+
 /* task_struct::state was renamed __state in v5.14 (bcc core_fixes.bpf.h). */
 struct task_struct___o {
 	volatile long int state;
@@ -127,6 +198,22 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	cpu = bpf_get_smp_processor_id();
 	if (prev_tracked) {
 		__u32 state = task_state(prev);
+		int changed = creds_update(prev);
+
+		/* New credentials or dumpability since it last ran: readers decided again. */
+		if (changed) {
+			s = reserve();
+			if (s) {
+				s->kind = RK_SIG_CREDS;
+				s->cpu = cpu;
+				s->tid = prev->pid;
+				s->tgid = prev->tgid;
+				s->time_ns = now;
+				if (changed & 2)
+					s->flags |= RK_SIGF_DUMPABLE;
+				submit(s, 0);
+			}
+		}
 
 		s = reserve();
 		if (s) {
@@ -210,6 +297,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 			count(RK_CNT_FORK_FAIL);
 	}
 	count(RK_CNT_FORKS);
+	creds_update(child); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)
 		return 0;
@@ -251,6 +339,8 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			bpf_map_delete_elem(&pmu_info, &key);
 		}
 	}
+	/* The exec's new credentials are the exec signal's to handle. */
+	creds_update(p);
 	s = reserve();
 	if (!s)
 		return 0;

@@ -27,6 +27,13 @@
 #define RK_SIG_CRASH 6
 /* A traced thread's comm changed (prctl, pthread_setname_np), not at exec: comm holds the new one. */
 #define RK_SIG_RENAME 7
+/*
+ * A traced task's credentials or its process's dumpability changed since it
+ * last ran (seen at its switch-out; exec refreshes what is remembered): who
+ * may read its files is decided again (for the whole process with
+ * RK_SIGF_DUMPABLE, dumpability being the mm's).
+ */
+#define RK_SIG_CREDS 8
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -34,6 +41,7 @@
 #define RK_SIGF_NEW_PROCESS 0x4 /* fork created a process, not a thread */
 /* switch-out whose next task (ptid, tgid next_tgid) is tracked too: its switch-in */
 #define RK_SIGF_NEXT_IN 0x8
+#define RK_SIGF_DUMPABLE 0x10 /* RK_SIG_CREDS: the process's dumpability changed */
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */

@@ -20,6 +20,9 @@
  *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
  *             wait for a second byte on FD before exiting; prints "churned N"
  *     -T      the spin loop reads the time (clock_gettime: the vdso) every step
+ *     -D UID  instead, one thread changing who it is: (as root) setresuid to
+ *             UID, then prctl(PR_SET_DUMPABLE) 1, then 0; 30 ms of sleeps
+ *             before each step and after the last; prints "step N" lines
  *     -N      rename threads after birth: thread I > 0 names itself "w-self-I"
  *             (prctl) after its first sleep, the main thread names thread 0
  *             "w-by-main" (pthread_setname_np from outside); prints "name T NAME"
@@ -183,13 +186,41 @@ static int run_threads(int n, const char *who)
 	return err;
 }
 
+/* -D: credentials and dumpability change without an exec. */
+static int change_creds(long uid)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	int i, step;
+
+	for (step = 0; step < 4; step++) {
+		for (i = 0; i < 3; i++)
+			nanosleep(&ts, NULL);
+		switch (step) {
+		case 0:
+			if (getuid() == 0 && setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid))
+				return 1;
+			break;
+		case 1:
+			if (prctl(PR_SET_DUMPABLE, 1))
+				return 1;
+			break;
+		case 2:
+			if (prctl(PR_SET_DUMPABLE, 0))
+				return 1;
+			break;
+		}
+		printf("step %d\n", step);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
-	long nchurn = 0;
+	long nchurn = 0, creds_uid = -1;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NT")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -212,6 +243,9 @@ int main(int argc, char **argv)
 		case 'T':
 			use_vdso = 1;
 			break;
+		case 'D':
+			creds_uid = atol(optarg);
+			break;
 		case 'C':
 			nchurn = atol(optarg);
 			break;
@@ -223,7 +257,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID]\n");
 			return 2;
 		}
 	}
@@ -237,6 +271,8 @@ int main(int argc, char **argv)
 	}
 	if (pair)
 		return run_pair();
+	if (creds_uid >= 0)
+		return change_creds(creds_uid);
 	if (nchurn) {
 		char b;
 

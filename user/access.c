@@ -87,11 +87,13 @@ int rk_access_reader_of(pid_t tgid, pid_t tid, const struct rk_task_ids *ids, ui
 	if (ids->have_uid != 2 || ids->have_gid != 2 || ids->uid == 0)
 		return 0;
 	/*
-	 * Dumpable: the kernel gives /proc/PID/task/TID to the task's euid
-	 * only then (task_dump_owner()), to root otherwise. Read after the
-	 * ids: a task that changed credentials meanwhile fails one of the two.
+	 * Dumpable: the kernel gives a task's /proc files to its euid only
+	 * then (task_dump_owner()), to root otherwise. Not its directory:
+	 * directories (0555) always show the euid, dumpable or not, so ask a
+	 * file (status, 0444). Read after the ids: a task that changed
+	 * credentials meanwhile fails one of the two.
 	 */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d", tgid, tid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", tgid, tid);
 	if (stat(path, &st))
 		return -errno;
 	if (st.st_uid != ids->uid)

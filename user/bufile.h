@@ -41,6 +41,8 @@
 #define RK_THREAD_EXECED 4
 /* its process got a core-dumping signal: drained, then frozen (nothing written after) */
 #define RK_THREAD_CRASHED 5
+/* its credentials or dumpability changed who may read it: continued in a new file */
+#define RK_THREAD_CREDS 6
 
 /*
  * A record type of ringkeeper's own in a sched ring (perf's kernel types are

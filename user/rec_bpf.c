@@ -157,7 +157,7 @@ int rec_pin_links(struct rk_rec *r)
 	struct bpf_link *links[] = {
 		r->skel->links.rk_sched_switch,	  r->skel->links.rk_fork,
 		r->skel->links.rk_exec,		  r->skel->links.rk_exit,
-		r->skel->links.rk_signal_deliver, r->skel->links.rk_task_rename
+		r->skel->links.rk_signal_deliver, r->skel->links.rk_task_rename,
 	};
 	char path[128];
 	size_t i;

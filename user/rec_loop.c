@@ -136,7 +136,7 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 		struct sample_id id;
 	} cr = { 0 };
 
-	t = rec_exec_access(r, t, s);
+	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED);
 	if (!t)
 		return;
 	cr.h.type = PERF_RECORD_COMM;
@@ -181,6 +181,25 @@ static void on_rename(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	rec_put_rec(r, t, &cr, sizeof(cr));
 	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
 	r->st->renames++;
+}
+
+/*
+ * New credentials or dumpability for a traced task: the thread is looked at
+ * again, or with a dumpability change (the process's mm) every thread of
+ * its process.
+ */
+static void on_creds(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t, *next;
+
+	r->st->creds_changes++;
+	for (t = r->all; t; t = next) {
+		next = t->all_next;
+		if (t->tgid != s->tgid || t->dead || t->refused ||
+		    (!(s->flags & RK_SIGF_DUMPABLE) && t->tid != s->tid))
+			continue;
+		rec_access_recheck(r, t, NULL, s->time_ns, RK_THREAD_CREDS);
+	}
 }
 
 /*
@@ -258,6 +277,10 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	if (s->kind == RK_SIG_CRASH) {
 		on_crash(r, s);
+		return;
+	}
+	if (s->kind == RK_SIG_CREDS) {
+		on_creds(r, s);
 		return;
 	}
 	if (!t || t->dead) {

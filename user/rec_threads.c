@@ -488,24 +488,35 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen)
  * Return: the thread to write to (@t, or its new incarnation), NULL if
  * no file could be made (then counted as not traced).
  */
-struct rk_thread *rec_exec_access(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
+				     __u64 time_ns, __u32 why)
 {
 	uid_t reader = 0;
 	int can = rk_access_task_reader((pid_t)t->tgid, (pid_t)t->tid, &reader) == 1;
 	int last = t->last_switch;
 	struct rk_thread *n;
 
-	if (!t->reader || (can && (uint64_t)reader + 1 == t->reader))
+	/*
+	 * The kernel's rule for /proc/PID: its owner now. The same reader (or
+	 * root only, still): the file goes on. Otherwise what was recorded
+	 * stays with whoever could read it, and the rest goes to a new file
+	 * for the new reader (or root only): never looser, not even toward a
+	 * task that became readable again (prctl(PR_SET_DUMPABLE, 1)).
+	 */
+	if ((can ? (uint64_t)reader + 1 : 0) == t->reader || t->frozen)
 		return t;
-	rec_thread_finish(r, t, RK_THREAD_EXECED);
-	n = rec_thread_new(r, t->tid, t->tgid, 0, s->comm, s->time_ns);
+	rec_thread_finish(r, t, why);
+	n = rec_thread_new(r, t->tid, t->tgid, 0, comm, time_ns);
 	if (!n)
 		return NULL;
 	r->st->threads--; /* the same thread, in a second file */
-	r->st->exec_rotated++;
+	if (why == RK_THREAD_EXECED)
+		r->st->exec_rotated++;
+	else
+		r->st->creds_rotated++;
 	n->last_switch = last;
 	if (last == RK_SIG_SWITCH_IN)
-		rec_thread_pin(r, n, 1, s->time_ns);
+		rec_thread_pin(r, n, 1, time_ns);
 	return n;
 }
 

@@ -39,7 +39,13 @@ void rec_thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, _
 void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state);
 void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 finish_state);
 void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
-struct rk_thread *rec_exec_access(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);
+/*
+ * Who may read @t's files, decided again (exec, credentials, dumpability):
+ * if that changed, @t is finished as @why and a new thread record with new
+ * files is returned (NULL if none could be made); else @t.
+ */
+struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
+				     __u64 time_ns, __u32 why);
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid);
 void rec_reclaim(struct rk_rec *r);
 

@@ -91,6 +91,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(crashes, "processes frozen at a crash")             \
 	X(after_crash, "records after a crash, not written")  \
 	X(renames, "threads renamed")                         \
+	X(creds_changes, "credential/dumpability changes")    \
+	X(creds_rotated, "  threads continued in a new file") \
 	X(outage_drops, "signals dropped while no recorder")  \
 	X(outage_exited, "threads found exited at resume")    \
 	X(loader_rss, "loader peak resident memory")          \

@@ -116,6 +116,8 @@ struct rk_session_stat {
 	/* records of a crashed process not written (its buffers are frozen) */
 	__u64 after_crash;
 	__u64 renames; /* comm changes after birth (not at exec) */
+	__u64 creds_changes; /* credential or dumpability changes of traced tasks (not at exec) */
+	__u64 creds_rotated; /* threads continued in a new file after one (new reader or root only) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

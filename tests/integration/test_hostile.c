@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +23,10 @@ TestSuite(hostile, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 1
 
 #define NOBODY 65534
 
-/* Fork a child that becomes nobody, waits for a byte on a pipe, then execs @argv. */
+/*
+ * Fork a child that becomes nobody (and dumpable again, which setuid()
+ * turned off), waits for a byte on a pipe, then execs @argv.
+ */
 static pid_t spawn_nobody(char *const argv[], int *go_wr)
 {
 	int p[2];
@@ -35,7 +39,8 @@ static pid_t spawn_nobody(char *const argv[], int *go_wr)
 		char b;
 
 		close(p[1]);
-		if (setgid(NOBODY) || setuid(NOBODY))
+		/* A user's process: dumpable, as one that a login started would be. */
+		if (setgid(NOBODY) || setuid(NOBODY) || prctl(PR_SET_DUMPABLE, 1))
 			_exit(125);
 		if (read(p[0], &b, 1) != 1)
 			_exit(124);
@@ -225,6 +230,56 @@ Test(hostile, setuid_exec_continues_in_a_root_only_file)
 	cr_assert_not_null(bf);
 	cr_assert_eq(bf->ident->state, RK_THREAD_EXECED);
 	rk_bufile__free(bf);
+}
+
+/*
+ * Credentials and dumpability change without an exec, as the kernel's rule
+ * for /proc/PID has it: a root thread drops to nobody (setresuid: not
+ * dumpable, so still root's), makes itself dumpable (nobody's from then
+ * on, in a new file), then not dumpable again (root's, in a third). Each
+ * part of its history keeps the readers it had when it was recorded.
+ */
+Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
+{
+	char *argv[] = { (char *)rk_bin, "record",	   "--root", root,    "--session", "c",
+			 "--",		 (char *)workload, "-D",     "65534", NULL };
+	char p0[300], p1[300], p2[300], *out, *err;
+	struct rk_session_stat st;
+	struct rk_bufile *bf;
+	unsigned int tid;
+	int status;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s", out, err);
+	cr_assert_not_null(strstr(out, "step 3"), "%s", out);
+	cr_assert_eq(sscanf(out, "main %u", &tid), 1, "%s", out);
+	read_stat("c", &st);
+	cr_assert_geq(st.creds_changes, 3, "setresuid, dumpable 1, dumpable 0: %llu seen",
+		      (unsigned long long)st.creds_changes);
+	cr_assert_eq(st.creds_rotated, 2, "root -> nobody -> root: %llu new files",
+		     (unsigned long long)st.creds_rotated);
+	/* Oldest first: TID.1 (root's, then setresuid), TID.2 (dumpable), TID (not again). */
+	snprintf(p0, sizeof(p0), "%s/c/sched/%u.1", root, tid);
+	snprintf(p1, sizeof(p1), "%s/c/sched/%u.2", root, tid);
+	snprintf(p2, sizeof(p2), "%s/c/sched/%u", root, tid);
+	cr_assert_neq(as_nobody(can_open, p0), 0, "nobody reads what root recorded");
+	cr_assert_eq(as_nobody(can_open, p1), 0, "nobody reads its dumpable part");
+	cr_assert_neq(as_nobody(can_open, p2), 0, "nobody reads its non-dumpable part");
+	bf = rk_bufile__open(p0, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_eq(bf->ident->state, RK_THREAD_CREDS);
+	rk_bufile__free(bf);
+	bf = rk_bufile__open(p1, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_eq(bf->ident->state, RK_THREAD_CREDS);
+	rk_bufile__free(bf);
+	bf = rk_bufile__open(p2, NULL);
+	cr_assert_not_null(bf);
+	cr_assert_eq(bf->ident->state, RK_THREAD_EXITED);
+	rk_bufile__free(bf);
+	free(out);
+	free(err);
 }
 
 /*
