@@ -16,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "export.h"
 #include "pt.h"
 #include "session.h"
+#include "symbols.h"
 #include "tracedata.h"
 #include "util.h"
 
@@ -91,6 +94,9 @@ struct exp {
 	int auxtrace_info; /* written (one intel_pt source per session) */
 	void *tdata; /* tracing data (HEADER_TRACING_DATA), if a source is a tracepoint */
 	size_t tdata_len;
+	/* the files the sideband maps, for their build ids (HEADER_BUILD_ID) */
+	char **dsos;
+	size_t ndsos;
 	__u32 aux_idx; /* AUXTRACE buffers so far: perf's queue index, one per thread */
 };
 
@@ -156,9 +162,36 @@ static int push(struct exp *e, const struct perf_event_header *h, const void *ta
 	return 0;
 }
 
+/* A file an MMAP2 record names, once. */
+static void note_dso(struct exp *e, const struct perf_event_header *h)
+{
+	const char *name = (const char *)h + sizeof(*h) + 8 + 24 + 24 + 8;
+	size_t i, room;
+	char **n;
+
+	if (h->size < sizeof(*h) + 8 + 24 + 24 + 8 + 2 || e->ndsos >= 4096)
+		return;
+	room = h->size - (size_t)((const __u8 *)name - (const __u8 *)h);
+	if (!memchr(name, '\0', room) || name[0] != '/')
+		return;
+	for (i = 0; i < e->ndsos; i++)
+		if (!strcmp(e->dsos[i], name))
+			return;
+	n = realloc(e->dsos, (e->ndsos + 1) * sizeof(*n));
+	if (!n)
+		return;
+	e->dsos = n;
+	e->dsos[e->ndsos] = strdup(name);
+	if (e->dsos[e->ndsos])
+		e->ndsos++;
+}
+
 static int on_record(const struct perf_event_header *h, void *ctx)
 {
 	struct exp *e = ctx;
+
+	if (h->type == PERF_RECORD_MMAP2)
+		note_dso(e, h);
 
 	if (h->type == RK_RECORD_CRASH) {
 		/* perf refuses a type it does not know: the crash is in show and stat. */
@@ -354,7 +387,166 @@ static int cmp_ref(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-#define HEADER_TRACING_DATA 1 /* perf's feature bit */
+/* perf's feature bits (tools/perf/util/header.h). */
+#define HEADER_TRACING_DATA 1
+#define HEADER_BUILD_ID 2
+#define HEADER_HOSTNAME 3
+#define HEADER_OSRELEASE 4
+#define HEADER_ARCH 6
+#define HEADER_NRCPUS 7
+#define HEADER_CMDLINE 11
+#define HEADER_CLOCKID 23
+#define NFEAT 24
+#define NAME_ALIGN 64
+#define PERF_RECORD_MISC_BUILD_ID_SIZE_ (1 << 15)
+
+/* One feature section's bytes. */
+struct feat {
+	__u8 *p;
+	size_t len, cap;
+	int err;
+};
+
+static void fput(struct feat *f, const void *p, size_t n)
+{
+	if (f->err || !n)
+		return;
+	if (f->len + n > f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 256;
+		__u8 *m;
+
+		while (cap < f->len + n)
+			cap *= 2;
+		m = realloc(f->p, cap);
+		if (!m) {
+			f->err = -ENOMEM;
+			return;
+		}
+		f->p = m;
+		f->cap = cap;
+	}
+	memcpy(f->p + f->len, p, n);
+	f->len += n;
+}
+
+/* perf's do_write_string(): u32 length (NAME_ALIGN padded), the string, zeros. */
+static void fput_str(struct feat *f, const char *s)
+{
+	static const __u8 zeros[NAME_ALIGN];
+	__u32 len = (__u32)((strlen(s) + 1 + NAME_ALIGN - 1) & ~(size_t)(NAME_ALIGN - 1));
+
+	fput(f, &len, 4);
+	fput(f, s, strlen(s) + 1);
+	fput(f, zeros, len - strlen(s) - 1);
+}
+
+/* A build_id_event as perf's write_buildid() lays it out. */
+static void fput_build_id(struct feat *f, const char *hex, const char *name, __u16 misc)
+{
+	static const __u8 zeros[NAME_ALIGN];
+	struct {
+		struct perf_event_header h;
+		__s32 pid;
+		__u8 data[20];
+		__u8 size, r1;
+		__u16 r2;
+	} __attribute__((packed)) b = { 0 };
+	size_t len = (strlen(name) + 1 + NAME_ALIGN - 1) & ~(size_t)(NAME_ALIGN - 1), i;
+
+	for (i = 0; i < 20 && hex[2 * i] && hex[2 * i + 1]; i++) {
+		unsigned int v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return;
+		b.data[i] = (__u8)v;
+	}
+	b.size = (__u8)i;
+	b.pid = -1; /* the host */
+	b.h.type = 0;
+	b.h.misc = misc | PERF_RECORD_MISC_BUILD_ID_SIZE_;
+	b.h.size = (__u16)(sizeof(b) + len);
+	fput(f, &b, sizeof(b));
+	fput(f, name, strlen(name) + 1);
+	fput(f, zeros, len - strlen(name) - 1);
+}
+
+/* The kernel's build id, from its notes (/sys/kernel/notes). Return: 0 or -1. */
+static int kernel_build_id(char *hex, size_t len)
+{
+	__u8 buf[4096];
+	size_t off = 0, n, k;
+	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	n = r > 0 ? (size_t)r : 0;
+	while (off + 12 <= n) {
+		__u32 namesz, descsz, type;
+
+		memcpy(&namesz, buf + off, 4);
+		memcpy(&descsz, buf + off + 4, 4);
+		memcpy(&type, buf + off + 8, 4);
+		off += 12;
+		if (namesz > n || descsz > n)
+			return -1;
+		if (type == 3 && namesz == 4 && off + 4 + descsz <= n &&
+		    !memcmp(buf + off, "GNU", 4) && descsz * 2 + 1 <= len && descsz <= 20) {
+			for (k = 0; k < descsz; k++)
+				snprintf(hex + 2 * k, 3, "%02x", buf[off + 4 + k]);
+			return 0;
+		}
+		off += ((namesz + 3) & ~3u) + ((descsz + 3) & ~3u);
+	}
+	return -1;
+}
+
+/*
+ * The header features perf record writes that a reader of ours can use:
+ * the machine (host, release, arch, CPUs), the command, the clock, and
+ * the build id of each mapped file (read from the files now) and the kernel.
+ */
+static void features(struct exp *e, struct feat *f)
+{
+	struct rk_session_stat st;
+	struct timespec res = { 0, 1 };
+	struct utsname u;
+	char hex[64], cmd[600];
+	__u32 nr[2];
+	__u64 ns;
+	size_t i;
+
+	if (!uname(&u)) {
+		fput_str(&f[HEADER_HOSTNAME], u.nodename);
+		fput_str(&f[HEADER_OSRELEASE], u.release);
+		fput_str(&f[HEADER_ARCH], u.machine);
+	}
+	nr[0] = (__u32)sysconf(_SC_NPROCESSORS_CONF);
+	nr[1] = (__u32)sysconf(_SC_NPROCESSORS_ONLN);
+	fput(&f[HEADER_NRCPUS], nr, sizeof(nr));
+	/* perf's cmdline is its own argv: here, the recording's. */
+	if (!rk_session_stat_read(e->o->session_dir, &st))
+		snprintf(cmd, sizeof(cmd), "ringkeeper record %s%.*s",
+			 st.target_pid && !strncmp(st.command, "-p ", 3) ? "" : "-- ",
+			 (int)sizeof(st.command), st.command);
+	else
+		snprintf(cmd, sizeof(cmd), "ringkeeper export");
+	nr[0] = 1;
+	fput(&f[HEADER_CMDLINE], nr, 4);
+	fput_str(&f[HEADER_CMDLINE], cmd);
+	/* Samples are timed with CLOCK_MONOTONIC (use_clockid): its resolution. */
+	clock_getres(CLOCK_MONOTONIC, &res);
+	ns = (__u64)res.tv_sec * 1000000000ull + (__u64)res.tv_nsec;
+	fput(&f[HEADER_CLOCKID], &ns, 8);
+	if (e->tracking >= 0 && !kernel_build_id(hex, sizeof(hex)))
+		fput_build_id(&f[HEADER_BUILD_ID], hex, "[kernel.kallsyms]",
+			      PERF_RECORD_MISC_KERNEL);
+	for (i = 0; i < e->ndsos; i++)
+		if (!rk_build_id_of(e->dsos[i], hex, sizeof(hex)))
+			fput_build_id(&f[HEADER_BUILD_ID], hex, e->dsos[i], PERF_RECORD_MISC_USER);
+	if (e->tdata)
+		fput(&f[HEADER_TRACING_DATA], e->tdata, e->tdata_len);
+}
 
 /* Whether every tracepoint attr's format is in @blob. Return: the first missing, or -1. */
 static int missing_format(const struct exp *e, const void *blob, size_t len)
@@ -427,7 +619,9 @@ static int duplicate_comm(const struct exp *e, size_t k)
 
 static int write_perf_data(struct exp *e)
 {
+	struct feat feat[NFEAT] = { 0 };
 	struct file_header hdr = { 0 };
+	int b;
 	char tmp[PATH_MAX];
 	__u64 off;
 	unsigned int i;
@@ -460,8 +654,10 @@ static int write_perf_data(struct exp *e)
 		else
 			hdr.data.size += e->refs[k].len;
 	}
-	if (e->tdata)
-		hdr.adds_features[0] |= 1ull << HEADER_TRACING_DATA;
+	features(e, feat);
+	for (b = 0; b < NFEAT; b++)
+		if (feat[b].len && !feat[b].err)
+			hdr.adds_features[0] |= 1ull << b;
 	err = rk_write_all(fd, &hdr, sizeof(hdr));
 	for (i = 0; !err && i < e->nattr; i++) {
 		__u64 id = i + 1;
@@ -478,15 +674,26 @@ static int write_perf_data(struct exp *e)
 	for (k = 0; !err && k < e->nrefs; k++)
 		if (!duplicate_comm(e, k))
 			err = rk_write_all(fd, e->buf + e->refs[k].off, e->refs[k].len);
-	/* The feature sections after the data: one per bit set, then their bytes. */
-	if (!err && e->tdata) {
-		struct file_section fs = { hdr.data.offset + hdr.data.size + sizeof(fs),
-					   e->tdata_len };
+	/* The feature sections after the data: a table, one per bit set in order, then the bytes. */
+	{
+		__u64 at = hdr.data.offset + hdr.data.size;
 
-		err = rk_write_all(fd, &fs, sizeof(fs));
-		if (!err)
-			err = rk_write_all(fd, e->tdata, e->tdata_len);
+		for (b = 0; b < NFEAT; b++)
+			at += hdr.adds_features[0] >> b & 1 ? sizeof(struct file_section) : 0;
+		for (b = 0; !err && b < NFEAT; b++) {
+			struct file_section fs = { at, feat[b].len };
+
+			if (!(hdr.adds_features[0] >> b & 1))
+				continue;
+			err = rk_write_all(fd, &fs, sizeof(fs));
+			at += feat[b].len;
+		}
+		for (b = 0; !err && b < NFEAT; b++)
+			if (hdr.adds_features[0] >> b & 1)
+				err = rk_write_all(fd, feat[b].p, feat[b].len);
 	}
+	for (b = 0; b < NFEAT; b++)
+		free(feat[b].p);
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)
@@ -645,6 +852,9 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 		err = write_perf_data(e);
 out:
 	free(e->tdata);
+	for (size_t k = 0; k < e->ndsos; k++)
+		free(e->dsos[k]);
+	free(e->dsos);
 	free(e->buf);
 	free(e->refs);
 	free(e);

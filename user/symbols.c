@@ -177,6 +177,38 @@ static int build_id(Elf *e, char *hex, size_t len)
 	return -1;
 }
 
+/* A regular file, opened without following a FIFO into a hang. */
+static int open_regular(const char *path)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int rk_build_id_of(const char *path, char *hex, size_t len)
+{
+	int fd, err = -1;
+	Elf *e;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -1;
+	fd = open_regular(path);
+	if (fd < 0)
+		return -1;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (e)
+		err = build_id(e, hex, len);
+	if (e)
+		elf_end(e);
+	close(fd);
+	return err;
+}
+
 /* Function symbols of @e's .symtab (@symtab) or .dynsym into @d. */
 static void load_syms(struct dso *d, Elf *e, int symtab)
 {
@@ -226,19 +258,6 @@ static int has_symtab(Elf *e)
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
 			return 1;
 	return 0;
-}
-
-/* A regular file, opened without following a FIFO into a hang. */
-static int open_regular(const char *path)
-{
-	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-
-	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
 }
 
 /*

@@ -28,6 +28,12 @@ struct rk_symbols *rk_symbols__new(const char *sideband_path);
 void rk_symbols__add_sideband(struct rk_symbols *s, const struct rk_bufile *sideband);
 
 /**
+ * rk_build_id_of() - the GNU build id of the ELF file at @path, as hex
+ * into @hex (at least 41 bytes). Return: 0, or -1 (none, not ELF, unreadable).
+ */
+int rk_build_id_of(const char *path, char *hex, size_t len);
+
+/**
  * rk_symbols_resolve() - "sym+0xoff" and the mapped file for @addr.
  * Return: 0, or -ENOENT (buffers set to "[unknown]").
  */

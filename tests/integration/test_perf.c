@@ -421,6 +421,21 @@ Test(perf, show_and_perf_name_the_same_functions)
 	cr_assert_eq(status, 0, "show and perf script disagree:\n%s", txt);
 	cr_assert_not_null(strstr(txt, "start_thread True vdso True"),
 			   "start_thread (libc6-dbg) or the vdso not named:\n%s", txt);
+
+	/* The header features perf reads: machine, command, clock, build ids. */
+	snprintf(cmd, sizeof(cmd), "%s report -i %s/y.data --header-only 2>&1", perf, root);
+	sh(cmd, &txt);
+	cr_assert_not_null(strstr(txt, "# cmdline : ringkeeper record -- "), "%s", txt);
+	cr_assert_not_null(strstr(txt, "# hostname : "), "%s", txt);
+	cr_assert_not_null(strstr(txt, "# os release : "), "%s", txt);
+	cr_assert_not_null(strstr(txt, "# nrcpus online : "), "%s", txt);
+	cr_assert_not_null(strstr(txt, "# clockid frequency: "), "%s", txt);
+	snprintf(cmd, sizeof(cmd),
+		 "%s buildid-list -i %s/y.data 2>&1 | grep -c \"^$(readelf -n %s | "
+		 "awk '/Build ID/{print $3}') %s$\"",
+		 perf, root, workload, workload);
+	sh(cmd, &txt);
+	cr_assert_eq(atoi(txt), 1, "perf buildid-list lacks the workload's build id: %s", txt);
 }
 
 /*
