@@ -48,7 +48,7 @@ struct {
 
 /*
  * What a traced task's readers were last decided from: its credentials
- * (the pointer: commit_creds() always installs a new one) and its
+ * (the real_cred pointer: commit_creds() always installs a new one) and its
  * process's dumpability. Task-local: one O(1) lookup at a switch-out.
  */
 struct rk_creds {
@@ -93,9 +93,10 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 /*
  * Remember @t's credentials and dumpability; Return: 0 unchanged (or first
  * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
- * without an mm (exiting, kernel) is not looked at.
+ * without an mm (exiting, kernel), or in an exec (@at_exec: the exec hook
+ * itself), is not looked at.
  */
-static __always_inline int creds_update(struct task_struct *t)
+static __always_inline int creds_update(struct task_struct *t, int at_exec)
 {
 	struct mm_struct *mm = t->mm;
 	struct rk_creds *c;
@@ -105,10 +106,19 @@ static __always_inline int creds_update(struct task_struct *t)
 
 	if (!mm)
 		return 0;
+	/* Mid-exec: the exec signal decides, and the exec hook refreshes what is kept. */
+	if (!at_exec && bpf_core_field_exists(t->in_execve) &&
+	    BPF_CORE_READ_BITFIELD_PROBED(t, in_execve))
+		return 0;
 	c = bpf_task_storage_get(&creds, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c)
 		return 0;
-	cred = (__u64)t->cred;
+	/*
+	 * The objective credentials (what ptrace and /proc check): cred, the
+	 * subjective ones, is swapped for a while by override_creds() (file
+	 * systems do), which is not a change of who the task is.
+	 */
+	cred = (__u64)t->real_cred;
 	d = mm_dumpable(mm);
 	changed = c->seen ? (c->cred != cred) | (c->dumpable != d) << 1 : 0;
 	c->cred = cred;
@@ -198,7 +208,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	cpu = bpf_get_smp_processor_id();
 	if (prev_tracked) {
 		__u32 state = task_state(prev);
-		int changed = creds_update(prev);
+		int changed = creds_update(prev, 0);
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
@@ -297,7 +307,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 			count(RK_CNT_FORK_FAIL);
 	}
 	count(RK_CNT_FORKS);
-	creds_update(child); /* its first credentials: no signal */
+	creds_update(child, 0); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)
 		return 0;
@@ -340,7 +350,7 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 	}
 	/* The exec's new credentials are the exec signal's to handle. */
-	creds_update(p);
+	creds_update(p, 1);
 	s = reserve();
 	if (!s)
 		return 0;

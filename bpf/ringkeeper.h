@@ -151,7 +151,12 @@ struct rk_perf_event_attr {
  * @caps: RK_PT_CAP_*; @num_address_ranges: address filters available.
  * @fmt: bit ranges (first, last) of the config fields, in RK_PT_FMT_NAMES order.
  * @time_shift, @time_mult, @time_zero: TSC to perf time, from the user page.
- * @filter: the address filter string given, if any.
+ * @filter: the address ranges the trace was filtered with, as the
+ *	IA32_RTIT_ADDRn_A/B MSRs held them (resolved addresses, not perf's
+ *	file@offset syntax): up to 4 entries "filter A-B" (trace only inside)
+ *	or "stop A-B" (stop tracing there), hex, separated by ';'. A decoder
+ *	needs them (libipt's addr_filter; the skl014 erratum workaround reads
+ *	them). Empty: no filter. The recorder sets none (it has no --filter).
  */
 struct rk_pt_desc {
 	__u32 size;

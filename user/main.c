@@ -611,7 +611,7 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 				rk_err("%s: no mapped files in the sideband of process %u (and no "
 				       "--core): only events decode",
 				       path, bf->ident->tgid);
-			pk = rk_pt_insn(stdout, aux, (size_t)n, &cfg, img, syms,
+			pk = rk_pt_insn(stdout, aux, (size_t)n, aux_off, &cfg, img, syms,
 					show_pt == 3 ? RK_PT_BRANCHES : RK_PT_INSN);
 		}
 		pt_image_free(img);

@@ -272,6 +272,53 @@ int rk_pt_desc_time(struct rk_pt_desc *d)
 	return 0;
 }
 
+/* rk_pt_desc.filter into libipt's address filter configuration. Return: 0 or -EINVAL. */
+static int filters(const struct rk_pt_desc *d, struct pt_config *cfg)
+{
+	char text[sizeof(d->filter) + 1], *save = NULL, *tok;
+	int n = 0;
+
+	memcpy(text, d->filter, sizeof(d->filter));
+	text[sizeof(d->filter)] = '\0';
+	for (tok = strtok_r(text, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		unsigned long long a, b;
+		char kind[8];
+		uint64_t *lo, *hi;
+		int used = 0;
+
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		if (n >= 4 || sscanf(tok, "%7s %llx-%llx %n", kind, &a, &b, &used) != 3 ||
+		    tok[used] || a > b || (strcmp(kind, "filter") && strcmp(kind, "stop")))
+			return -EINVAL;
+		lo = n == 0 ? &cfg->addr_filter.addr0_a :
+		     n == 1 ? &cfg->addr_filter.addr1_a :
+		     n == 2 ? &cfg->addr_filter.addr2_a :
+			      &cfg->addr_filter.addr3_a;
+		hi = lo + 1; /* addrN_b follows addrN_a */
+		*lo = a;
+		*hi = b;
+		/* IA32_RTIT_CTL.ADDRn_CFG: 1 filter, 2 stop. */
+		switch (n) {
+		case 0:
+			cfg->addr_filter.config.ctl.addr0_cfg = kind[0] == 'f' ? 1 : 2;
+			break;
+		case 1:
+			cfg->addr_filter.config.ctl.addr1_cfg = kind[0] == 'f' ? 1 : 2;
+			break;
+		case 2:
+			cfg->addr_filter.config.ctl.addr2_cfg = kind[0] == 'f' ? 1 : 2;
+			break;
+		default:
+			cfg->addr_filter.config.ctl.addr3_cfg = kind[0] == 'f' ? 1 : 2;
+		}
+		n++;
+	}
+	return 0;
+}
+
 int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config *cfg,
 		 const char **why)
 {
@@ -306,6 +353,11 @@ int rk_pt_config(const void *desc, __u32 descsz, __u64 config, struct pt_config 
 	err = pt_cpu_errata(&cfg->errata, &cfg->cpu);
 	if (err < 0) {
 		*why = "libipt does not know this CPU's errata";
+		return -EINVAL;
+	}
+	if (filters(&d, cfg)) {
+		*why = "the descriptor's address filter does not parse (want up to 4 \"filter|stop "
+		       "A-B\" separated by ';')";
 		return -EINVAL;
 	}
 	cfg->cpuid_0x15_eax = d.cpuid_0x15_eax;
@@ -389,13 +441,42 @@ void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len)
 				 p->payload.mode.bits.exec.csl ? " cs.l" : "",
 				 p->payload.mode.bits.exec.csd ? " cs.d" : "");
 		else
-			snprintf(s, len, "mode.tsx");
+			snprintf(s, len, "mode.tsx%s%s",
+				 p->payload.mode.bits.tsx.intx ? " intx" : "",
+				 p->payload.mode.bits.tsx.abrt ? " abrt" : "");
 		break;
 	case ppt_pip:
-		snprintf(s, len, "pip %llx", (unsigned long long)p->payload.pip.cr3);
+		snprintf(s, len, "pip %llx%s", (unsigned long long)p->payload.pip.cr3,
+			 p->payload.pip.nr ? ", nr" : "");
 		break;
 	case ppt_tma:
 		snprintf(s, len, "tma %x, %x", p->payload.tma.ctc, p->payload.tma.fc);
+		break;
+	case ppt_vmcs:
+		snprintf(s, len, "vmcs %llx", (unsigned long long)p->payload.vmcs.base);
+		break;
+	case ppt_mnt:
+		snprintf(s, len, "mnt %llx", (unsigned long long)p->payload.mnt.payload);
+		break;
+	case ppt_exstop:
+		snprintf(s, len, "exstop%s", p->payload.exstop.ip ? " ip" : "");
+		break;
+	case ppt_mwait:
+		snprintf(s, len, "mwait %x, %x", p->payload.mwait.hints, p->payload.mwait.ext);
+		break;
+	case ppt_pwre:
+		snprintf(s, len, "pwre c%u.%u%s", p->payload.pwre.state, p->payload.pwre.sub_state,
+			 p->payload.pwre.hw ? ", hw" : "");
+		break;
+	case ppt_pwrx:
+		snprintf(s, len, "pwrx %s%s%s: c%u, c%u", p->payload.pwrx.interrupt ? "int" : "",
+			 p->payload.pwrx.store ? "st" : "", p->payload.pwrx.autonomous ? "hw" : "",
+			 p->payload.pwrx.last, p->payload.pwrx.deepest);
+		break;
+	case ppt_ptw:
+		snprintf(s, len, "ptw %u: %llx%s", p->payload.ptw.plc,
+			 (unsigned long long)p->payload.ptw.payload,
+			 p->payload.ptw.ip ? ", ip" : "");
 		break;
 	default:
 		snprintf(s, len, "packet type %d", (int)p->type);
@@ -541,43 +622,91 @@ static const char *iclass_name(enum pt_insn_class c)
 	}
 }
 
-static const char *event_name(const struct pt_event *ev)
+/*
+ * An event as ptxed prints it (without brackets), into @s; 0 if it is not
+ * printed: status updates (what every PSB+ repeats), timing-only events.
+ */
+static int event_str(const struct pt_event *ev, char *s, size_t len)
 {
+	if (ev->status_update)
+		return 0;
 	switch (ev->type) {
 	case ptev_enabled:
-		return ev->variant.enabled.resumed ? "resumed" : "enabled";
+		snprintf(s, len, "%s", ev->variant.enabled.resumed ? "resumed" : "enabled");
+		break;
 	case ptev_disabled:
-		return "disabled";
+		snprintf(s, len, "disabled");
+		break;
 	case ptev_async_disabled:
-		return "async disabled";
+		snprintf(s, len, "async disabled");
+		break;
 	case ptev_async_branch:
-		return "interrupt";
+		snprintf(s, len, "interrupt");
+		break;
 	case ptev_paging:
+		snprintf(s, len, "paging, cr3: %016llx%s",
+			 (unsigned long long)ev->variant.paging.cr3,
+			 ev->variant.paging.non_root ? ", nr" : "");
+		break;
 	case ptev_async_paging:
-		return "paging";
+		snprintf(s, len, "paging, cr3: %016llx%s",
+			 (unsigned long long)ev->variant.async_paging.cr3,
+			 ev->variant.async_paging.non_root ? ", nr" : "");
+		break;
 	case ptev_overflow:
-		return "overflow";
+		snprintf(s, len, "overflow");
+		break;
 	case ptev_exec_mode:
-		return NULL; /* every PSB+ repeats it: noise */
+		snprintf(s, len, "exec mode: %s",
+			 ev->variant.exec_mode.mode == ptem_64bit ? "64-bit" :
+			 ev->variant.exec_mode.mode == ptem_32bit ? "32-bit" :
+			 ev->variant.exec_mode.mode == ptem_16bit ? "16-bit" :
+								    "unknown");
+		break;
 	case ptev_tsx:
-		return "tsx";
+		snprintf(s, len, "%s",
+			 ev->variant.tsx.aborted     ? "aborted" :
+			 ev->variant.tsx.speculative ? "begin transaction" :
+						       "committed");
+		break;
 	case ptev_stop:
-		return "stopped";
+		snprintf(s, len, "stopped");
+		break;
+	case ptev_vmcs:
+		snprintf(s, len, "vmcs, base: %016llx", (unsigned long long)ev->variant.vmcs.base);
+		break;
+	case ptev_async_vmcs:
+		snprintf(s, len, "vmcs, base: %016llx",
+			 (unsigned long long)ev->variant.async_vmcs.base);
+		break;
 	case ptev_exstop:
-		return "exstop";
+		snprintf(s, len, "exstop");
+		break;
 	case ptev_mwait:
-		return "mwait";
+		snprintf(s, len, "mwait %x %x", ev->variant.mwait.hints, ev->variant.mwait.ext);
+		break;
 	case ptev_pwre:
-		return "pwre";
+		snprintf(s, len, "pwre c%u.%u%s", ev->variant.pwre.state,
+			 ev->variant.pwre.sub_state, ev->variant.pwre.hw ? " hw" : "");
+		break;
 	case ptev_pwrx:
-		return "pwrx";
+		snprintf(s, len, "pwrx %s%s%s: c%u, c%u", ev->variant.pwrx.interrupt ? "int" : "",
+			 ev->variant.pwrx.store ? "st" : "",
+			 ev->variant.pwrx.autonomous ? "hw" : "", ev->variant.pwrx.last,
+			 ev->variant.pwrx.deepest);
+		break;
 	case ptev_ptwrite:
-		return "ptwrite";
+		snprintf(s, len, "ptwrite: %llx", (unsigned long long)ev->variant.ptwrite.payload);
+		break;
+	case ptev_mnt:
+		snprintf(s, len, "mnt: %llx", (unsigned long long)ev->variant.mnt.payload);
+		break;
+	case ptev_tick:
 	case ptev_cbr:
-		return NULL;
 	default:
-		return "event";
+		return 0; /* timing */
 	}
+	return 1;
 }
 
 /* Symbol of @ip through the sideband's files ("" if none). */
@@ -590,43 +719,110 @@ static void sym_of(struct rk_symbols *syms, __u64 ip, char *s, size_t len)
 		s[0] = '\0';
 }
 
-/* Print pending events; a branch waiting for its target ends at a disable. */
-static int drain_events(FILE *out, struct pt_insn_decoder *dec, int status, int mode, int *pending,
-			__u64 *from, struct rk_symbols *syms, long *lines)
+/* A decoding in progress. */
+struct insn_walk {
+	FILE *out;
+	struct rk_symbols *syms;
+	int mode;
+	__u64 base; /* ring position of the buffer's first byte */
+	long lines;
+	/* RK_PT_BRANCHES: the last branch instruction, waiting for where it went */
+	int pending;
+	__u64 from, from_size;
+	enum pt_insn_class from_class;
+};
+
+/* The pending branch, ended by @to (an ip, or an event name with @to_ev). */
+static void branch_out(struct insn_walk *w, __u64 to, const char *to_ev)
+{
+	char s[256], t[256];
+
+	w->pending = 0;
+	/* A conditional branch that fell through was not taken: not a branch taken. */
+	if (!to_ev && w->from_class == ptic_cond_jump && to == w->from + w->from_size)
+		return;
+	sym_of(w->syms, w->from, s, sizeof(s));
+	if (to_ev) {
+		fprintf(w->out, "%16llx %s -> [%s]\n", (unsigned long long)w->from, s, to_ev);
+	} else {
+		sym_of(w->syms, to, t, sizeof(t));
+		fprintf(w->out, "%16llx %s -> %16llx %s\n", (unsigned long long)w->from, s,
+			(unsigned long long)to, t);
+	}
+	w->lines++;
+}
+
+/* Print the pending events (ptxed's drain_events_insn()). */
+static int drain_events(struct insn_walk *w, struct pt_insn_decoder *dec, int status)
 {
 	while (status & pts_event_pending) {
 		struct pt_event ev;
-		const char *name;
+		char s[128];
 
 		status = pt_insn_event(dec, &ev, sizeof(ev));
 		if (status < 0)
 			return status;
-		name = event_name(&ev);
-		if (!name)
+		if (!event_str(&ev, s, sizeof(s)))
 			continue;
-		if (mode == RK_PT_BRANCHES && *pending &&
-		    (ev.type == ptev_disabled || ev.type == ptev_async_disabled)) {
-			char s[256];
-
-			sym_of(syms, *from, s, sizeof(s));
-			fprintf(out, "%16llx %s -> [%s]\n", (unsigned long long)*from, s, name);
-			*pending = 0;
-			(*lines)++;
+		if (w->mode == RK_PT_BRANCHES) {
+			/* Only what ends a branch: tracing stopped under it. */
+			if (w->pending &&
+			    (ev.type == ptev_disabled || ev.type == ptev_async_disabled))
+				branch_out(w, 0, s);
 			continue;
 		}
-		fprintf(out, "[%s]\n", name);
-		(*lines)++;
+		fprintf(w->out, "[%s]\n", s);
+		w->lines++;
 	}
 	return status;
 }
 
-long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, struct pt_config *cfg, struct pt_image *img,
-		struct rk_symbols *syms, int mode)
+static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 {
+	char s[256], raw[3 * 15 + 1];
+	unsigned int i;
+
+	if (w->mode == RK_PT_BRANCHES) {
+		if (w->pending)
+			branch_out(w, insn->ip, NULL);
+		if (insn->iclass != ptic_other && insn->iclass != ptic_ptwrite &&
+		    insn->iclass != ptic_error) {
+			w->from = insn->ip;
+			w->from_size = insn->size;
+			w->from_class = insn->iclass;
+			w->pending = 1;
+		}
+		return;
+	}
+	for (i = 0; i < insn->size && i < 15; i++)
+		snprintf(raw + 3 * i, 4, "%02x ", insn->raw[i]);
+	raw[3 * i] = '\0';
+	sym_of(w->syms, insn->ip, s, sizeof(s));
+	/* "? ": executed speculatively (in a transaction), as ptxed marks it. */
+	fprintf(w->out, "%s%16llx  %-10s %-24s %s\n", insn->speculative ? "? " : "",
+		(unsigned long long)insn->ip, iclass_name(insn->iclass), raw, s);
+	w->lines++;
+}
+
+/* "[offset, ip: what: error]", offsets in the ring's coordinates as rk_pt_dump's. */
+static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip, const char *what,
+		     int err)
+{
+	uint64_t off = 0;
+
+	pt_insn_get_offset(dec, &off);
+	fprintf(w->out, "[%016llx, %llx: %s: %s]\n", (unsigned long long)(w->base + off),
+		(unsigned long long)ip, what, pt_errstr(pt_errcode(err)));
+	w->lines++;
+}
+
+long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
+		struct pt_image *img, struct rk_symbols *syms, int mode)
+{
+	struct insn_walk w = { .out = out, .syms = syms, .mode = mode, .base = base };
 	struct pt_insn_decoder *dec;
-	long lines = 0;
-	__u64 from = 0;
-	int status, pending = 0, synced = 0;
+	uint64_t last_sync = 0;
+	int status, synced = 0;
 
 	cfg->begin = (uint8_t *)buf;
 	cfg->end = (uint8_t *)buf + len;
@@ -641,60 +837,48 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, struct pt_config *cfg, s
 		struct pt_insn insn;
 
 		status = pt_insn_sync_forward(dec);
-		if (status < 0)
-			break;
+		if (status < 0) {
+			uint64_t sync = 0;
+
+			if (status == -pte_eos)
+				break;
+			/* A PSB+ that does not decode: say so, try the next one. */
+			diagnose(&w, dec, 0, "sync error", status);
+			if (pt_insn_get_sync_offset(dec, &sync) < 0 ||
+			    (synced && sync <= last_sync))
+				break;
+			last_sync = sync;
+			synced = 1;
+			continue;
+		}
 		synced = 1;
-		pending = 0;
+		pt_insn_get_sync_offset(dec, &last_sync);
+		w.pending = 0;
+		memset(&insn, 0, sizeof(insn));
 		for (;;) {
-			status =
-				drain_events(out, dec, status, mode, &pending, &from, syms, &lines);
+			status = drain_events(&w, dec, status);
 			if (status < 0)
 				break;
-			status = pt_insn_next(dec, &insn, sizeof(insn));
-			if (status < 0)
-				break;
-			if (mode == RK_PT_BRANCHES && pending) {
-				char s[256], t[256];
-
-				sym_of(syms, from, s, sizeof(s));
-				sym_of(syms, insn.ip, t, sizeof(t));
-				fprintf(out, "%16llx %s -> %16llx %s\n", (unsigned long long)from,
-					s, (unsigned long long)insn.ip, t);
-				pending = 0;
-				lines++;
-			}
-			if (mode == RK_PT_BRANCHES) {
-				if (insn.iclass != ptic_other && insn.iclass != ptic_ptwrite) {
-					from = insn.ip;
-					pending = 1;
+			/* The trace ends here (the AUX head): not an error. */
+			if (status & pts_eos) {
+				if (!(status & pts_ip_suppressed) && mode == RK_PT_INSN) {
+					fprintf(out, "[end of trace]\n");
+					w.lines++;
 				}
-			} else {
-				char s[256], raw[3 * 15 + 1];
-				unsigned int i;
-
-				for (i = 0; i < insn.size && i < 15; i++)
-					snprintf(raw + 3 * i, 4, "%02x ", insn.raw[i]);
-				raw[3 * i] = '\0';
-				sym_of(syms, insn.ip, s, sizeof(s));
-				fprintf(out, "%16llx  %-10s %-24s %s\n",
-					(unsigned long long)insn.ip, iclass_name(insn.iclass), raw,
-					s);
-				lines++;
+				status = -pte_eos;
+				break;
 			}
+			status = pt_insn_next(dec, &insn, sizeof(insn));
+			/* The instruction comes with the error or end that follows it. */
+			if (insn.iclass != ptic_error)
+				print_insn(&w, &insn);
+			if (status < 0)
+				break;
 		}
 		if (status == -pte_eos)
 			break;
-		{
-			uint64_t off = 0;
-
-			pt_insn_get_offset(dec, &off);
-			fprintf(out, "[%llx: error: %s]\n", (unsigned long long)off,
-				pt_errstr(pt_errcode(status)));
-			lines++;
-		}
+		diagnose(&w, dec, insn.ip, "error", status);
 	}
 	pt_insn_free_decoder(dec);
-	if (!synced)
-		return status;
-	return lines;
+	return w.lines;
 }

@@ -98,16 +98,24 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
 
 /**
  * rk_pt_insn() - decode @buf's trace into instructions of @img and print
- * them: address, size, class, bytes and symbol (@syms, may be NULL); events
- * (enabled, disabled, overflow, ...) in brackets. Starts at the first PSB;
- * after an error (e.g. no image at an address: kernel code) it prints the
- * error and resynchronizes at the next PSB, as ptxed does.
- * @mode: RK_PT_INSN or RK_PT_BRANCHES.
- * Return: lines printed, or a negative libipt error if nothing could be
- * synchronized at all.
+ * them as ptxed does: address, class, bytes and symbol (@syms, may be
+ * NULL), "? " before one executed speculatively; events in brackets with
+ * their payloads ([paging, cr3: ...], [ptwrite: ...], [begin transaction],
+ * ...; not the state a PSB+ repeats), "[end of trace]" where the trace
+ * ends. Starts at the first PSB; a PSB+ that does not decode, or an error
+ * after it (e.g. no image at an address: kernel code), is printed as
+ * "[OFFSET, IP: error: ...]" and decoding goes on at the next PSB. The
+ * instruction that comes with an error is printed first.
+ * @base: added to printed offsets: the ring position of @buf's first byte,
+ *	as rk_pt_dump() prints them.
+ * @mode: RK_PT_INSN, or RK_PT_BRANCHES: taken branches only, "from ->
+ *	to" (a not-taken conditional branch is left out), like perf script
+ *	--itrace=b; a branch under which tracing stopped ends in "[disabled]".
+ * Return: lines printed (0 for a trace with no instruction), or a negative
+ * libipt error if no decoder could be made.
  */
-long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, struct pt_config *cfg, struct pt_image *img,
-		struct rk_symbols *syms, int mode);
+long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
+		struct pt_image *img, struct rk_symbols *syms, int mode);
 
 /** rk_pt_packet_str() - one packet as rk_pt_dump prints it. */
 void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len);

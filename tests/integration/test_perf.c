@@ -4,6 +4,7 @@
  * read back by Debian's perf (a real client, not our own reader).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -559,8 +560,26 @@ Test(perf, bad_events_get_clear_errors)
 	if (access("/sys/bus/event_source/devices/cpu", F_OK)) {
 		char *a[] = { (char *)rk_bin, "record", "--root",    root, "-e",
 			      "cycles",	      "--",	"/bin/true", NULL };
+		char *err, path[300];
+		unsigned int n;
 
 		expect_error(a, 1, "not supported on this machine");
+		/* We stopped the command: not reported as the command's fate; no session left. */
+		cr_assert_eq(run_rk(a, NULL, &err) != 0, 1);
+		cr_assert_null(strstr(err, "killed by signal"), "%s", err);
+		free(err);
+		snprintf(path, sizeof(path), "%s", root);
+		n = 0;
+		{
+			DIR *d = opendir(path);
+			struct dirent *de;
+
+			while (d && (de = readdir(d)))
+				n += de->d_name[0] != '.';
+			if (d)
+				closedir(d);
+		}
+		cr_assert_eq(n, 0, "a failed record left a session in %s", root);
 	} else {
 		printf("this machine has a CPU PMU: the 'cycles not supported' case is not tested\n");
 	}

@@ -722,7 +722,7 @@ static char *decode_flow(const __u8 *tr, size_t len, const char *sb, int mode, l
 	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
 	cr_assert_not_null(syms);
 	cr_assert_eq(rk_pt_image_add_maps(img, syms), 1, "the one mapped file");
-	*lines = rk_pt_insn(f, tr, len, &cfg, img, syms, mode);
+	*lines = rk_pt_insn(f, tr, len, 0, &cfg, img, syms, mode);
 	fclose(f);
 	pt_image_free(img);
 	rk_symbols__free(syms);
@@ -756,13 +756,18 @@ Test(pt, instructions_decode_with_the_sideband_image)
 	put_sideband(sb, file, 0x400000, 0x1000);
 
 	out = decode_flow(tr, len, sb, RK_PT_INSN, &lines);
-	cr_assert_eq(lines, 16, "[enabled], 14 instructions, [disabled]:\n%s", out);
+	cr_assert_eq(lines, 17, "[enabled], [exec mode], 14 instructions, [disabled]:\n%s", out);
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long ip;
 		char cls[32];
 
 		if (line[0] == '[') {
-			cr_assert_str_eq(line, i ? "[disabled]" : "[enabled]");
+			if (!i)
+				cr_assert(!strcmp(line, "[enabled]") ||
+						  !strcmp(line, "[exec mode: 64-bit]"),
+					  "%s", line);
+			else
+				cr_assert_str_eq(line, "[disabled]");
 			continue;
 		}
 		cr_assert_lt(i, sizeof(want) / sizeof(want[0]));
@@ -774,13 +779,18 @@ Test(pt, instructions_decode_with_the_sideband_image)
 	cr_assert_eq(i, sizeof(want) / sizeof(want[0]));
 	free(out);
 
-	/* Branches: every taken one as from -> to; the last ends at the disable. */
+	/*
+	 * Branches: every taken one as from -> to (like perf script --itrace=b);
+	 * a conditional branch not taken is none; the last ends at the disable.
+	 */
 	out = decode_flow(tr, len, sb, RK_PT_BRANCHES, &lines);
 	cr_assert_not_null(strstr(out, "400002  ->           400007"), "%s", out);
-	cr_assert_not_null(strstr(out, "400007  ->           400009"),
-			   "not taken: falls through\n%s", out);
+	cr_assert_null(strstr(out, "400007  ->           400009"), "not taken, shown:\n%s", out);
+	cr_assert_null(strstr(out, "400002  ->           400004"), "not taken, shown:\n%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->           400002"), "%s", out);
 	cr_assert_not_null(strstr(out, "400009  ->           400004"), "%s", out);
 	cr_assert_not_null(strstr(out, "400009  -> [disabled]"), "%s", out);
+	cr_assert_eq(lines, 4, "4 taken branches:\n%s", out);
 	free(out);
 
 	/* Without the image the flow cannot be followed: a clear error, no guessing. */
@@ -796,7 +806,7 @@ Test(pt, instructions_decode_with_the_sideband_image)
 		f = open_memstream(&mem, &sz);
 		desc_for_test(&d);
 		cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
-		lines = rk_pt_insn(f, tr, len, &cfg, img, NULL, RK_PT_INSN);
+		lines = rk_pt_insn(f, tr, len, 0, &cfg, img, NULL, RK_PT_INSN);
 		fclose(f);
 		cr_assert_not_null(strstr(mem, "error: no memory mapped at this address"), "%s",
 				   mem);
@@ -1055,9 +1065,9 @@ Test(pt, instructions_decode_from_a_core_dump)
 	desc_for_test(&d);
 	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
 	f = open_memstream(&mem, &sz);
-	lines = rk_pt_insn(f, tr, len, &cfg, img, NULL, RK_PT_INSN);
+	lines = rk_pt_insn(f, tr, len, 0, &cfg, img, NULL, RK_PT_INSN);
 	fclose(f);
-	cr_assert_eq(lines, 16, "%s", mem);
+	cr_assert_eq(lines, 17, "%s", mem);
 	cr_assert_not_null(strstr(mem, "400009  jump       ff e0"), "%s", mem);
 	free(mem);
 	pt_image_free(img);
@@ -1067,4 +1077,425 @@ Test(pt, instructions_decode_from_a_core_dump)
 	cr_assert_eq(rk_pt_image_add_core(img, core, &why), -EINVAL);
 	cr_assert_not_null(strstr(why, "not an ELF core"), "%s", why);
 	pt_image_free(img);
+}
+
+/*
+ * Issue 15: decoding as libipt's own ptxed does. Each scenario is a packet
+ * stream of our own, encoded with libipt's encoder, through the code above.
+ */
+
+static size_t enc(const struct pt_packet *pk, size_t n, __u8 *buf, size_t size)
+{
+	struct pt_config ecfg;
+	struct pt_encoder *e;
+	size_t i, bytes = 0;
+
+	pt_config_init(&ecfg);
+	ecfg.begin = buf;
+	ecfg.end = buf + size;
+	e = pt_alloc_encoder(&ecfg);
+	cr_assert_not_null(e);
+	for (i = 0; i < n; i++) {
+		int r = pt_enc_next(e, &pk[i]);
+
+		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
+		bytes += (size_t)r;
+	}
+	pt_free_encoder(e);
+	return bytes;
+}
+
+/* Packet builders. */
+static struct pt_packet P(enum pt_packet_type t) {
+	struct pt_packet p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = t;
+	return p;
+}
+
+static struct pt_packet
+IP(enum pt_packet_type t, __u64 ip) {
+	struct pt_packet p = P(t);
+
+	p.payload.ip.ipc = pt_ipc_sext_48;
+	p.payload.ip.ip = ip;
+	return p;
+}
+
+static struct pt_packet
+TNT(unsigned int bits, __u64 payload) {
+	struct pt_packet p = P(ppt_tnt_8);
+
+	p.payload.tnt.bit_size = (uint8_t)bits;
+	p.payload.tnt.payload = payload;
+	return p;
+}
+
+static struct pt_packet
+MODE_EXEC64(void) {
+	struct pt_packet p = P(ppt_mode);
+
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	return p;
+}
+
+static struct pt_packet
+MODE_TSX(int intx, int abrt) {
+	struct pt_packet p = P(ppt_mode);
+
+	p.payload.mode.leaf = pt_mol_tsx;
+	p.payload.mode.bits.tsx.intx = intx ? 1 : 0;
+	p.payload.mode.bits.tsx.abrt = abrt ? 1 : 0;
+	return p;
+}
+
+/* @text mapped at 0x400000 through a sideband, as the tests above map code[]. */
+static void
+flow_image(char *sb, size_t len, const __u8 *text, size_t size)
+{
+	char file[128];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/code.bin", dir);
+	snprintf(sb, len, "%s/sideband.100", dir);
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fwrite(text, 1, size, f);
+	fclose(f);
+	put_sideband(sb, file, 0x400000, 0x1000);
+}
+
+static const __u8 *image_text = code;
+static size_t image_size = sizeof(code);
+
+static char *decode_at(const __u8 *tr, size_t len, __u64 base, int mode, long *lines)
+{
+	struct rk_symbols *syms;
+	struct pt_image *img = pt_image_alloc("test");
+	struct pt_config cfg;
+	struct rk_pt_desc d;
+	const char *why;
+	char sb[128], *mem = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&mem, &sz);
+
+	flow_image(sb, sizeof(sb), image_text, image_size);
+	syms = rk_symbols__new(sb);
+	desc_for_test(&d);
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
+	cr_assert_eq(rk_pt_image_add_maps(img, syms), 1);
+	*lines = rk_pt_insn(f, tr, len, base, &cfg, img, syms, mode);
+	fclose(f);
+	pt_image_free(img);
+	rk_symbols__free(syms);
+	return mem;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/*
+ * End of trace: the stream ends where a taken jz's target still needs a TNT
+ * bit (every real trace ends at the AUX head). "[end of trace]", no error,
+ * no instruction that was not traced.
+ */
+Test(pt, end_of_trace_is_not_an_error)
+{
+	struct pt_packet pk[] = { P(ppt_psb), P(ppt_psbend), MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000), TNT(1, 1) /* jz taken */ };
+	__u8 tr[128];
+	size_t len = enc(pk, sizeof(pk) / sizeof(pk[0]), tr, sizeof(tr));
+	long lines;
+	char *out = decode_at(tr, len, 0, RK_PT_INSN, &lines);
+
+	cr_assert_null(strstr(out, "error"), "%s", out);
+	cr_assert_null(strstr(out, "no memory mapped"), "%s", out);
+	cr_assert_not_null(strstr(out, "400000  other"), "%s", out);
+	cr_assert_not_null(strstr(out, "400002  jcc"), "%s", out);
+	cr_assert_eq(count_of(out, "[end of trace]"), 1, "%s", out);
+	/* Nothing after the end: the jnz at 400007 needs a bit the trace does not have. */
+	cr_assert_null(strstr(out, "400009"), "made up:\n%s", out);
+	free(out);
+}
+
+/* An empty trace (timing only): nothing printed, not an error. */
+Test(pt, an_empty_trace_decodes_to_nothing)
+{
+	struct pt_packet tsc = P(ppt_tsc), pk[5];
+	__u8 tr[128];
+	size_t len;
+	long lines;
+	char *out;
+
+	tsc.payload.tsc.tsc = 0x1000;
+	pk[0] = P(ppt_psb);
+	pk[1] = tsc;
+	pk[2] = P(ppt_psbend);
+	pk[3] = P(ppt_psb);
+	pk[4] = P(ppt_psbend);
+	len = enc(pk, 5, tr, sizeof(tr));
+	out = decode_at(tr, len, 0, RK_PT_INSN, &lines);
+	cr_assert_eq(lines, 0, "%s", out);
+	cr_assert_str_eq(out, "");
+	free(out);
+}
+
+/*
+ * A PSB+ that does not decode (a TIP inside it), first and between two good
+ * segments: a sync error is printed and decoding goes on at the next PSB,
+ * so the good segments are all there. Offsets are the ring's: @base added.
+ */
+Test(pt, a_bad_psb_is_skipped_first_and_in_the_middle)
+{
+	struct pt_packet bad[] = { P(ppt_psb), IP(ppt_tip, 0x400004), P(ppt_psbend) };
+	/* The closing PSB+ lets the decoder bind the disable without reading into the next. */
+	struct pt_packet good[] = { P(ppt_psb),	   P(ppt_psbend),
+				    MODE_EXEC64(), IP(ppt_tip_pge, 0x400000),
+				    TNT(2, 0x2),   IP(ppt_tip, 0x400004),
+				    TNT(3, 0x4),   IP(ppt_tip_pgd, 0x400100),
+				    P(ppt_psb),	   P(ppt_psbend) };
+	__u8 tr[512];
+	size_t len = 0, bad_at[2];
+	char want[64], *out;
+	long lines;
+
+	bad_at[0] = len;
+	len += enc(bad, 3, tr + len, sizeof(tr) - len);
+	len += enc(good, 10, tr + len, sizeof(tr) - len);
+	bad_at[1] = len;
+	len += enc(bad, 3, tr + len, sizeof(tr) - len);
+	len += enc(good, 10, tr + len, sizeof(tr) - len);
+	out = decode_at(tr, len, 0x10000, RK_PT_INSN, &lines);
+	cr_assert_eq(count_of(out, "sync error"), 2, "one error per bad PSB+:\n%s", out);
+	/*
+	 * The first segment is decoded up to where the decoder, looking past
+	 * the disable for what binds to it, meets the bad PSB+ (ptxed too);
+	 * the second one, after it, whole: 14 instructions, then disabled.
+	 */
+	cr_assert_geq(count_of(out, "400009  jump"), 3, "%s", out);
+	{
+		const char *last = out, *p;
+
+		while ((p = strstr(last + 1, "sync error")))
+			last = p;
+		cr_assert_eq(count_of(last, "  jcc ") + count_of(last, "  jump ") +
+				     count_of(last, "  other "),
+			     14, "the segment after the bad PSB+:\n%s", last);
+		cr_assert_eq(count_of(last, "[disabled]"), 1, "%s", last);
+	}
+	snprintf(want, sizeof(want), "[%016llx, ", 0x10000ull + bad_at[0]);
+	cr_assert_not_null(strstr(out, want), "the first error at ring offset %s:\n%s", want, out);
+	snprintf(want, sizeof(want), "[%016llx, ", 0x10000ull + bad_at[1]);
+	cr_assert_not_null(strstr(out, want), "the second at ring offset %s:\n%s", want, out);
+	free(out);
+}
+
+/*
+ * The instruction that comes with an error is printed: a jz whose TNT bit
+ * is a TIP instead is decoded, then the error.
+ */
+Test(pt, the_instruction_with_the_error_is_printed)
+{
+	struct pt_packet pk[] = { P(ppt_psb), P(ppt_psbend), MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000), IP(ppt_tip, 0x400004) };
+	__u8 tr[128];
+	size_t len = enc(pk, sizeof(pk) / sizeof(pk[0]), tr, sizeof(tr));
+	long lines;
+	char *out = decode_at(tr, len, 0, RK_PT_INSN, &lines), *err;
+
+	err = strstr(out, "error");
+	cr_assert_not_null(err, "%s", out);
+	cr_assert_not_null(strstr(out, "400000  other"), "%s", out);
+	cr_assert(strstr(out, "400002  jcc") && strstr(out, "400002  jcc") < err,
+		  "the jz before its error:\n%s", out);
+	free(out);
+}
+
+/*
+ * TSX: the state a PSB+ repeats prints nothing; a begin, commit and abort
+ * in the flow print as ptxed names them, and what ran inside the
+ * transaction is marked "? ".
+ */
+Test(pt, tsx_status_repeats_are_quiet_and_transactions_are_named)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  MODE_TSX(0, 0), /* the PSB+'s status: not an event */
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  MODE_TSX(1, 0),
+				  IP(ppt_fup, 0x400002), /* begin at the jz */
+				  TNT(2, 0x2), /* jz taken, jnz not taken */
+				  MODE_TSX(0, 0),
+				  IP(ppt_fup, 0x400009), /* commit at the jmp */
+				  IP(ppt_tip, 0x400004),
+				  MODE_TSX(0, 1),
+				  IP(ppt_fup, 0x400007), /* abort at the jnz... */
+				  IP(ppt_tip, 0x400000), /* ...to the handler */
+				  IP(ppt_tip_pgd, 0x400100) };
+	__u8 tr[256];
+	size_t len = enc(pk, sizeof(pk) / sizeof(pk[0]), tr, sizeof(tr));
+	long lines;
+	char *out = decode_at(tr, len, 0, RK_PT_INSN, &lines);
+
+	cr_assert_null(strstr(out, "[tsx]"), "%s", out);
+	cr_assert_eq(count_of(out, "[begin transaction]"), 1, "%s", out);
+	cr_assert_eq(count_of(out, "[committed]"), 1, "%s", out);
+	cr_assert_eq(count_of(out, "[aborted]"), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "? "), "no speculative instruction marked:\n%s", out);
+	cr_assert(strstr(out, "[begin transaction]") < strstr(out, "[committed]") &&
+			  strstr(out, "[committed]") < strstr(out, "[aborted]"),
+		  "%s", out);
+	free(out);
+}
+
+/* Every payload ptdump prints is in rk_pt_dump's lines. */
+Test(pt, packets_show_their_payloads)
+{
+	struct pt_packet pk[14];
+	const char *want[] = { "psb",
+			       "ptw 1: deadbeefcafe, ip",
+			       "exstop ip",
+			       "pwre c1.2, hw",
+			       "pwrx int: c3, c4",
+			       "vmcs 12345000",
+			       "mnt 1122334455667788",
+			       "mwait 5, 1",
+			       "mode.tsx intx",
+			       "mode.tsx abrt",
+			       "pip 1000, nr",
+			       "psbend" };
+	__u8 tr[512];
+	size_t len, n = 0, i;
+	struct pt_config cfg;
+	char *mem = NULL;
+	size_t sz = 0;
+	FILE *f;
+
+	pk[n++] = P(ppt_psb);
+	pk[n] = P(ppt_ptw);
+	pk[n].payload.ptw.plc = 1;
+	pk[n].payload.ptw.payload = 0xdeadbeefcafeull;
+	pk[n++].payload.ptw.ip = 1;
+	pk[n] = P(ppt_exstop);
+	pk[n++].payload.exstop.ip = 1;
+	pk[n] = P(ppt_pwre);
+	pk[n].payload.pwre.state = 1;
+	pk[n].payload.pwre.sub_state = 2;
+	pk[n++].payload.pwre.hw = 1;
+	pk[n] = P(ppt_pwrx);
+	pk[n].payload.pwrx.last = 3;
+	pk[n].payload.pwrx.deepest = 4;
+	pk[n++].payload.pwrx.interrupt = 1;
+	pk[n] = P(ppt_vmcs);
+	pk[n++].payload.vmcs.base = 0x12345000;
+	pk[n] = P(ppt_mnt);
+	pk[n++].payload.mnt.payload = 0x1122334455667788ull;
+	pk[n] = P(ppt_mwait);
+	pk[n].payload.mwait.hints = 5;
+	pk[n++].payload.mwait.ext = 1;
+	pk[n++] = MODE_TSX(1, 0);
+	pk[n++] = MODE_TSX(0, 1);
+	pk[n] = P(ppt_pip);
+	pk[n].payload.pip.cr3 = 0x1000;
+	pk[n++].payload.pip.nr = 1;
+	pk[n++] = P(ppt_psbend);
+	len = enc(pk, n, tr, sizeof(tr));
+	pt_config_init(&cfg);
+	f = open_memstream(&mem, &sz);
+	cr_assert_eq(rk_pt_dump(f, tr, len, 0, &cfg), (long)n);
+	fclose(f);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert_not_null(strstr(mem, want[i]), "no '%s' in:\n%s", want[i], mem);
+	cr_assert_null(strstr(mem, "packet type"), "%s", mem);
+	free(mem);
+}
+
+/*
+ * Events carry their payloads in --pt=insn: a PTWRITE value (at its
+ * ptwrite instruction), power events' states, the CR3 of an asynchronous
+ * paging event. The code: 400000 ptwrite %eax; 400004 jmp *%rax.
+ */
+static const __u8 ptw_code[] = { 0xf3, 0x0f, 0xae, 0xe0, 0xff, 0xe0 };
+
+Test(pt, events_carry_their_payloads)
+{
+	struct pt_packet pk[14];
+	__u8 tr[256];
+	size_t len, n = 0;
+	long lines;
+	char *out;
+
+	pk[n++] = P(ppt_psb);
+	pk[n++] = P(ppt_psbend);
+	pk[n++] = MODE_EXEC64();
+	pk[n++] = IP(ppt_tip_pge, 0x400000);
+	pk[n] = P(ppt_ptw);
+	pk[n].payload.ptw.plc = 1;
+	pk[n++].payload.ptw.payload = 0x1234567890ull;
+	pk[n] = P(ppt_pwre);
+	pk[n++].payload.pwre.state = 2;
+	pk[n] = P(ppt_pwrx);
+	pk[n].payload.pwrx.last = 2;
+	pk[n].payload.pwrx.deepest = 6;
+	pk[n++].payload.pwrx.store = 1;
+	/* An asynchronous address space change at the jmp: FUP, PIP, then disabled. */
+	pk[n++] = IP(ppt_fup, 0x400004);
+	pk[n] = P(ppt_pip);
+	pk[n++].payload.pip.cr3 = 0xabc000;
+	pk[n++] = IP(ppt_tip_pgd, 0x400100);
+	pk[n++] = P(ppt_psb);
+	pk[n++] = P(ppt_psbend);
+	len = enc(pk, n, tr, sizeof(tr));
+	image_text = ptw_code;
+	image_size = sizeof(ptw_code);
+	out = decode_at(tr, len, 0, RK_PT_INSN, &lines);
+	image_text = code;
+	image_size = sizeof(code);
+	cr_assert_not_null(strstr(out, "400000  ptwrite"), "%s", out);
+	cr_assert_not_null(strstr(out, "[ptwrite: 1234567890]"), "%s", out);
+	cr_assert_not_null(strstr(out, "[pwre c2.0]"), "%s", out);
+	cr_assert_not_null(strstr(out, "[pwrx st: c2, c6]"), "%s", out);
+	cr_assert_not_null(strstr(out, "[paging, cr3: 0000000000abc000]"), "%s", out);
+	cr_assert_null(strstr(out, "[event]"), "%s", out);
+	cr_assert_null(strstr(out, "error"), "%s", out);
+	free(out);
+}
+
+/* Address filters from the descriptor reach libipt's configuration. */
+Test(pt, address_filters_from_the_descriptor)
+{
+	struct rk_pt_desc d;
+	struct pt_config cfg;
+	const char *why;
+
+	desc_for_test(&d);
+	snprintf(d.filter, sizeof(d.filter),
+		 "filter 400000-400fff; stop 7f0000001000-7f0000001fff");
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0, "%s", why);
+	cr_assert_eq(cfg.addr_filter.config.ctl.addr0_cfg, 1);
+	cr_assert_eq(cfg.addr_filter.config.ctl.addr1_cfg, 2);
+	cr_assert_eq(cfg.addr_filter.addr0_a, 0x400000);
+	cr_assert_eq(cfg.addr_filter.addr0_b, 0x400fff);
+	cr_assert_eq(cfg.addr_filter.addr1_a, 0x7f0000001000ull);
+	cr_assert_eq(cfg.addr_filter.addr1_b, 0x7f0000001fffull);
+	cr_assert_eq(cfg.addr_filter.config.ctl.addr2_cfg, 0);
+	snprintf(d.filter, sizeof(d.filter), "filter 500-400");
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), -EINVAL);
+	snprintf(d.filter, sizeof(d.filter), "tracestart 1-2");
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), -EINVAL);
+	snprintf(d.filter, sizeof(d.filter),
+		 "filter 1-2;filter 3-4;filter 5-6;filter 7-8;filter 9-a");
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), -EINVAL, "5 ranges");
+	memset(d.filter, 0, sizeof(d.filter));
+	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
+	cr_assert_eq(cfg.addr_filter.config.addr_cfg, 0);
 }
