@@ -400,48 +400,19 @@ static int cmp_ref(const void *a, const void *b)
 #define NAME_ALIGN 64
 #define PERF_RECORD_MISC_BUILD_ID_SIZE_ (1 << 15)
 
-/* One feature section's bytes. */
-struct feat {
-	__u8 *p;
-	size_t len, cap;
-	int err;
-};
-
-static void fput(struct feat *f, const void *p, size_t n)
-{
-	if (f->err || !n)
-		return;
-	if (f->len + n > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 256;
-		__u8 *m;
-
-		while (cap < f->len + n)
-			cap *= 2;
-		m = realloc(f->p, cap);
-		if (!m) {
-			f->err = -ENOMEM;
-			return;
-		}
-		f->p = m;
-		f->cap = cap;
-	}
-	memcpy(f->p + f->len, p, n);
-	f->len += n;
-}
-
 /* perf's do_write_string(): u32 length (NAME_ALIGN padded), the string, zeros. */
-static void fput_str(struct feat *f, const char *s)
+static void fput_str(struct rk_buf *f, const char *s)
 {
 	static const __u8 zeros[NAME_ALIGN];
 	__u32 len = (__u32)((strlen(s) + 1 + NAME_ALIGN - 1) & ~(size_t)(NAME_ALIGN - 1));
 
-	fput(f, &len, 4);
-	fput(f, s, strlen(s) + 1);
-	fput(f, zeros, len - strlen(s) - 1);
+	rk_buf_put(f, &len, 4);
+	rk_buf_put(f, s, strlen(s) + 1);
+	rk_buf_put(f, zeros, len - strlen(s) - 1);
 }
 
 /* A build_id_event as perf's write_buildid() lays it out. */
-static void fput_build_id(struct feat *f, const char *hex, const char *name, __u16 misc)
+static void fput_build_id(struct rk_buf *f, const char *hex, const char *name, __u16 misc)
 {
 	static const __u8 zeros[NAME_ALIGN];
 	struct {
@@ -465,9 +436,9 @@ static void fput_build_id(struct feat *f, const char *hex, const char *name, __u
 	b.h.type = 0;
 	b.h.misc = misc | PERF_RECORD_MISC_BUILD_ID_SIZE_;
 	b.h.size = (__u16)(sizeof(b) + len);
-	fput(f, &b, sizeof(b));
-	fput(f, name, strlen(name) + 1);
-	fput(f, zeros, len - strlen(name) - 1);
+	rk_buf_put(f, &b, sizeof(b));
+	rk_buf_put(f, name, strlen(name) + 1);
+	rk_buf_put(f, zeros, len - strlen(name) - 1);
 }
 
 /* The kernel's build id, from its notes (/sys/kernel/notes). Return: 0 or -1. */
@@ -506,7 +477,7 @@ static int kernel_build_id(char *hex, size_t len)
  * the machine (host, release, arch, CPUs), the command, the clock, and
  * the build id of each mapped file (read from the files now) and the kernel.
  */
-static void features(struct exp *e, struct feat *f)
+static void features(struct exp *e, struct rk_buf *f)
 {
 	struct rk_session_stat st;
 	struct timespec res = { 0, 1 };
@@ -523,7 +494,7 @@ static void features(struct exp *e, struct feat *f)
 	}
 	nr[0] = (__u32)sysconf(_SC_NPROCESSORS_CONF);
 	nr[1] = (__u32)sysconf(_SC_NPROCESSORS_ONLN);
-	fput(&f[HEADER_NRCPUS], nr, sizeof(nr));
+	rk_buf_put(&f[HEADER_NRCPUS], nr, sizeof(nr));
 	/* perf's cmdline is its own argv: here, the recording's. */
 	if (!rk_session_stat_read(e->o->session_dir, &st))
 		snprintf(cmd, sizeof(cmd), "ringkeeper record %s%.*s",
@@ -532,12 +503,12 @@ static void features(struct exp *e, struct feat *f)
 	else
 		snprintf(cmd, sizeof(cmd), "ringkeeper export");
 	nr[0] = 1;
-	fput(&f[HEADER_CMDLINE], nr, 4);
+	rk_buf_put(&f[HEADER_CMDLINE], nr, 4);
 	fput_str(&f[HEADER_CMDLINE], cmd);
 	/* Samples are timed with CLOCK_MONOTONIC (use_clockid): its resolution. */
 	clock_getres(CLOCK_MONOTONIC, &res);
 	ns = (__u64)res.tv_sec * 1000000000ull + (__u64)res.tv_nsec;
-	fput(&f[HEADER_CLOCKID], &ns, 8);
+	rk_buf_put(&f[HEADER_CLOCKID], &ns, 8);
 	if (e->tracking >= 0 && !kernel_build_id(hex, sizeof(hex)))
 		fput_build_id(&f[HEADER_BUILD_ID], hex, "[kernel.kallsyms]",
 			      PERF_RECORD_MISC_KERNEL);
@@ -545,7 +516,7 @@ static void features(struct exp *e, struct feat *f)
 		if (!rk_build_id_of(e->dsos[i], hex, sizeof(hex)))
 			fput_build_id(&f[HEADER_BUILD_ID], hex, e->dsos[i], PERF_RECORD_MISC_USER);
 	if (e->tdata)
-		fput(&f[HEADER_TRACING_DATA], e->tdata, e->tdata_len);
+		rk_buf_put(&f[HEADER_TRACING_DATA], e->tdata, e->tdata_len);
 }
 
 /* Whether every tracepoint attr's format is in @blob. Return: the first missing, or -1. */
@@ -619,7 +590,7 @@ static int duplicate_comm(const struct exp *e, size_t k)
 
 static int write_perf_data(struct exp *e)
 {
-	struct feat feat[NFEAT] = { 0 };
+	struct rk_buf feat[NFEAT] = { 0 };
 	struct file_header hdr = { 0 };
 	int b;
 	char tmp[PATH_MAX];

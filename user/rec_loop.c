@@ -126,8 +126,11 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	}
 }
 
-/* An exec: its COMM record, and the thread's access re-checked. */
-static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+/*
+ * A COMM record (as the kernel writes one for perf: at exec with
+ * COMM_EXEC, at a rename without) and the name in the thread's identity.
+ */
+static void put_comm(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s, __u16 misc)
 {
 	struct {
 		struct perf_event_header h;
@@ -136,11 +139,8 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 		struct sample_id id;
 	} cr = { 0 };
 
-	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED);
-	if (!t)
-		return;
 	cr.h.type = PERF_RECORD_COMM;
-	cr.h.misc = PERF_RECORD_MISC_COMM_EXEC;
+	cr.h.misc = misc;
 	cr.h.size = sizeof(cr);
 	cr.pid = t->tgid;
 	cr.tid = t->tid;
@@ -149,6 +149,15 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 	rec_fill_id(&cr.id, t, s);
 	rec_put_rec(r, t, &cr, sizeof(cr));
 	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
+}
+
+/* An exec: the thread's access decided again, then its COMM record. */
+static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED);
+	if (!t)
+		return;
+	put_comm(r, t, s, PERF_RECORD_MISC_COMM_EXEC);
 	if (s->ptid != s->tid) {
 		/* A non-leader exec'd and took over this tid. */
 		struct rk_thread *old = rec_thread_find(r, s->ptid);
@@ -158,28 +167,10 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 	}
 }
 
-/*
- * A rename (prctl(PR_SET_NAME), pthread_setname_np): a COMM record, as the
- * kernel writes one for perf, and the new name in the thread's identity.
- */
+/* A rename (prctl(PR_SET_NAME), pthread_setname_np, /proc/TID/comm). */
 static void on_rename(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
-	struct {
-		struct perf_event_header h;
-		__u32 pid, tid;
-		char comm[RK_COMM_LEN];
-		struct sample_id id;
-	} cr = { 0 };
-
-	cr.h.type = PERF_RECORD_COMM;
-	cr.h.size = sizeof(cr);
-	cr.pid = t->tgid;
-	cr.tid = t->tid;
-	memcpy(cr.comm, s->comm, sizeof(cr.comm));
-	cr.comm[RK_COMM_LEN - 1] = '\0';
-	rec_fill_id(&cr.id, t, s);
-	rec_put_rec(r, t, &cr, sizeof(cr));
-	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
+	put_comm(r, t, s, 0);
 	r->st->renames++;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -279,29 +280,30 @@ static void print_field(FILE *f, const char *field, const char *desc, __u64 v,
 /* What a counter says is wrong, and what to do about it; one line each. */
 static void print_hints(FILE *f, const struct rk_session_stat *st, const char *pfx)
 {
-	__u64 tries = st->pins + st->refusals;
+	static const struct {
+		size_t off;
+		const char *what;
+	} hints[] = {
+#define HINT(field, what) { offsetof(struct rk_session_stat, field), what }
+		HINT(bpf_drops,
+		     "signals dropped by the BPF side (ringbuf full): raise --ringbuf-size"),
+		HINT(bpf_fork_fail, "children not traced (the pmu_info map was full)"),
+		HINT(perf_lost,
+		     "perf records lost in the kernel's per-CPU rings: raise --cpu-ring"),
+		HINT(lost, "records lost (larger than a ring, or no file): raise -m"),
+		HINT(not_traced,
+		     "threads not traced: --max-threads, --max-shm or the memory cgroup"),
+		HINT(lock_errors, "mlock failures: see RLIMIT_MEMLOCK and --mlock-kb"),
+#undef HINT
+	};
+	__u64 tries = st->pins + st->refusals, v;
+	size_t i;
 
-	if (st->bpf_drops)
-		fprintf(f,
-			"%s%llu signals dropped by the BPF side (ringbuf full): raise --ringbuf-size\n",
-			pfx, (unsigned long long)st->bpf_drops);
-	if (st->bpf_fork_fail)
-		fprintf(f, "%s%llu children not traced (the pmu_info map was full)\n", pfx,
-			(unsigned long long)st->bpf_fork_fail);
-	if (st->perf_lost)
-		fprintf(f,
-			"%s%llu perf records lost in the kernel's per-CPU rings: raise --cpu-ring\n",
-			pfx, (unsigned long long)st->perf_lost);
-	if (st->lost)
-		fprintf(f, "%s%llu records lost (larger than a ring, or no file): raise -m\n", pfx,
-			(unsigned long long)st->lost);
-	if (st->not_traced)
-		fprintf(f,
-			"%s%llu threads not traced: --max-threads, --max-shm or the memory cgroup\n",
-			pfx, (unsigned long long)st->not_traced);
-	if (st->lock_errors)
-		fprintf(f, "%s%llu mlock failures: see RLIMIT_MEMLOCK and --mlock-kb\n", pfx,
-			(unsigned long long)st->lock_errors);
+	for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
+		memcpy(&v, (const char *)st + hints[i].off, sizeof(v));
+		if (v)
+			fprintf(f, "%s%llu %s\n", pfx, (unsigned long long)v, hints[i].what);
+	}
 	/* A few refusals are the budget working; many mean buffers wait unlocked. */
 	if (tries >= 100 && st->refusals * 10 > tries)
 		fprintf(f,

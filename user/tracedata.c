@@ -17,34 +17,6 @@
 
 static const char magic[10] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
-struct blob {
-	__u8 *p;
-	size_t len, cap;
-	int err;
-};
-
-static void put(struct blob *b, const void *p, size_t n)
-{
-	if (b->err)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 8192;
-		__u8 *m;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		m = realloc(b->p, cap);
-		if (!m) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = m;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
 /* A tracefs file's text (tracefs sizes are 0: read to EOF), at most 1 MiB. */
 static char *read_text(const char *path, size_t *len)
 {
@@ -83,7 +55,7 @@ static char *read_text(const char *path, size_t *len)
 }
 
 /* "name\0" u64 size, then the file. */
-static int put_header_file(struct blob *b, const char *dir, const char *name)
+static int put_header_file(struct rk_buf *b, const char *dir, const char *name)
 {
 	char path[512];
 	size_t n;
@@ -94,10 +66,10 @@ static int put_header_file(struct blob *b, const char *dir, const char *name)
 	t = read_text(path, &n);
 	if (!t)
 		return -errno ?: -EIO;
-	put(b, name, strlen(name) + 1);
+	rk_buf_put(b, name, strlen(name) + 1);
 	sz = n;
-	put(b, &sz, 8);
-	put(b, t, n);
+	rk_buf_put(b, &sz, 8);
+	rk_buf_put(b, t, n);
 	free(t);
 	return 0;
 }
@@ -106,7 +78,7 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 		       size_t errlen)
 {
 	const char *dir = rk_tracefs_dir();
-	struct blob b = { 0 };
+	struct rk_buf b = { 0 };
 	__u32 u32, nsys = 0;
 	__u64 u64 = 0;
 	char systems[RK_MAX_SRC][64];
@@ -116,18 +88,18 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 		snprintf(err, errlen, "tracefs is not mounted: the tracepoints' formats are there");
 		return -ENOENT;
 	}
-	put(&b, magic, sizeof(magic));
-	put(&b, "0.6", 4);
-	put(&b, "\0\x08", 2); /* little endian, 8-byte long */
+	rk_buf_put(&b, magic, sizeof(magic));
+	rk_buf_put(&b, "0.6", 4);
+	rk_buf_put(&b, "\0\x08", 2); /* little endian, 8-byte long */
 	u32 = 4096;
-	put(&b, &u32, 4);
+	rk_buf_put(&b, &u32, 4);
 	if (put_header_file(&b, dir, "header_page") || put_header_file(&b, dir, "header_event")) {
 		snprintf(err, errlen, "cannot read %s/events/header_page or header_event", dir);
 		free(b.p);
 		return -EIO;
 	}
 	u32 = 0;
-	put(&b, &u32, 4); /* no ftrace formats */
+	rk_buf_put(&b, &u32, 4); /* no ftrace formats */
 	/* Systems in first-seen order, each with its events. */
 	for (i = 0; i < n && nsys < RK_MAX_SRC; i++) {
 		const char *c = strchr(names[i], ':');
@@ -140,14 +112,14 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 		if (c && j == (int)nsys && len_sys < 64)
 			snprintf(systems[nsys++], 64, "%.*s", len_sys, names[i]);
 	}
-	put(&b, &nsys, 4);
+	rk_buf_put(&b, &nsys, 4);
 	for (j = 0; j < (int)nsys; j++) {
 		__u32 count = 0;
 		size_t at;
 
-		put(&b, systems[j], strlen(systems[j]) + 1);
+		rk_buf_put(&b, systems[j], strlen(systems[j]) + 1);
 		at = b.len;
-		put(&b, &count, 4);
+		rk_buf_put(&b, &count, 4);
 		for (i = 0; i < n; i++) {
 			const char *c = strchr(names[i], ':');
 			char path[512];
@@ -167,8 +139,8 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 				return e;
 			}
 			u64 = flen;
-			put(&b, &u64, 8);
-			put(&b, t, flen);
+			rk_buf_put(&b, &u64, 8);
+			rk_buf_put(&b, t, flen);
 			free(t);
 			count++;
 		}
@@ -176,10 +148,10 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 			memcpy(b.p + at, &count, 4);
 	}
 	u32 = 0;
-	put(&b, &u32, 4); /* kallsyms: perf reads /proc/kallsyms itself */
-	put(&b, &u32, 4); /* printk formats */
+	rk_buf_put(&b, &u32, 4); /* kallsyms: perf reads /proc/kallsyms itself */
+	rk_buf_put(&b, &u32, 4); /* printk formats */
 	u64 = 0;
-	put(&b, &u64, 8); /* saved cmdlines */
+	rk_buf_put(&b, &u64, 8); /* saved cmdlines */
 	if (b.err) {
 		snprintf(err, errlen, "out of memory");
 		free(b.p);

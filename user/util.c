@@ -294,3 +294,25 @@ const char *rk_tracefs_dir(void)
 		return "/sys/kernel/debug/tracing";
 	return "";
 }
+
+void rk_buf_put(struct rk_buf *b, const void *p, size_t n)
+{
+	if (b->err || !n)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		unsigned char *m;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		m = realloc(b->p, cap);
+		if (!m) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = m;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}

@@ -57,6 +57,19 @@ int rk_write_all(int fd, const void *buf, size_t len);
  * ftruncate()s the file to its final size at the end (it may end in a
  * hole). Return: 0, or -errno.
  */
+/**
+ * struct rk_buf - bytes appended to a growing buffer; the first failed
+ * allocation is kept in @err and makes later puts do nothing.
+ */
+struct rk_buf {
+	unsigned char *p;
+	size_t len, cap;
+	int err;
+};
+
+/** rk_buf_put() - append @n bytes of @p to @b. */
+void rk_buf_put(struct rk_buf *b, const void *p, size_t n);
+
 /** rk_tracefs_dir() - where tracefs is mounted ("" if nowhere). */
 const char *rk_tracefs_dir(void);
 

@@ -66,6 +66,8 @@ int read_line_within(int fd, char *buf, size_t len, unsigned int ms);
  */
 pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
 			const char *const extra[]);
+/* A shell command's stdout, malloc'd; its wait status in *@status (may be NULL). */
+char *sh_out(const char *cmd, int *status);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
 

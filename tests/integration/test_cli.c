@@ -21,27 +21,6 @@ TestSuite(cli, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 300);
 static const char *const commands[] = { "record", "ls", "stat", "show",	   "export",
 					"gc",	  "rm", "pmu",	"coredump" };
 
-/* A shell command's stdout (and status), malloc'd. */
-static char *out_of(const char *cmd, int *status)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-
-	cr_assert(p && out);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			cr_assert_not_null(out);
-		}
-	}
-	out[len] = '\0';
-	*status = pclose(p);
-	return out;
-}
-
 Test(cli, help_names_every_command_and_each_has_its_own_help)
 {
 	char cmd[512], *s, *h;
@@ -49,7 +28,7 @@ Test(cli, help_names_every_command_and_each_has_its_own_help)
 	size_t i;
 
 	snprintf(cmd, sizeof(cmd), "%s --help", rk_bin);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0);
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char want[64];
@@ -57,7 +36,7 @@ Test(cli, help_names_every_command_and_each_has_its_own_help)
 		snprintf(want, sizeof(want), "\n  %s ", commands[i]);
 		cr_assert_not_null(strstr(s, want), "--help does not list %s:\n%s", commands[i], s);
 		snprintf(cmd, sizeof(cmd), "%s help %s", rk_bin, commands[i]);
-		h = out_of(cmd, &st);
+		h = sh_out(cmd, &st);
 		cr_assert_eq(st, 0, "help %s exits %d", commands[i], st);
 		snprintf(want, sizeof(want), "Usage: ringkeeper %s", commands[i]);
 		cr_assert_not_null(strstr(h, want), "help %s:\n%s", commands[i], h);
@@ -65,12 +44,12 @@ Test(cli, help_names_every_command_and_each_has_its_own_help)
 	}
 	free(s);
 	snprintf(cmd, sizeof(cmd), "%s --version", rk_bin);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0);
 	cr_assert_eq(strncmp(s, "ringkeeper 0.", 13), 0, "--version: %s", s);
 	free(s);
 	snprintf(cmd, sizeof(cmd), "%s help nosuch 2>&1", rk_bin);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "help nosuch: %d", st);
 	cr_assert_not_null(strstr(s, "unknown command 'nosuch'"), "%s", s);
 	free(s);
@@ -111,7 +90,7 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	cr_assert_eq(stat(path, &sb), 0, "%s", path);
 	cr_assert(sb.st_mode & S_IXUSR);
 	snprintf(cmd, sizeof(cmd), "%s --version", path);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0);
 	free(s);
 	snprintf(path, sizeof(path), "%s/usr/share/man/man8/ringkeeper.8", stage);
@@ -125,7 +104,7 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 			 "%s %s --help 2>&1 | grep -oE -- '(^|[ ,\\[|])--?[a-zA-Z][a-zA-Z0-9-]*' | "
 			 "sed 's/^[ ,\\[|]//' | sort -u",
 			 rk_bin, commands[i]);
-		h = out_of(cmd, &st);
+		h = sh_out(cmd, &st);
 		cr_assert_neq(h[0], '\0', "%s --help lists no option", commands[i]);
 		for (tok = strtok_r(h, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save))
 			cr_assert_not_null(strstr(man, tok), "the man page lacks %s %s",
@@ -141,7 +120,7 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 		 "echo \"${COMPREPLY[*]}\"; COMP_WORDS=(ringkeeper record --mmap); COMP_CWORD=2; "
 		 "_ringkeeper; echo \"${COMPREPLY[*]}\"'",
 		 stage, stage);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "stat\n"), "commands: %s", s);
 	cr_assert_not_null(strstr(s, "--mmap-pages"), "options of record: %s", s);
@@ -204,7 +183,7 @@ Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
 	rk_bufile__free(bf);
 
 	snprintf(cmd, sizeof(cmd), "%s ls --root %s a", rk_bin, root);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "a  ended  started 20"), "%s", s);
 	cr_assert_not_null(strstr(s, "sources sched,cpu-clock,sideband"), "%s", s);
@@ -212,7 +191,7 @@ Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
 	cr_assert_not_null(strstr(s, " sideband "), "no sideband row:\n%s", s);
 	free(s);
 	snprintf(cmd, sizeof(cmd), "%s ls --json --root %s a", rk_bin, root);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert_not_null(strstr(s, "\"sources\":[\"sched\",\"cpu-clock\",\"sideband\"]"), "%s",
 			   s);
 	cr_assert_not_null(strstr(s, "\"start_time\":\"20"), "%s", s);
@@ -223,7 +202,7 @@ Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
 	snprintf(path, sizeof(path), "%s/a/sched/%u", root, tids[0]);
 	cr_assert_eq(truncate(path, 100), 0);
 	snprintf(cmd, sizeof(cmd), "%s ls --root %s a 2>%s/ls.err", rk_bin, root, root);
-	s = out_of(cmd, &st);
+	s = sh_out(cmd, &st);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "ls exits %d on a bad file", st);
 	cr_assert_null(strstr(s, path), "the error is in the table:\n%s", s);
 	free(s);
@@ -308,7 +287,7 @@ static void assert_valid(const char *repo, const char *cmd, const char *schema, 
 	snprintf(full, sizeof(full),
 		 "%s | python3 %s/tests/schema/validate.py %s/tests/schema/%s %s 2>&1", cmd, repo,
 		 repo, schema, extra ? extra : "");
-	s = out_of(full, &st);
+	s = sh_out(full, &st);
 	cr_assert_eq(st, 0, "%s:\n%s", cmd, s);
 	cr_assert_not_null(strstr(s, "valid"), "%s", s);
 	free(s);

@@ -46,26 +46,6 @@ static void coredump_fini(void)
 
 TestSuite(coredump, .init = rk_test_setup, .fini = coredump_fini, .timeout = 180);
 
-static char *run_out(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-
-	cr_assert(p && out);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			cr_assert_not_null(out);
-		}
-	}
-	out[len] = '\0';
-	pclose(p);
-	return out;
-}
-
 static void need_gcore(void)
 {
 	if (system("command -v gcore >/dev/null 2>&1"))
@@ -281,7 +261,7 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 			snprintf(notes, sizeof(notes),
 				 "%s show --core %s/crashes/core.%d.1700000000.notes 2>&1", rk_bin,
 				 root, v);
-			l = run_out(notes);
+			l = sh_out(notes, NULL);
 			snprintf(notes, sizeof(notes), "sched/%d", v);
 			cr_assert_not_null(strstr(l, notes),
 					   "the notes kept under ulimit -c 0:\n%s", l);
@@ -294,7 +274,7 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 	waitpid(v, NULL, 0);
 	snprintf(out, sizeof(out), "%s/core.%d", root, v);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	{
 		char want[64];
 
@@ -303,7 +283,7 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 	}
 	free(s);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s %d 2>&1", rk_bin, out, v);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "PERF_RECORD_SWITCH"), "show --core TID:\n%s", s);
 	free(s);
 	/* export --core: a perf.data file from the core alone, which perf reads. */
@@ -311,13 +291,13 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 		 "%s export --core %s --perf-data %s/core.data >/dev/null 2>&1 && "
 		 "perf script -i %s/core.data --show-switch-events 2>/dev/null | grep -c SWITCH",
 		 rk_bin, out, root, root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_gt(atoi(s), 0, "perf script finds no switch in the export of the core");
 	free(s);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", core);
-	a = run_out(cmd);
+	a = sh_out(cmd, NULL);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sleep %s 2>&1 | grep '^#'", out);
-	b = run_out(cmd);
+	b = sh_out(cmd, NULL);
 	cr_assert_gt(strlen(a), 0);
 	cr_assert_str_eq(a, b, "gdb reads the augmented core differently");
 	free(a);
@@ -417,14 +397,14 @@ Test(coredump, through_the_kernel_install_crash_uninstall, .fini = kernel_fini)
 	/* Not under the default root: this session's buffers are not found, the core passes. */
 	run_rk(rec, NULL, NULL);
 	snprintf(cmd, sizeof(cmd), "ls %s/core.sh.* 2>/dev/null | head -1", root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(core, sizeof(core), "%s", s);
 	free(s);
 	cr_assert_neq(core[0], '\0', "no core from the kernel through the handler in %s", root);
 	cr_assert_eq(stat(core, &st), 0);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex bt /bin/sh %s 2>&1 | grep -c '^#'", core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_gt(atoi(s), 0, "gdb finds no frame in %s", core);
 	free(s);
 
@@ -480,24 +460,24 @@ Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fi
 	cr_assert_not_null(strstr(err, "killed by signal 11"), "%s", err);
 	free(err);
 	snprintf(cmd, sizeof(cmd), "ls %s/core.sh.* 2>/dev/null | head -1", root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(core, sizeof(core), "%s", s);
 	free(s);
 	cr_assert_neq(core[0], '\0', "no core in %s", root);
 
 	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "sched/"), "the core has no sched buffer:\n%s", s);
 	cr_assert_not_null(strstr(s, "crashed"), "not frozen as crashed:\n%s", s);
 	free(s);
 	snprintf(cmd, sizeof(cmd), "readelf -n %s | grep -c RINGKEEPER", core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_geq(atoi(s), 2, "a session note and a buffer: %s", s);
 	free(s);
 	/* The kernel was dumping core: the handler waited for the freeze, and it came. */
 	snprintf(cmd, sizeof(cmd), "grep -a -c 'frozen yes' %s", core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_eq(atoi(s), 1, "the session note does not say 'frozen yes'");
 	free(s);
 
@@ -507,7 +487,7 @@ Test(coredump, through_the_kernel_a_traced_crash_carries_its_frozen_history, .fi
 	cr_assert_geq(st.after_crash, 1, "the exit's records come after the crash: not written");
 	/* stat says who crashed, of what, and where its core went. */
 	snprintf(cmd, sizeof(cmd), "%s stat %s 2>&1", rk_bin, crash_session);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "crash: pid "), "%s", s);
 	cr_assert_not_null(strstr(s, "signal 11"), "%s", s);
 	{
@@ -561,7 +541,7 @@ static void traced_crash(const char *args, int sig, struct crashed *cr)
 	free(out);
 	free(err);
 	snprintf(cmd, sizeof(cmd), "ls %s/core.crasher.* 2>/dev/null | head -1", root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(cr->core, sizeof(cr->core), "%s", s);
 	free(s);
@@ -581,7 +561,7 @@ static unsigned long long crash_time_of(const struct crashed *cr, unsigned int t
 		 "%s show --core %s --json %u | grep RINGKEEPER_CRASH | tail -1 | "
 		 "grep -o '\"time\":[0-9]*' | cut -d: -f2",
 		 rk_bin, cr->core, tid);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	t = strtoull(s, NULL, 10);
 	free(s);
 	return t;
@@ -597,7 +577,7 @@ static unsigned long long last_sample_time(const struct crashed *cr, unsigned in
 		 "%s show --core %s --json -e cpu-clock %u | grep '\"PERF_RECORD_SAMPLE\"' | "
 		 "grep -o '\"time\":[0-9]*' | cut -d: -f2 | sort -n | tail -1",
 		 rk_bin, cr->core, tid);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	t = strtoull(s, NULL, 10);
 	free(s);
 	return t;
@@ -614,7 +594,7 @@ static void assert_history_ends_at_crash(const struct crashed *cr, unsigned int 
 
 	snprintf(cmd, sizeof(cmd), "%s show --core %s %u | grep -v '^#' | tail -1", rk_bin,
 		 cr->core, tid);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	snprintf(want, sizeof(want), "RINGKEEPER_CRASH signal %d (SIG", sig);
 	cr_assert_not_null(strstr(s, want), "tid %u: its last record is not the crash: %s", tid, s);
 	snprintf(want, sizeof(want), "delivered to tid %u", cr->crasher);
@@ -640,7 +620,7 @@ static void assert_last_sample_in(const struct crashed *cr, const char *fn)
 		 "awk '/cpu-clock:/{c=a; a=b; b=\"\"} {b=b $0 \"\\n\"} "
 		 "END{printf \"%%s%%s%%s\", c, a, b}'",
 		 rk_bin, cr->core, cr->crasher);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "cpu-clock:"), "no sample of the crasher");
 	cr_assert_not_null(strstr(s, fn), "none of the last 3 samples is in %s:\n%s", fn, s);
 	free(s);
@@ -666,13 +646,13 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 	cr_assert_eq(cr.nworkers, 3);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex 'thread apply all bt' %s %s 2>&1",
 		 getenv("RK_CRASHER"), cr.core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "in crash_here ()"), "gdb:\n%s", s);
 	cr_assert_not_null(strstr(s, "worker_loop"), "gdb:\n%s", s);
 	free(s);
 
 	snprintf(cmd, sizeof(cmd), "%s show --core %s", rk_bin, cr.core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	for (i = 0; i < cr.nworkers; i++) {
 		snprintf(want, sizeof(want), "sched/%u ", cr.workers[i]);
 		cr_assert_not_null(strstr(s, want), "no %s in the core:\n%s", want, s);
@@ -685,7 +665,7 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 	assert_last_sample_in(&cr, "crash_here+");
 
 	snprintf(cmd, sizeof(cmd), "%s stat --json %s", rk_bin, crash_session);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	snprintf(want, sizeof(want), "\"crashes_seen\":[{\"pid\":%u,\"tid\":%u,\"signal\":11,",
 		 cr.pid, cr.crasher);
 	cr_assert_not_null(strstr(s, want), "stat --json:\n%s", s);
@@ -695,12 +675,12 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 
 	snprintf(cmd, sizeof(cmd), "%s export --core %s --perf-data %s/c.data 2>&1 >/dev/null",
 		 rk_bin, cr.core, root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "5 crash records"), "export is silent about them:\n%s", s);
 	free(s);
 	snprintf(cmd, sizeof(cmd), "perf script -i %s/c.data 2>/dev/null | grep -c crash_here",
 		 root);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_gt(atoi(s), 0, "perf script finds no sample in crash_here");
 	free(s);
 }
@@ -715,7 +695,7 @@ Test(coredump, through_the_kernel_an_abort_ends_every_thread_history_at_the_cras
 	traced_crash("-t 3 -a", SIGABRT, &cr);
 	snprintf(cmd, sizeof(cmd), "gdb -batch -nx -ex 'thread apply all bt' %s %s 2>&1",
 		 getenv("RK_CRASHER"), cr.core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "abort"), "gdb:\n%s", s);
 	cr_assert_not_null(strstr(s, "crash_here"), "gdb:\n%s", s);
 	free(s);
@@ -742,11 +722,11 @@ Test(coredump, through_the_kernel_two_hundred_threads_crash, .fini = crash_fini)
 	cr_assert_eq(cr.nworkers, 199);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s | grep -c '^  sched/.* crashed$'", rk_bin,
 		 cr.core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_eq(atoi(s), 201, "sched buffers frozen as crashed: %s", s);
 	free(s);
 	snprintf(cmd, sizeof(cmd), "grep -a -c 'frozen yes' %s", cr.core);
-	s = run_out(cmd);
+	s = sh_out(cmd, NULL);
 	cr_assert_eq(atoi(s), 1, "the handler did not see the freeze");
 	free(s);
 	assert_history_ends_at_crash(&cr, cr.crasher, SIGSEGV);

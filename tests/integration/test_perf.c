@@ -316,12 +316,17 @@ Test(perf, tracepoints_end_to_end_fields_in_show_and_in_perf)
 		 rk_bin, root, tids[1]);
 	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
 	cr_assert_eq(atol(txt), 4, "show's field lines: %s", txt);
+	/*
+	 * JSON: the fields as an object. (sched_wakeup is recorded too, for a
+	 * second system in the tracing data, but whether a traced thread was
+	 * current at a wakeup is the scheduler's business: not counted on.)
+	 */
 	snprintf(cmd, sizeof(cmd),
-		 "%s show --json --root %s --session tp -e sched:sched_wakeup %u | "
-		 "grep -c '\"fields\":{\"comm\":\"[^\"]*\",\"pid\":[0-9]*,\"prio\":'",
-		 rk_bin, root, tids[0]);
+		 "%s show --json --root %s --session tp -e syscalls:sys_enter_clock_nanosleep %u | "
+		 "grep -c '\"fields\":{\"__syscall_nr\":230,\"which_clock\":\"0x0\",'",
+		 rk_bin, root, tids[1]);
 	sh(cmd, &txt);
-	cr_assert_gt(atol(txt), 0, "show --json has no wakeup fields: %s", txt);
+	cr_assert_eq(atol(txt), 4, "show --json fields: %s", txt);
 
 	/* perf reads the export: the same samples, with their fields. */
 	snprintf(cmd, sizeof(cmd), "%s export --root %s --session tp --perf-data %s/tp.data",
@@ -336,10 +341,12 @@ Test(perf, tracepoints_end_to_end_fields_in_show_and_in_perf)
 	/* Two threads sleep 4 times each (the main thread's calls are not counted on). */
 	cr_assert_geq(theirs, 8, "perf script prints %ld clock_nanosleep samples with fields",
 		      theirs);
-	snprintf(cmd, sizeof(cmd), "%s script -i %s/tp.data 2>/dev/null | grep -c 'comm=.*prio='",
+	snprintf(cmd, sizeof(cmd),
+		 "%s script -i %s/tp.data 2>/dev/null | grep -c 'sched:sched_wakeup: comm=.*prio=' "
+		 "|| true",
 		 perf, root);
 	sh(cmd, &txt);
-	cr_assert_gt(atol(txt), 0, "perf script prints no sched_wakeup fields");
+	printf("perf script: %ld sched_wakeup samples with fields\n", atol(txt));
 	snprintf(cmd, sizeof(cmd), "%s report -i %s/tp.data --stdio 2>&1 >/dev/null", perf, root);
 	cr_assert_eq(sh(cmd, &txt), 0, "perf report refuses the export: %s", txt);
 
@@ -349,8 +356,9 @@ Test(perf, tracepoints_end_to_end_fields_in_show_and_in_perf)
 	snprintf(cmd, sizeof(cmd), "%s export --root %s --session tp --perf-data %s/tp2.data",
 		 rk_bin, root, root);
 	cr_assert_eq(sh(cmd, &txt), 0, "export without saved formats: %s", txt);
-	snprintf(cmd, sizeof(cmd), "%s script -i %s/tp2.data 2>/dev/null | grep -c 'comm=.*prio='",
-		 perf, root);
+	snprintf(cmd, sizeof(cmd),
+		 "%s script -i %s/tp2.data 2>/dev/null | grep -c 'which_clock: 0x00000000'", perf,
+		 root);
 	sh(cmd, &txt);
 	cr_assert_gt(atol(txt), 0, "perf script prints no fields from the fallback's export");
 
