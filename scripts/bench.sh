@@ -184,34 +184,53 @@ measure() {
 	esac
 	ns_of "$out"
 }
+# One configuration's measurement of workload $1, with what it needs around it.
+measure_cfg() {
+	local w=$1 cfg=$2 bgpid v
+	case $cfg in
+	noop) start_ready noop "$B/noop_attach" "$B/noop.bpf.o" || die "noop_attach failed" ;;
+	untracked)
+		sleep 1000 &
+		BG+=("$!")
+		start_recorder "untracked-$w-$RANDOM" -p "$!" || die "recorder failed" ;;
+	esac
+	bgpid=${LAST:-}
+	v=$(measure "$w" "$cfg")
+	case $cfg in noop | untracked) stop_bg "$bgpid" ;; esac
+	echo "$v"
+}
 section_switch() {
-	local w cfg bare r vals m n extra
+	local w cfg rep bare m lo hi
 	local cfgs="bare noop untracked tracked tracked-cpuclock perf-sched perf-cpuclock"
+	local reps=$(( RUNS > 9 ? RUNS : 9 ))
 	echo
 	echo "== Cost per context switch: two threads on CPU 0 hand a token over; ns per switch"
-	echo "   (min / median / max of $RUNS runs of $ROUNDS round trips); 'over bare' = median - bare median"
+	echo "   $reps repetitions, each running every configuration once, in turn (bare, noop, ...,"
+	echo "   then again), so drift of the machine hits all alike; 'over bare' = median over the"
+	echo "   repetitions of (config - bare of the same repetition), with min and max of those"
+	echo "   differences; bare itself: min / median / max ns per switch"
 	echo "   noop: an empty tp_btf/sched_switch program attached (the floor of any observer);"
 	echo "   untracked: ringkeeper recording another process; tracked: ringkeeper record -- WORKLOAD"
 	for w in pipe futex bench; do
 		echo "-- workload: $(workload_cmd "$w")"
-		printf "   %-18s %-24s %s\n" config "min / median / max" "over bare"
-		for cfg in $cfgs; do
-			extra=
-			case $cfg in
-			noop) start_ready noop "$B/noop_attach" "$B/noop.bpf.o" || die "noop_attach failed" ;;
-			untracked)
-				sleep 1000 &
-				BG+=("$!")
-				start_recorder "untracked-$w" -p "$!" || die "recorder failed" ;;
-			esac
-			local bgpid=${LAST:-}
-			vals=$(for r in $(seq 1 "$RUNS"); do measure "$w" "$cfg"; done)
-			case $cfg in noop | untracked) stop_bg "$bgpid" ;; esac
-			read -r lo m hi <<<"$(mmm <<<"$vals")"
-			[ "$cfg" = bare ] && bare=$m
-			printf "   %-18s %-24s %s\n" "$cfg" "$lo / $m / $hi" \
-				"$(awk -v m="$m" -v b="$bare" 'BEGIN { printf "%+.0f ns (x%.2f)", m - b, b ? m / b : 0 }')"
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in $cfgs; do
+				val[$cfg,$rep]=$(measure_cfg "$w" "$cfg")
+			done
 		done
+		read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do echo "${val[bare,$rep]}"; done | mmm)"
+		printf "   %-18s %-30s\n" config "over bare: median (min / max)"
+		printf "   %-18s %s / %s / %s ns per switch\n" bare "$lo" "$m" "$hi"
+		for cfg in $cfgs; do
+			[ "$cfg" = bare ] && continue
+			read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do
+				awk -v a="${val[$cfg,$rep]}" -v b="${val[bare,$rep]}" \
+					'BEGIN { if (a != "" && b != "") printf "%.1f\n", a - b }'
+			done | mmm)"
+			printf "   %-18s %+6.0f ns (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
+		done
+		unset val
 	done
 }
 
