@@ -51,18 +51,73 @@ struct {
  * (the real_cred pointer: commit_creds() always installs a new one) and its
  * process's dumpability. Task-local: one O(1) lookup at a switch-out.
  */
-struct rk_creds {
+struct rk_task {
 	__u64 cred;
 	__u32 dumpable;
 	__u32 seen;
+	/*
+	 * Whether pmu_info has the task's sched entry, as of generation
+	 * @gen - 1 of the map (0: not known): sched_switch's O(1) test, so an
+	 * untracked switch costs no hash lookup. BPF keeps it right for what
+	 * BPF changes (fork, final switch-out); the loader bumps the
+	 * generation whenever it changes pmu_info itself.
+	 */
+	__u64 gen;
+	__u32 tracked;
+	__u32 pad;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct rk_creds);
-} creds SEC(".maps");
+	__type(value, struct rk_task);
+} tasks SEC(".maps");
+
+/* The generation of pmu_info's user-space changes (slot 0), bumped by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} gen SEC(".maps");
+
+static __always_inline __u64 cur_gen(void)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
+
+	return g ? *g : 0;
+}
+
+/* Is @t traced? From its task storage if current, else from pmu_info (then cached). */
+static __always_inline int task_tracked(struct task_struct *t, __u64 g)
+{
+	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	struct rk_task *c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	int hit;
+
+	if (c && c->gen == g + 1)
+		return c->tracked;
+	key.tid = t->pid;
+	hit = bpf_map_lookup_elem(&pmu_info, &key) != NULL;
+	if (c) {
+		c->tracked = hit;
+		c->gen = g + 1;
+	}
+	return hit;
+}
+
+/* What BPF itself changed in pmu_info for @t: its cache says so at once. */
+static __always_inline void task_set_tracked(struct task_struct *t, int tracked)
+{
+	struct rk_task *c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (c) {
+		c->tracked = tracked;
+		c->gen = cur_gen() + 1;
+	}
+}
 
 /* mm->flags: an unsigned long, then (6.16+) mm_flags_t, a bitmap. */
 struct mm_struct___ulong {
@@ -99,7 +154,7 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 static __always_inline int creds_update(struct task_struct *t, int at_exec)
 {
 	struct mm_struct *mm = t->mm;
-	struct rk_creds *c;
+	struct rk_task *c;
 	__u64 cred;
 	__u32 d;
 	int changed;
@@ -110,7 +165,7 @@ static __always_inline int creds_update(struct task_struct *t, int at_exec)
 	if (!at_exec && bpf_core_field_exists(t->in_execve) &&
 	    BPF_CORE_READ_BITFIELD_PROBED(t, in_execve))
 		return 0;
-	c = bpf_task_storage_get(&creds, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!c)
 		return 0;
 	/*
@@ -182,25 +237,14 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
 	struct rk_signal *s;
-	int prev_tracked = 0, next_tracked = 0;
-	__u64 now;
+	int prev_tracked, next_tracked;
+	__u64 now, g = cur_gen();
 	__u32 cpu;
-	void *hit;
 
-	/*
-	 * The two lookups are tested separately: clang may fold
-	 * "prev_hit || next_hit" into a pointer OR the verifier rejects.
-	 */
-	key.tid = prev->pid;
-	hit = bpf_map_lookup_elem(&pmu_info, &key);
-	if (hit)
-		prev_tracked = 1;
-	/* An integer from here on, not a pointer clang could OR with the next one. */
+	/* O(1) per task: task storage, not two hash lookups. */
+	prev_tracked = task_tracked(prev, g);
 	barrier_var(prev_tracked);
-	key.tid = next->pid;
-	hit = bpf_map_lookup_elem(&pmu_info, &key);
-	if (hit)
-		next_tracked = 1;
+	next_tracked = task_tracked(next, g);
 	barrier_var(next_tracked);
 	if (!prev_tracked && !next_tracked)
 		return 0;
@@ -248,6 +292,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
+			task_set_tracked(prev, 0);
 			key.tid = prev->pid;
 			/* The counter lives in a register: the verifier bounds it. */
 			for (__u32 i = 0; i < RK_MAX_SRC; i++) {
@@ -307,6 +352,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 			count(RK_CNT_FORK_FAIL);
 	}
 	count(RK_CNT_FORKS);
+	task_set_tracked(child, 1);
 	creds_update(child, 0); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)

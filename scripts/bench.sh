@@ -184,20 +184,24 @@ measure() {
 	esac
 	ns_of "$out"
 }
-# One configuration's measurement of workload $1, with what it needs around it.
+# One configuration's measurement of workload $1, with what it needs around
+# it, into MEASURED (not through $(...): the background helpers would hold
+# the substitution's pipe open).
 measure_cfg() {
-	local w=$1 cfg=$2 bgpid v
+	local w=$1 cfg=$2 bgpid sl=
 	case $cfg in
 	noop) start_ready noop "$B/noop_attach" "$B/noop.bpf.o" || die "noop_attach failed" ;;
 	untracked)
 		sleep 1000 &
-		BG+=("$!")
-		start_recorder "untracked-$w-$RANDOM" -p "$!" || die "recorder failed" ;;
+		sl=$!
+		BG+=("$sl")
+		start_recorder "untracked-$w-$RANDOM" -p "$sl" || die "recorder failed" ;;
 	esac
 	bgpid=${LAST:-}
-	v=$(measure "$w" "$cfg")
+	MEASURED=$(measure "$w" "$cfg")
 	case $cfg in noop | untracked) stop_bg "$bgpid" ;; esac
-	echo "$v"
+	[ -n "$sl" ] && kill "$sl" 2>/dev/null && wait "$sl" 2>/dev/null
+	return 0
 }
 section_switch() {
 	local w cfg rep bare m lo hi
@@ -216,7 +220,8 @@ section_switch() {
 		declare -A val=()
 		for rep in $(seq 1 "$reps"); do
 			for cfg in $cfgs; do
-				val[$cfg,$rep]=$(measure_cfg "$w" "$cfg")
+				measure_cfg "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
 			done
 		done
 		read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do echo "${val[bare,$rep]}"; done | mmm)"

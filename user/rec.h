@@ -93,6 +93,7 @@ struct rk_rec {
 	struct rk_drain *drain;
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
+	int gen_fd; /* pmu_info's generation: bumped after each change we make to it (-1: none) */
 	int link_fds[8]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */

@@ -62,6 +62,7 @@ int rec_bpf_load(struct rk_rec *r)
 	r->pmu_fd = bpf_map__fd(r->skel->maps.pmu_info);
 	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
 	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
+	r->gen_fd = bpf_map__fd(r->skel->maps.gen);
 	return rec_pin_maps(r);
 }
 
@@ -145,6 +146,7 @@ void rec_unpin_maps(void)
 	unlink(RK_BPFFS_DIR "/pmu_info");
 	unlink(RK_BPFFS_DIR "/counters");
 	unlink(RK_BPFFS_DIR "/signals");
+	unlink(RK_BPFFS_DIR "/gen");
 	rmdir(RK_BPFFS_DIR);
 }
 
@@ -193,11 +195,14 @@ int rec_pin_maps(struct rk_rec *r)
 	unlink(RK_BPFFS_DIR "/pmu_info");
 	unlink(RK_BPFFS_DIR "/counters");
 	unlink(RK_BPFFS_DIR "/signals");
+	unlink(RK_BPFFS_DIR "/gen");
 	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
 	if (!err)
 		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
 	if (!err)
 		err = bpf_map__pin(r->skel->maps.signals, RK_BPFFS_DIR "/signals");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.gen, RK_BPFFS_DIR "/gen");
 	if (err) {
 		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
 		rec_unpin_maps();
@@ -257,4 +262,20 @@ void rec_find_progs(struct rk_rec *r)
 			continue;
 		r->prog_fds[n++] = bpf_prog_get_fd_by_id(li.prog_id);
 	}
+}
+
+/*
+ * After a change of ours to pmu_info: a new generation, so every task's
+ * cached "traced or not" (the BPF side's task storage) is looked up again.
+ */
+void rec_bump_gen(struct rk_rec *r)
+{
+	__u32 zero = 0;
+	__u64 g = 0;
+
+	if (r->gen_fd < 0)
+		return;
+	bpf_map_lookup_elem(r->gen_fd, &zero, &g);
+	g++;
+	bpf_map_update_elem(r->gen_fd, &zero, &g, BPF_ANY);
 }

@@ -25,4 +25,6 @@ void rec_find_progs(struct rk_rec *r);
 
 int rec_bpf_load(struct rk_rec *r);
 
+void rec_bump_gen(struct rk_rec *r);
+
 #endif /* RK_REC_BPF_H */

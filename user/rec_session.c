@@ -179,6 +179,7 @@ int rec_resume_session(struct rk_rec *r)
 	r->pmu_fd = bpf_obj_get(RK_BPFFS_DIR "/pmu_info");
 	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
 	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
+	r->gen_fd = bpf_obj_get(RK_BPFFS_DIR "/gen");
 	if (r->pmu_fd < 0 || r->cnt_fd < 0 || r->sig_fd < 0) {
 		rk_err("nothing pinned in %s to resume from (the machine rebooted, or a new "
 		       "recorder took over): session %s stays as it is",

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "rec_bpf.h"
 #include "rec_target.h"
 #include <sys/epoll.h>
 #include <sys/file.h>
@@ -135,6 +136,7 @@ int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 			return err;
 		}
 	}
+	rec_bump_gen(r);
 	if (!r->drain)
 		return 0;
 	err = rk_drain_open_task(r->drain, (int)tid, msg, sizeof(msg));

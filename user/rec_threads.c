@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "rec_bpf.h"
 #include "rec_threads.h"
 #include <sys/epoll.h>
 #include <sys/file.h>
@@ -136,6 +137,7 @@ void rec_refuse(struct rk_rec *r, __u32 tid, const char *why)
 		key.src = (__u32)k;
 		bpf_map_delete_elem(r->pmu_fd, &key);
 	}
+	rec_bump_gen(r);
 	/* A marker, so the signals already queued for it do not count it again. */
 	if (t) {
 		t->tid = tid;

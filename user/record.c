@@ -77,7 +77,7 @@ static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 	r->ro = *opts;
 	r->o = &r->ro;
 	r->lock_fd = -1;
-	r->pmu_fd = r->cnt_fd = r->sig_fd = -1;
+	r->pmu_fd = r->cnt_fd = r->sig_fd = r->gen_fd = -1;
 	r->sfd = r->tfd = r->pidfd = r->go_fd = -1;
 	r->ncpus = rk_online_cpus();
 	r->paranoid = rk_access_paranoid();
@@ -556,6 +556,8 @@ static void bpf_release(struct rk_rec *r)
 		close(r->pmu_fd);
 		close(r->cnt_fd);
 		close(r->sig_fd);
+		if (r->gen_fd >= 0)
+			close(r->gen_fd);
 	}
 }
 
@@ -574,6 +576,8 @@ static void resume_abandon(struct rk_rec *r)
 		close(r->cnt_fd);
 	if (r->sig_fd >= 0)
 		close(r->sig_fd);
+	if (r->gen_fd >= 0)
+		close(r->gen_fd);
 }
 
 /* Undo what was set up, whatever step failed. */
