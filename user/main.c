@@ -477,7 +477,8 @@ static int cmd_stat(int argc, char **argv)
 		"budget, locked bytes now and peak against the budget, the loader's VmLck peak;\n"
 		"then each crash of a traced process the core handler saw: pid, comm, the\n"
 		"thread the signal was delivered to, the signal, when (seconds since the\n"
-		"epoch) and where its core went (JSON: \"crashes_seen\", core null if nowhere).\n";
+		"epoch) and where its core went (JSON: \"crashes_seen\", core null if nowhere).\n"
+		"  --json  an array of sessions; the keys are the names the text prints first\n";
 	char dir[PATH_MAX + 300];
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
@@ -734,7 +735,9 @@ static int cmd_show(int argc, char **argv)
 		"         read the buffers from this ELF core dump's RINGKEEPER notes: without\n"
 		"         a TID, list them; with one, show its buffer (-e: of that event). With\n"
 		"         --pt=insn|branches, the code also comes from the core's memory (it\n"
-		"         wins over the files where both have an address), also for a FILE\n";
+		"         wins over the files where both have an address), also for a FILE\n"
+		"  --json one JSON document: {\"thread\": identity and pmu_info, \"records\":\n"
+		"         [one per line]}; addresses as hex strings (schema: man ringkeeper)\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
