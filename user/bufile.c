@@ -739,3 +739,13 @@ __u64 rk_record_time(__u64 st, const struct perf_event_header *h)
 		memcpy(&t, p + off, 8);
 	return t;
 }
+
+const char *rk_mmap2_name(const struct perf_event_header *h)
+{
+	const char *name = (const char *)h + RK_MMAP2_NAME_OFFSET;
+
+	if (h->type != PERF_RECORD_MMAP2 || h->size <= RK_MMAP2_NAME_OFFSET ||
+	    !memchr(name, '\0', h->size - RK_MMAP2_NAME_OFFSET))
+		return NULL;
+	return name;
+}

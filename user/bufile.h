@@ -299,6 +299,15 @@ int rk_bufile__write_aux_rec(struct rk_bufile *bf, const struct perf_event_heade
  */
 ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, __u64 *offset);
 
+/* PERF_RECORD_MMAP2: pid, tid, addr, len, pgoff, maj, min, ino, generation, prot, flags, then the name. */
+#define RK_MMAP2_NAME_OFFSET (sizeof(struct perf_event_header) + 8 + 24 + 24 + 8)
+
+/**
+ * rk_mmap2_name() - the file name of a PERF_RECORD_MMAP2 @h (of any
+ * origin: checked to end inside the record). Return: it, or NULL.
+ */
+const char *rk_mmap2_name(const struct perf_event_header *h);
+
 /** rk_sample_id_size() - bytes of sample_id for an attr's sample_type. */
 size_t rk_sample_id_size(__u64 sample_type);
 

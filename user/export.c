@@ -165,14 +165,11 @@ static int push(struct exp *e, const struct perf_event_header *h, const void *ta
 /* A file an MMAP2 record names, once. */
 static void note_dso(struct exp *e, const struct perf_event_header *h)
 {
-	const char *name = (const char *)h + sizeof(*h) + 8 + 24 + 24 + 8;
-	size_t i, room;
+	const char *name = rk_mmap2_name(h);
+	size_t i;
 	char **n;
 
-	if (h->size < sizeof(*h) + 8 + 24 + 24 + 8 + 2 || e->ndsos >= 4096)
-		return;
-	room = h->size - (size_t)((const __u8 *)name - (const __u8 *)h);
-	if (!memchr(name, '\0', room) || name[0] != '/')
+	if (!name || name[0] != '/' || e->ndsos >= 4096)
 		return;
 	for (i = 0; i < e->ndsos; i++)
 		if (!strcmp(e->dsos[i], name))

@@ -245,13 +245,11 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 		free(names[i]);
 	free(names);
 	if (s->have_stat && s->st.start_ns) {
-		time_t t = (time_t)(s->st.start_ns / 1000000000ull);
-		struct tm tm;
 		__u64 end = rk_session_alive(&s->st) ? rk_now_real_ns() : s->st.update_ns;
 
-		if (gmtime_r(&t, &tm))
-			strftime(when, sizeof(when),
-				 json ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S UTC", &tm);
+		/* "?" stays if the time does not format. */
+		rk_fmt_utc(s->st.start_ns, json ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%S UTC",
+			   when, sizeof(when));
 		dur = end > s->st.start_ns ? end - s->st.start_ns : 0;
 	}
 	if (json) {

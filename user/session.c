@@ -14,19 +14,14 @@
 int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
 {
 	char path[4096];
-	struct stat sb;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, RK_STAT_FILE);
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* A FIFO or device there must not hang a reader. */
+	fd = rk_open_regular(path, 0, NULL);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return -EBADMSG; /* a FIFO or device there must not hang a reader */
-	}
+		return fd;
 	memset(st, 0, sizeof(*st));
 	n = pread(fd, st, sizeof(*st), 0);
 	close(fd);
@@ -183,15 +178,14 @@ static void print_crashes(FILE *f, const char *dir, int json)
 {
 	char path[4096], line[8192];
 	struct rk_crash_line c;
-	struct stat sb;
 	int fd, first = 1;
 	FILE *in;
 
 	if (json)
 		fprintf(f, ",\"crashes_seen\":[");
 	snprintf(path, sizeof(path), "%s/%s", dir, RK_CRASHES_FILE);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	in = fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) ? fdopen(fd, "r") : NULL;
+	fd = rk_open_regular(path, 0, NULL);
+	in = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!in && fd >= 0)
 		close(fd);
 	while (in && fgets(line, sizeof(line), in)) {
@@ -227,10 +221,7 @@ static void print_crashes(FILE *f, const char *dir, int json)
 /* CLOCK_REALTIME ns as "2026-12-03T16:23:05Z" ("-" if 0). */
 static const char *utc(__u64 ns, char *buf, size_t len)
 {
-	time_t t = (time_t)(ns / 1000000000ull);
-	struct tm tm;
-
-	if (!ns || !gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+	if (!ns || rk_fmt_utc(ns, "%Y-%m-%dT%H:%M:%SZ", buf, len))
 		snprintf(buf, len, "-");
 	return buf;
 }

@@ -302,14 +302,13 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	case PERF_RECORD_MMAP2:
 		w->c.other++;
 		if (h->size > sizeof(*h) + 72) {
-			const char *name = (const char *)h + sizeof(*h) + 64;
+			const char *name = rk_mmap2_name(h);
 			__u64 a, l;
 
 			memcpy(&a, (const __u8 *)h + sizeof(*h) + 8, 8);
 			memcpy(&l, (const __u8 *)h + sizeof(*h) + 16, 8);
 			snprintf(detail, sizeof(detail), "[0x%llx(0x%llx)]: %.50s",
-				 (unsigned long long)a, (unsigned long long)l,
-				 memchr(name, '\0', h->size - sizeof(*h) - 64) ? name : "?");
+				 (unsigned long long)a, (unsigned long long)l, name ? name : "?");
 		}
 		break;
 	case PERF_RECORD_FORK:

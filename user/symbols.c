@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "bufile.h"
 #include "symbols.h"
+#include "util.h"
 
 /* Where separate debug files are (perf's and gdb's default). */
 #ifndef RK_DEBUG_DIR
@@ -177,19 +178,6 @@ static int build_id(Elf *e, char *hex, size_t len)
 	return -1;
 }
 
-/* A regular file, opened without following a FIFO into a hang. */
-static int open_regular(const char *path)
-{
-	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-
-	if (fd >= 0 && (fstat(fd, &sb) || !S_ISREG(sb.st_mode))) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 int rk_build_id_of(const char *path, char *hex, size_t len)
 {
 	int fd, err = -1;
@@ -197,7 +185,7 @@ int rk_build_id_of(const char *path, char *hex, size_t len)
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -1;
-	fd = open_regular(path);
+	fd = rk_open_regular(path, 1, NULL);
 	if (fd < 0)
 		return -1;
 	e = elf_begin(fd, ELF_C_READ, NULL);
@@ -274,7 +262,7 @@ static int load_debug_file(struct dso *d, Elf *e)
 	if (build_id(e, id, sizeof(id)) || strlen(id) < 4)
 		return 0;
 	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", RK_DEBUG_DIR, id, id + 2);
-	fd = open_regular(path);
+	fd = rk_open_regular(path, 1, NULL);
 	if (fd < 0)
 		return 0;
 	de = elf_begin(fd, ELF_C_READ, NULL);
@@ -338,7 +326,7 @@ static void dso_load(struct dso *d)
 		e = own_vdso(&vdso_copy);
 	} else {
 		/* A path from a record: hostile; only a regular file, and never block on it. */
-		fd = open_regular(d->path);
+		fd = rk_open_regular(d->path, 1, NULL);
 		if (fd < 0)
 			return;
 		e = elf_begin(fd, ELF_C_READ, NULL);
@@ -375,7 +363,6 @@ static int on_sideband(const struct perf_event_header *h, void *ctx)
 	const __u8 *p = (const __u8 *)h + sizeof(*h);
 	const char *name;
 	struct map *m;
-	size_t room;
 
 	if (h->type == PERF_RECORD_FORK && h->size >= sizeof(*h) + 16) {
 		__u32 pid, ppid, tid;
@@ -387,11 +374,8 @@ static int on_sideband(const struct perf_event_header *h, void *ctx)
 			s->parent = ppid;
 		return 0;
 	}
-	if (h->type != PERF_RECORD_MMAP2 || h->size < sizeof(*h) + 8 + 24 + 24 + 8 + 1)
-		return 0;
-	name = (const char *)p + 8 + 24 + 24 + 8;
-	room = h->size - (size_t)((const __u8 *)name - (const __u8 *)h);
-	if (!memchr(name, '\0', room) || (name[0] != '/' && strcmp(name, "[vdso]")))
+	name = rk_mmap2_name(h);
+	if (!name || (name[0] != '/' && strcmp(name, "[vdso]")))
 		return 0;
 	m = realloc(s->maps, (s->nmaps + 1) * sizeof(*m));
 	if (!m)

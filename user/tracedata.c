@@ -165,24 +165,23 @@ int rk_tracedata_build(const char *const *names, int n, void **out, size_t *len,
 int rk_tracedata_load(const char *session_dir, void **out, size_t *len)
 {
 	char path[4096];
-	struct stat sb;
+	off_t size = 0;
 	void *buf;
 	ssize_t r;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", session_dir, RK_TRACEDATA_FILE);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = rk_open_regular(path, 0, &size);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
-	    sb.st_size > RK_TRACEDATA_MAX) {
+		return fd;
+	if (size <= 0 || size > RK_TRACEDATA_MAX) {
 		close(fd);
 		return -EBADMSG;
 	}
-	buf = malloc((size_t)sb.st_size);
-	r = buf ? pread(fd, buf, (size_t)sb.st_size, 0) : -1;
+	buf = malloc((size_t)size);
+	r = buf ? pread(fd, buf, (size_t)size, 0) : -1;
 	close(fd);
-	if (r != sb.st_size) {
+	if (r != size) {
 		free(buf);
 		return buf ? -EIO : -ENOMEM;
 	}

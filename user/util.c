@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,4 +316,32 @@ void rk_buf_put(struct rk_buf *b, const void *p, size_t n)
 	}
 	memcpy(b->p + b->len, p, n);
 	b->len += n;
+}
+
+int rk_open_regular(const char *path, int follow, off_t *size)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW));
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	if (size)
+		*size = sb.st_size;
+	return fd;
+}
+
+int rk_fmt_utc(uint64_t ns, const char *fmt, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000ull);
+	char tmp[128];
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(tmp, sizeof(tmp), fmt, &tm))
+		return -1;
+	snprintf(buf, len, "%s", tmp);
+	return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define RK_DEFAULT_ROOT "/dev/shm/ringkeeper"
 #define RK_BPFFS_DIR "/sys/fs/bpf/ringkeeper"
@@ -69,6 +70,20 @@ struct rk_buf {
 
 /** rk_buf_put() - append @n bytes of @p to @b. */
 void rk_buf_put(struct rk_buf *b, const void *p, size_t n);
+
+/**
+ * rk_open_regular() - open @path read-only if it is a regular file, never
+ * blocking on a FIFO or device placed there; without @follow, not through a
+ * final symlink either. @size: its size, if not NULL.
+ * Return: the fd, -errno if it cannot be opened, -EBADMSG if not regular.
+ */
+int rk_open_regular(const char *path, int follow, off_t *size);
+
+/**
+ * rk_fmt_utc() - CLOCK_REALTIME @ns as strftime(@fmt) in UTC, into @buf.
+ * Return: 0, or -1 (@buf untouched: the caller says what stands instead).
+ */
+int rk_fmt_utc(uint64_t ns, const char *fmt, char *buf, size_t len);
 
 /** rk_tracefs_dir() - where tracefs is mounted ("" if nowhere). */
 const char *rk_tracefs_dir(void);

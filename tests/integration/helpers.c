@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -379,4 +380,15 @@ char *sh_out(const char *cmd, int *status)
 	if (status)
 		*status = st;
 	return out;
+}
+
+void source_tree(char *repo, size_t len, char *output, size_t olen)
+{
+	char bin[256], bdir[256];
+
+	snprintf(bin, sizeof(bin), "%s", rk_bin);
+	snprintf(bdir, sizeof(bdir), "%s", dirname(bin));
+	if (output)
+		snprintf(output, olen, "%s", strrchr(bdir, '/') ? strrchr(bdir, '/') + 1 : bdir);
+	snprintf(repo, len, "%s", dirname(bdir));
 }

@@ -66,6 +66,11 @@ int read_line_within(int fd, char *buf, size_t len, unsigned int ms);
  */
 pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
 			const char *const extra[]);
+/*
+ * The source tree and the build directory's name (build, or build-san),
+ * from RK_BIN = REPO/OUTPUT/ringkeeper; @output may be NULL.
+ */
+void source_tree(char *repo, size_t len, char *output, size_t olen);
 /* A shell command's stdout, malloc'd; its wait status in *@status (may be NULL). */
 char *sh_out(const char *cmd, int *status);
 /* Run, expect exit @code and @needle in stderr. */

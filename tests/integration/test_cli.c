@@ -6,7 +6,6 @@
  * make install / uninstall put and remove the files where the README says.
  */
 #include <criterion/criterion.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +67,7 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	size_t i;
 	int st;
 
-	/* RK_BIN is REPO/OUTPUT/ringkeeper (OUTPUT: build, or build-san). */
-	{
-		char bin[256], bdir[256];
-
-		snprintf(bin, sizeof(bin), "%s", rk_bin);
-		snprintf(bdir, sizeof(bdir), "%s", dirname(bin));
-		snprintf(out_dir, sizeof(out_dir), "%s",
-			 strrchr(bdir, '/') ? strrchr(bdir, '/') + 1 : bdir);
-		snprintf(repo, sizeof(repo), "%s", dirname(bdir));
-	}
+	source_tree(repo, sizeof(repo), out_dir, sizeof(out_dir));
 	snprintf(path, sizeof(path), "%s/Makefile", repo);
 	if (access(path, F_OK))
 		cr_skip_test("no source tree at %s", repo);
@@ -269,15 +259,6 @@ Test(cli, ls_gc_rm_and_errors_name_what_is_wrong)
 	}
 }
 
-/* REPO (the source tree) from RK_BIN = REPO/OUTPUT/ringkeeper. */
-static void repo_dir(char *repo, size_t len)
-{
-	char bin[256];
-
-	snprintf(bin, sizeof(bin), "%s", rk_bin);
-	snprintf(repo, len, "%s", dirname(dirname(bin)));
-}
-
 /* @cmd's stdout validated by tests/schema/validate.py against @schema. */
 static void assert_valid(const char *repo, const char *cmd, const char *schema, const char *extra)
 {
@@ -320,7 +301,7 @@ Test(cli, json_outputs_fit_their_schemas)
 	unsigned int tids[8];
 	int st;
 
-	repo_dir(repo, sizeof(repo));
+	source_tree(repo, sizeof(repo), NULL, 0);
 	snprintf(path, sizeof(path), "%s/tests/schema/validate.py", repo);
 	if (access(path, F_OK))
 		cr_skip_test("no source tree at %s", repo);

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,7 +411,7 @@ Test(perf, show_and_perf_name_the_same_functions)
 			 "-T",
 			 NULL };
 	const char *perf = perf_bin();
-	char cmd[1024], bin[256], *txt, *err;
+	char cmd[1024], repo[256], *txt, *err;
 	int status;
 
 	if (!perf)
@@ -423,9 +422,9 @@ Test(perf, show_and_perf_name_the_same_functions)
 	snprintf(cmd, sizeof(cmd), "%s export --root %s --session y -o %s/y.data", rk_bin, root,
 		 root);
 	cr_assert_eq(sh(cmd, &txt), 0, "%s", txt);
-	snprintf(bin, sizeof(bin), "%s", rk_bin);
-	snprintf(cmd, sizeof(cmd), "python3 %s/../tests/symcmp.py %s %s y cpu-clock %s/y.data",
-		 dirname(bin), rk_bin, root, root);
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd), "python3 %s/tests/symcmp.py %s %s y cpu-clock %s/y.data", repo,
+		 rk_bin, root, root);
 	status = sh(cmd, &txt);
 	cr_assert_eq(status, 0, "show and perf script disagree:\n%s", txt);
 	cr_assert_not_null(strstr(txt, "start_thread True vdso True"),
