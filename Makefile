@@ -65,7 +65,7 @@ CRASHER := $(OUTPUT)/tests/crasher
 MAN := $(OUTPUT)/man/ringkeeper.8
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
-	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout
+	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts
 
 .PHONY: FORCE
 .PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
@@ -171,9 +171,10 @@ unit: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) $(UNIT_BIN) --jobs 2 --tap=$(OUTPUT)/unit.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/unit.tap); exit $$rc
 
-integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout
+integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts
 	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) RK_SANITIZED=$(SANITIZE) \
 		RK_FANOUT=$(abspath $(BENCH_DIR)/fanout) RK_CRASHER=$(abspath $(CRASHER)) \
+		RK_BURSTS=$(abspath $(BENCH_DIR)/bursts) \
 		$(INTEG_BIN) --jobs 1 --tap=$(OUTPUT)/integration.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/integration.tap); exit $$rc
 

@@ -4,11 +4,12 @@
  * thread goes on or off CPU, forks, execs or exits.
  *
  * The tracked set is the pmu_info map itself: a thread is traced iff it has
- * an entry. Untracked threads cost two hash lookups in sched_switch and
- * nothing else. Signals go through one BPF ringbuf without a wakeup per
- * record (each wakeup costs ~16 us of the producing CPU, PERF-NOTES.md):
- * the loader drains on a timer, and we force a wakeup only past a watermark
- * and for rare lifecycle events.
+ * an entry (cached per task in task storage: an untracked switch costs one
+ * task-storage lookup per side). Signals go through one BPF ringbuf without
+ * a wakeup per record (each wakeup costs ~16 us of the producing CPU,
+ * PERF-NOTES.md): the loader drains on a timer, and we force a wakeup only
+ * past a watermark, for rare lifecycle events, and for a switch-in whose
+ * buffer the loader asked to lock (pin_asked: at most one per unlock).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -81,6 +82,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } gen SEC(".maps");
+
+/* See struct rk_asked. Sized by the loader from pid_max (a larger tid: no wakeup). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rk_asked);
+} pin_asked SEC(".maps");
 
 static __always_inline __u64 cur_gen(void)
 {
@@ -202,6 +212,27 @@ static __always_inline void count(__u32 slot)
 		*v += 1; /* per-CPU slot: no other writer */
 }
 
+/*
+ * @tid, tracked, goes on CPU: does the loader want to know now (to lock its
+ * buffer)? Once per request: the flag stays set until the loader clears it.
+ * Two CPUs racing on it cost one wakeup more, never one less.
+ */
+static __always_inline int pin_wanted(__u32 tid)
+{
+	__u32 idx = tid / RK_ASKED_PER;
+	struct rk_asked *a = bpf_map_lookup_elem(&pin_asked, &idx);
+	volatile __u8 *f;
+
+	if (!a)
+		return 0;
+	f = &a->b[tid & (RK_ASKED_PER - 1)];
+	if (*f)
+		return 0;
+	*f = 1;
+	count(RK_CNT_PIN_WAKES);
+	return 1;
+}
+
 static __always_inline struct rk_signal *reserve(void)
 {
 	struct rk_signal *s = bpf_ringbuf_reserve(&signals, sizeof(*s), 0);
@@ -237,7 +268,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
 	struct rk_signal *s;
-	int prev_tracked, next_tracked;
+	int prev_tracked, next_tracked, wake;
 	__u64 now, g = cur_gen();
 	__u32 cpu;
 
@@ -283,12 +314,14 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (state & RK_TASK_DEAD)
 				s->flags |= RK_SIGF_DEAD;
 			/* Between two tracked tasks, one record says both (half the cost). */
+			wake = state & RK_TASK_DEAD;
 			if (next_tracked) {
 				s->flags |= RK_SIGF_NEXT_IN;
 				s->next_tgid = next->tgid;
 				next_tracked = 0;
+				wake |= pin_wanted(next->pid);
 			}
-			submit(s, state & RK_TASK_DEAD);
+			submit(s, wake);
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
@@ -312,7 +345,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			s->tgid = next->tgid;
 			s->ptid = prev->pid;
 			s->time_ns = now;
-			submit(s, 0);
+			submit(s, pin_wanted(next->pid));
 		}
 	}
 	return 0;

@@ -50,6 +50,7 @@
 #define RK_CNT_FORK_FAIL 3 /* children that could not be added (map full) */
 #define RK_CNT_EXITS 4
 #define RK_CNT_CRASHES 5 /* fatal core-dumping signals delivered to traced threads */
+#define RK_CNT_PIN_WAKES 6 /* switch-ins that woke the loader for a pin (pin_asked) */
 #define RK_CNT_MAX 8
 
 /* Index of the always-present sched source in struct rk_pmu_key. */
@@ -202,6 +203,20 @@ struct rk_pmu_entry {
 	struct pmu_info info;
 	struct rk_perf_event_attr attr;
 	__u8 desc[RK_PMU_DESC_MAX];
+};
+
+/*
+ * The pin_asked map (an mmap-able array): one byte per tid, RK_ASKED_PER
+ * tids per entry, entry tid / RK_ASKED_PER, byte tid % RK_ASKED_PER.
+ * 0: the loader wants to hear of this tid's next switch-in at once (its
+ * buffer is not locked and a run of it is long enough to be worth a lock):
+ * the switch-in sets it to 1 and wakes the loader. 1: no wakeup (locked,
+ * lock requested, or not worth one); the loader learns at its drain tick.
+ * The loader sets 1 when it handles a switch-in and 0 when it wants the next.
+ */
+#define RK_ASKED_PER 64
+struct rk_asked {
+	__u8 b[RK_ASKED_PER];
 };
 
 /**

@@ -356,10 +356,11 @@ static const struct rec_opt opts[] = {
 	{ "linger-ms", 0, "MS", o_linger, "20",
 	  "keep an off-CPU thread's buffer locked this long, so a\n"
 	  "thread bouncing on and off CPU costs no syscall" },
-	{ "min-run-us", 0, "US", o_min_run, "100",
-	  "do not lock the buffer of a thread whose last run on\n"
-	  "CPU was shorter than US: it would be off CPU before\n"
-	  "the lock lands (0: lock every run)" },
+	{ "min-run-us", 0, "US", o_min_run, "250",
+	  "do not lock the buffer of a thread whose last run was\n"
+	  "shorter than US on CPU (from a wakeup to its next sleep,\n"
+	  "preemptions included): the lock would land late in the\n"
+	  "run, for more than the run costs (0: lock every run)" },
 	{ "tick-ms", 0, "MS", o_tick, "5", "drain period of the BPF ringbuf" },
 	{ "ringbuf-size", 0, "SZ", o_ringbuf, "4M", "BPF signal ringbuf size, power of two" },
 	{ "realtime", 'r', "PRIO", o_realtime, "1",

@@ -47,15 +47,28 @@ struct rk_pin_item {
 	uid_t uid;
 	void *owner;
 	__u64 *pinned_flag; /* if set, the pool stores 1/0 here (live view) */
+	/*
+	 * If set, the event source's "wake me at this thread's next switch-in"
+	 * flag (0: wake; 1: not needed): the pool stores 1 when it learns of a
+	 * switch-in, and 0 when a lock would be wanted at the next one (the
+	 * buffer was unlocked, or a run long enough ended unlocked). Items of
+	 * one thread may share it.
+	 */
+	__u8 *asked;
 	/* private */
 	struct rk_pin_item *q_next, *q_prev;
 	uint64_t queued_at; /* CLOCK_MONOTONIC when queued for a pin */
 	struct rk_pin_item *lru_prev, *lru_next;
 	uint64_t off_since;
 	uint64_t on_since; /* switch-in of the current run, 0 while off CPU */
-	uint64_t last_run_ns; /* length of its last run on CPU, 0 if none yet */
+	uint64_t last_run_ns; /* on-CPU length of its last run (see RK_PIN_PREEMPTED), 0 if none yet */
+	uint64_t run_ns; /* on-CPU time of the current run, before its last preemption */
 	uint64_t pinned_at; /* CLOCK_MONOTONIC of the last completed pin, 0 if unpinned */
+	uint64_t want_since; /* the switch-in that asked for the pin in flight, 0: none */
 	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
+	/* preempted: off CPU but runnable; a pin in flight still lands (then it lingers) */
+	unsigned soon : 1;
+	unsigned refused : 1; /* the last pin was refused or failed: no wakeup until one works */
 };
 
 struct rk_pin_opts {
@@ -77,6 +90,13 @@ struct rk_pin_opts {
 	 * records are written all the same. 0: pin every switch-in.
 	 */
 	uint64_t min_run_ns;
+	/*
+	 * rk_pin_want() locks a buffer of at most this many bytes itself, in
+	 * the caller's thread, when the budget has room without an eviction:
+	 * no worker wakeup on the way (0: workers do every lock). Unlocks
+	 * and evictions stay with the workers.
+	 */
+	size_t inline_max;
 };
 
 /** struct rk_pin_stats - counters; locked/peak are of the user with most. */
@@ -87,7 +107,8 @@ struct rk_pin_stats {
 	uint64_t evictions; /* lingering items unlocked early for another */
 	uint64_t lock_errors; /* lock calls that failed (ENOMEM, EPERM...) */
 	uint64_t coalesced; /* state changes that needed no syscall */
-	uint64_t skipped_short; /* switch-ins not pinned: the last run was < min_run_ns */
+	uint64_t skipped_short; /* runs not pinned: the last one was < min_run_ns */
+	uint64_t inline_pins; /* pins done by rk_pin_want()'s caller (opts.inline_max) */
 	uint64_t locked; /* bytes accounted now, all users */
 	uint64_t peak; /* highest per-user accounted bytes */
 	uint64_t budget;
@@ -117,8 +138,19 @@ struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts);
  */
 void rk_pin_pool__free(struct rk_pin_pool *pool);
 
-/** rk_pin_want() - the item's thread went on (@on) or off CPU at @now_ns. */
-void rk_pin_want(struct rk_pin_pool *pool, struct rk_pin_item *it, int on, uint64_t now_ns);
+/* What rk_pin_want() is told. */
+#define RK_PIN_OFF 0 /* off CPU: asleep, blocked, exited */
+#define RK_PIN_ON 1 /* on CPU */
+/*
+ * Off CPU but still runnable (preempted): its run goes on at its next
+ * switch-in. For --min-run-us, a run lasts from a switch-in after a sleep
+ * to the next sleep, the preempted parts added up: a run cut by our own
+ * wakeup is not a short one.
+ */
+#define RK_PIN_PREEMPTED 2
+
+/** rk_pin_want() - the item's thread went on or off CPU (@how: RK_PIN_*) at @now_ns. */
+void rk_pin_want(struct rk_pin_pool *pool, struct rk_pin_item *it, int how, uint64_t now_ns);
 
 /** rk_pin_tick() - queue the unlock of items that lingered past linger_ns. */
 void rk_pin_tick(struct rk_pin_pool *pool, uint64_t now_ns);

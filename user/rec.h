@@ -47,6 +47,7 @@ struct rk_thread {
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */
 	uint64_t off_ns;
+	int off_how; /* RK_PIN_OFF, or RK_PIN_PREEMPTED (still runnable) */
 	uint64_t reader; /* uid + 1 of the user granted a read of its sched file, 0: root only */
 	/* Buffers whose unmap (by a pin worker) is still to come; 0: reclaimable. */
 	int unreleased;
@@ -94,6 +95,10 @@ struct rk_rec {
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int gen_fd; /* pmu_info's generation: bumped after each change we make to it (-1: none) */
+	/* pin_asked, mapped (struct rk_asked): one byte per tid below asked_n; NULL: none */
+	int asked_fd;
+	__u8 *asked;
+	size_t asked_n;
 	int link_fds[8]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */

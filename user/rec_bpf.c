@@ -52,6 +52,9 @@ int rec_bpf_load(struct rk_rec *r)
 	 */
 	bpf_map__set_max_entries(r->skel->maps.pmu_info,
 				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) * nsrc);
+	/* A byte per possible tid (pid_max now; a tid above it is locked at the drain tick). */
+	bpf_map__set_max_entries(r->skel->maps.pin_asked,
+				 (__u32)((rec_pid_max() + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	err = ringkeeper_bpf__load(r->skel);
 	if (err) {
 		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
@@ -63,7 +66,78 @@ int rec_bpf_load(struct rk_rec *r)
 	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
 	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
 	r->gen_fd = bpf_map__fd(r->skel->maps.gen);
+	err = rec_asked_map(r, dup(bpf_map__fd(r->skel->maps.pin_asked)));
+	if (err) {
+		rk_err("cannot map pin_asked: %s", strerror(-err));
+		return err;
+	}
 	return rec_pin_maps(r);
+}
+
+/* /proc/sys/kernel/pid_max, or the kernel's limit (PID_MAX_LIMIT, 64-bit) if unreadable. */
+unsigned long rec_pid_max(void)
+{
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v && v <= 4194304 ? v : 4194304;
+}
+
+/*
+ * Take @fd (the pin_asked map, or -1: none) and map it. Every flag starts
+ * at 0 (wake us): what a killed recorder left there is not our state.
+ * Return: 0 (also with no map: switch-ins then wait for the drain tick), -errno.
+ */
+int rec_asked_map(struct rk_rec *r, int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	void *p;
+
+	r->asked_fd = fd;
+	if (fd < 0)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (info.value_size != sizeof(struct rk_asked) || !info.max_entries)
+		return -EINVAL;
+	p = mmap(NULL, (size_t)info.max_entries * sizeof(struct rk_asked), PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->asked = p;
+	r->asked_n = (size_t)info.max_entries * RK_ASKED_PER;
+	memset(r->asked, 0, r->asked_n);
+	return 0;
+}
+
+void rec_asked_unmap(struct rk_rec *r)
+{
+	if (r->asked)
+		munmap(r->asked, r->asked_n);
+	r->asked = NULL;
+	r->asked_n = 0;
+	if (r->asked_fd >= 0)
+		close(r->asked_fd);
+	r->asked_fd = -1;
+}
+
+/* @tid's pin_asked flag, set to 0 (wake us at its next switch-in); NULL if none. */
+__u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
+{
+	__u8 *f;
+
+	if (!r->asked || tid >= r->asked_n)
+		return NULL;
+	f = &r->asked[tid];
+	__atomic_store_n(f, 0, __ATOMIC_RELAXED);
+	return f;
 }
 
 const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",   "link_fork",
@@ -147,6 +221,7 @@ void rec_unpin_maps(void)
 	unlink(RK_BPFFS_DIR "/counters");
 	unlink(RK_BPFFS_DIR "/signals");
 	unlink(RK_BPFFS_DIR "/gen");
+	unlink(RK_BPFFS_DIR "/pin_asked");
 	rmdir(RK_BPFFS_DIR);
 }
 
@@ -196,6 +271,7 @@ int rec_pin_maps(struct rk_rec *r)
 	unlink(RK_BPFFS_DIR "/counters");
 	unlink(RK_BPFFS_DIR "/signals");
 	unlink(RK_BPFFS_DIR "/gen");
+	unlink(RK_BPFFS_DIR "/pin_asked");
 	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
 	if (!err)
 		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
@@ -203,6 +279,8 @@ int rec_pin_maps(struct rk_rec *r)
 		err = bpf_map__pin(r->skel->maps.signals, RK_BPFFS_DIR "/signals");
 	if (!err)
 		err = bpf_map__pin(r->skel->maps.gen, RK_BPFFS_DIR "/gen");
+	if (!err)
+		err = bpf_map__pin(r->skel->maps.pin_asked, RK_BPFFS_DIR "/pin_asked");
 	if (err) {
 		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
 		rec_unpin_maps();

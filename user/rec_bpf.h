@@ -27,4 +27,13 @@ int rec_bpf_load(struct rk_rec *r);
 
 void rec_bump_gen(struct rk_rec *r);
 
+/*
+ * pin_asked (struct rk_asked): the pin pool's line to the switch-in
+ * program. rec_asked_map() takes the map's fd and maps it, every flag 0.
+ */
+unsigned long rec_pid_max(void);
+int rec_asked_map(struct rk_rec *r, int fd);
+void rec_asked_unmap(struct rk_rec *r);
+__u8 *rec_asked_flag(struct rk_rec *r, __u32 tid);
+
 #endif /* RK_REC_BPF_H */

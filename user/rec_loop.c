@@ -118,11 +118,15 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	t->last_switch = s->kind;
 	/* Only after its records are in the files may its buffers be unlocked. */
 	if (s->kind == RK_SIG_SWITCH_IN) {
-		rec_thread_pin(r, t, 1, s->time_ns);
+		rec_thread_pin(r, t, RK_PIN_ON, s->time_ns);
 	} else {
 		if ((s->flags & RK_SIGF_DEAD) && !SCHED_BF(t)->id.exit_ns)
 			rec_thread_ident(r, t, NULL, 0, 1, SCHED_BF(t)->id.exit_code, s->time_ns);
-		rec_defer_off(r, t, s->time_ns, s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
+		rec_defer_off(r, t, s->time_ns,
+			      s->flags & RK_SIGF_PREEMPT && !(s->flags & RK_SIGF_DEAD) ?
+				      RK_PIN_PREEMPTED :
+				      RK_PIN_OFF,
+			      s->flags & RK_SIGF_DEAD ? RK_THREAD_EXITED : 0);
 	}
 }
 
@@ -163,7 +167,7 @@ static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signa
 		struct rk_thread *old = rec_thread_find(r, s->ptid);
 
 		if (old && !old->dead)
-			rec_defer_off(r, old, s->time_ns, RK_THREAD_EXITED);
+			rec_defer_off(r, old, s->time_ns, RK_PIN_OFF, RK_THREAD_EXITED);
 	}
 }
 

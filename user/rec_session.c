@@ -70,6 +70,9 @@ void rec_publish(struct rk_rec *r)
 		case RK_CNT_EXITS:
 			r->st->bpf_exits = sum;
 			break;
+		case RK_CNT_PIN_WAKES:
+			r->st->pin_wakeups = sum;
+			break;
 		}
 	}
 	rec_prog_misses(r);
@@ -180,6 +183,9 @@ int rec_resume_session(struct rk_rec *r)
 	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
 	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
 	r->gen_fd = bpf_obj_get(RK_BPFFS_DIR "/gen");
+	/* An older recorder's programs have none: switch-ins then wait for the drain tick. */
+	if (rec_asked_map(r, bpf_obj_get(RK_BPFFS_DIR "/pin_asked")))
+		rec_asked_unmap(r);
 	if (r->pmu_fd < 0 || r->cnt_fd < 0 || r->sig_fd < 0) {
 		rk_err("nothing pinned in %s to resume from (the machine rebooted, or a new "
 		       "recorder took over): session %s stays as it is",
@@ -258,6 +264,7 @@ int rec_adopt_files(struct rk_rec *r)
 		t->b[0].pin.uid = t->uid;
 		t->b[0].pin.owner = &t->b[0];
 		t->b[0].pin.pinned_flag = &bf->ident->pinned;
+		t->b[0].pin.asked = rec_asked_flag(r, tid);
 		t->b[0].t = t;
 		t->unreleased = 1;
 		t->hnext = r->buckets[tid % NBUCKETS];

@@ -286,6 +286,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 		t->b[k].t = t;
 		t->unreleased++;
 		t->b[k].pin.pinned_flag = &bf->ident->pinned;
+		t->b[k].pin.asked = rec_asked_flag(r, tid);
 	}
 	t->tid = tid;
 	t->tgid = tgid;
@@ -359,12 +360,12 @@ void rec_fill_id(struct sample_id *id, const struct rk_thread *t, const struct r
 	id->id = RK_SCHED_ID;
 }
 
-void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int on, uint64_t now)
+void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int how, uint64_t now)
 {
 	int k;
 
 	for (k = 0; k < rec_nsrc(r); k++)
-		rk_pin_want(r->pool, &t->b[k].pin, on, now);
+		rk_pin_want(r->pool, &t->b[k].pin, how, now);
 }
 
 /* Identity updates go to every file of the thread: each is self-contained. */
@@ -421,15 +422,16 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
  * With perf sources, a switch-out's unpin (and a death's finish) waits for
  * the next drain of the CPU rings, which may still hold the thread's records.
  */
-void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 finish_state)
+void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, int how, __u32 finish_state)
 {
 	if (!r->o->nev) {
-		rec_thread_pin(r, t, 0, now);
+		rec_thread_pin(r, t, how, now);
 		if (finish_state)
 			rec_thread_finish(r, t, finish_state);
 		return;
 	}
 	t->off_ns = now;
+	t->off_how = how;
 	t->defer_gen = r->drain_gen;
 	if (finish_state)
 		t->pending_state = finish_state;
@@ -441,7 +443,7 @@ void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 fi
 
 		if (!n) {
 			/* No room to defer: unpin now, the data is still recorded. */
-			rec_thread_pin(r, t, 0, now);
+			rec_thread_pin(r, t, how, now);
 			if (finish_state)
 				rec_thread_finish(r, t, finish_state);
 			return;
@@ -474,7 +476,7 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen)
 		if (t->dead)
 			continue;
 		if (t->last_switch != RK_SIG_SWITCH_IN || t->pending_state)
-			rec_thread_pin(r, t, 0, t->off_ns);
+			rec_thread_pin(r, t, t->pending_state ? RK_PIN_OFF : t->off_how, t->off_ns);
 		if (t->pending_state)
 			rec_thread_finish(r, t, t->pending_state);
 		t->pending_state = 0;
@@ -518,7 +520,7 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 		r->st->creds_rotated++;
 	n->last_switch = last;
 	if (last == RK_SIG_SWITCH_IN)
-		rec_thread_pin(r, n, 1, time_ns);
+		rec_thread_pin(r, n, RK_PIN_ON, time_ns);
 	return n;
 }
 

@@ -33,11 +33,12 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);
 void rec_put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size);
 void rec_fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s);
-void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int on, uint64_t now);
+void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int how, uint64_t now);
 void rec_thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, __u32 state,
 		      int set_exit, __s32 exit_code, __u64 exit_ns);
 void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state);
-void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, __u32 finish_state);
+void rec_defer_off(struct rk_rec *r, struct rk_thread *t, uint64_t now, int how,
+		   __u32 finish_state);
 void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
 /*
  * Who may read @t's files, decided again (exec, credentials, dumpability):

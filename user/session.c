@@ -99,6 +99,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(lock_errors, "mlock failures")                      \
 	X(coalesced, "switches with no syscall")              \
 	X(pins_skipped_short, "pins skipped: runs too short") \
+	X(pin_wakeups, "loader wakeups for a pin (BPF)")      \
 	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
 	X(aux_bytes, "AUX bytes into thread files")           \
 	X(aux_truncated, "AUX records truncated (ring full)") \

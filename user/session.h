@@ -118,6 +118,7 @@ struct rk_session_stat {
 	__u64 renames; /* comm changes after birth (not at exec) */
 	__u64 creds_changes; /* credential or dumpability changes of traced tasks (not at exec) */
 	__u64 creds_rotated; /* threads continued in a new file after one (new reader or root only) */
+	__u64 pin_wakeups; /* switch-ins that woke the loader to lock a buffer (BPF) */
 };
 
 /* The size of the first stat files, without the AUX counters. */

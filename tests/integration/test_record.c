@@ -326,6 +326,75 @@ Test(record, locked_memory_stays_within_budget_with_200_threads)
 }
 
 /* A ring smaller than the history keeps the newest whole records, and says so. */
+/* Record tests/bench/bursts with @args (NULL-terminated, after "bursts"); its stat. */
+static void record_bursts(const char *session, const char *const *args, struct rk_session_stat *st)
+{
+	const char *bursts = getenv("RK_BURSTS");
+	char *argv[32] = { (char *)rk_bin, "record",	    "--root", root,
+			   "--session",	   (char *)session, "-m",     "64K",
+			   "--mlock-kb",   "4096",	    "--",     (char *)bursts };
+	char *err = NULL;
+	int n = 12, rc;
+
+	if (!bursts)
+		cr_skip_test("RK_BURSTS not set: run through 'make integration'");
+	while (*args && n < 31)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	read_stat(session, st);
+}
+
+/*
+ * Pinning follows the thread: a switch-in of a thread whose buffer is not
+ * locked wakes the loader (pin_asked), which locks it at once, instead of
+ * at its next drain tick (5 ms; a 3 ms run was then over before the lock).
+ * Bounds are generous (this is not a timing test): before, about 10% of
+ * such runs' on-CPU time was locked and the median switch-in to lock was
+ * 1.8 ms. Wakeups stay bounded by what needs one: one per unlock, and one
+ * at each thread's first switch-in. Runs too short to be worth a lock cost
+ * no wakeup at all after the first.
+ */
+Test(record, a_thread_is_locked_while_it_runs_and_wakeups_are_few)
+{
+	static const char *const longr[] = { "-t",    "4",  "-b",   "3000", "-s",
+					     "40000", "-d", "1500", NULL };
+	static const char *const shortr[] = { "-t",    "4",  "-b",   "50", "-s",
+					      "30000", "-d", "1000", NULL };
+	struct rk_session_stat st;
+	double share;
+
+	record_bursts("long", longr, &st);
+	share = st.oncpu_ns ? (double)st.oncpu_pinned_ns / (double)st.oncpu_ns : 0;
+	printf("3 ms runs: locked %.1f%% of on-CPU time, switch-in to locked p50 %llu us, "
+	       "p99 %llu us; %llu wakeups, %llu pins, %llu unpins, %llu switches\n",
+	       share * 100, (unsigned long long)st.pin_lat_p50_ns / 1000,
+	       (unsigned long long)st.pin_lat_p99_ns / 1000, (unsigned long long)st.pin_wakeups,
+	       (unsigned long long)st.pins, (unsigned long long)st.unpins,
+	       (unsigned long long)st.switches);
+	cr_assert_gt(st.pin_wakeups, 0, "no switch-in woke the loader");
+	cr_assert_leq(st.pin_wakeups, st.pins + st.unpins + st.threads,
+		      "more wakeups (%llu) than pins + unpins + threads",
+		      (unsigned long long)st.pin_wakeups);
+	if (!getenv("RK_SANITIZED") || !*getenv("RK_SANITIZED")) {
+		cr_assert_geq(share, 0.5, "locked for %.1f%% of the runs' on-CPU time",
+			      share * 100);
+		cr_assert_leq(st.pin_lat_p50_ns, 1000000ull, "switch-in to locked p50 %llu ns",
+			      (unsigned long long)st.pin_lat_p50_ns);
+	}
+
+	record_bursts("short", shortr, &st);
+	printf("50 us runs: %llu skipped, %llu wakeups, %llu pins, %llu switches\n",
+	       (unsigned long long)st.pins_skipped_short, (unsigned long long)st.pin_wakeups,
+	       (unsigned long long)st.pins, (unsigned long long)st.switches);
+	cr_assert_gt(st.pins_skipped_short, 0, "short runs were pinned");
+	cr_assert_leq(st.pin_wakeups, 2 * st.threads + 2,
+		      "short runs woke the loader %llu times (%llu threads)",
+		      (unsigned long long)st.pin_wakeups, (unsigned long long)st.threads);
+}
+
 Test(record, small_ring_keeps_the_newest_records)
 {
 	char *argv[] = {

@@ -555,3 +555,147 @@ Test(pinpool, short_runs_are_not_pinned_long_ones_are)
 	cr_assert_eq(st.skipped_short, 1);
 	rk_pin_pool__free(p);
 }
+
+/*
+ * The switch-in program's flag (rk_pin_item.asked): 1 from the moment we
+ * know of a switch-in (no wakeup needed), back to 0 only when a lock is
+ * wanted at the next one: after the unlock, or after a run long enough that
+ * ended unlocked. Never 0 while the buffer is locked, nor after a short run
+ * or a refused pin (those wait for the drain tick).
+ */
+Test(pinpool, wakeup_flag_is_cleared_only_when_a_lock_is_wanted)
+{
+	struct rk_pin_opts o = {
+		.workers = 1, .budget = L, .linger_ns = 0, .ops = &ops, .min_run_ns = 100 * 1000
+	};
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item a, b;
+	__u8 fa = 0, fb = 0;
+
+	cr_assert_not_null(p);
+	item(&a, 0, 0);
+	item(&b, 1, 0);
+	a.asked = &fa;
+	b.asked = &fb;
+	fa = 1; /* what the switch-in program stores before it wakes us */
+	rk_pin_want(p, &a, RK_PIN_ON, 1000);
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 1);
+	cr_assert_eq(fa, 1, "flag cleared while the buffer is locked");
+	rk_pin_want(p, &a, RK_PIN_OFF, 1001000); /* a 1 ms run */
+	cr_assert_eq(fa, 1, "flag cleared while still locked (lingering)");
+	rk_pin_tick(p, 1002000); /* linger 0: unlocked */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.unlocks, 1);
+	cr_assert_eq(fa, 0, "not asked to hear of the next switch-in after the unlock");
+
+	/* b is refused (a holds the whole budget): no wakeup until a pin works. */
+	rk_pin_want(p, &a, RK_PIN_ON, 2000000);
+	rk_pin_flush(p);
+	fb = 1;
+	rk_pin_want(p, &b, RK_PIN_ON, 2000000);
+	rk_pin_flush(p);
+	rk_pin_want(p, &b, RK_PIN_OFF, 3000000);
+	rk_pin_flush(p);
+	cr_assert_eq(fb, 1, "a refused thread wakes us at every switch-in");
+
+	/* A short run (10 us) that ended unlocked: no wakeup for the next one either. */
+	rk_pin_want(p, &a, RK_PIN_OFF, 2010000);
+	rk_pin_tick(p, 2020000);
+	rk_pin_flush(p);
+	cr_assert_eq(fa, 1, "flag cleared after a run too short to pin");
+	rk_pin_want(p, &a, RK_PIN_ON, 2100000);
+	rk_pin_want(p, &a, RK_PIN_OFF, 2700000); /* skipped; a 600 us run */
+	cr_assert_eq(fk.locks, 2);
+	cr_assert_eq(fa, 0, "a long run ended unlocked, and we did not ask for the next");
+	rk_pin_pool__free(p);
+}
+
+/*
+ * A run is from a wakeup to the next sleep: preempted parts add up, so a
+ * run cut by preemptions (our own wakeup preempts the thread it is about)
+ * is not taken for a short one; and a pin in flight when the thread is
+ * preempted still lands, then lingers like any off-CPU buffer.
+ */
+Test(pinpool, a_preempted_run_is_one_run_and_its_pin_lands)
+{
+	struct rk_pin_opts o = { .workers = 1,
+				 .budget = 4 * L,
+				 .linger_ns = 10 * MS,
+				 .ops = &ops,
+				 .min_run_ns = 100 * 1000 };
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item a;
+	struct rk_pin_stats st;
+	int i;
+
+	cr_assert_not_null(p);
+	item(&a, 0, 0);
+	/* Gate closed: the pin stays in flight while the thread is preempted. */
+	fk.gate_closed = 1;
+	a.addr = mem[1];
+	rk_pin_want(p, &a, RK_PIN_ON, 1);
+	pthread_mutex_lock(&fk.m);
+	while (!fk.at_gate)
+		pthread_cond_wait(&fk.c, &fk.m);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_want(p, &a, RK_PIN_PREEMPTED, 30001);
+	pthread_mutex_lock(&fk.m);
+	fk.gate_closed = 0;
+	pthread_cond_broadcast(&fk.c);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 1);
+	cr_assert(rk_pin_is_pinned(p, &a), "a pin in flight was dropped at a preemption");
+	/* Four 30 us slices of one 120 us run, then a sleep; then a new run. */
+	for (i = 1; i < 4; i++) {
+		rk_pin_want(p, &a, RK_PIN_ON, (uint64_t)i * 40000);
+		rk_pin_want(p, &a, i < 3 ? RK_PIN_PREEMPTED : RK_PIN_OFF,
+			    (uint64_t)i * 40000 + 30000);
+	}
+	rk_pin_tick(p, 200 * MS); /* lingered out: unlocked */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.unlocks, 1);
+	rk_pin_want(p, &a, RK_PIN_ON, 201 * MS);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.skipped_short, 0, "a 120 us run cut by preemptions was taken for 30 us");
+	cr_assert_eq(fk.locks, 2);
+	rk_pin_want(p, &a, RK_PIN_OFF, 202 * MS);
+	rk_pin_pool__free(p);
+}
+
+/*
+ * With inline_max, a small pin within the budget is done by the caller of
+ * rk_pin_want() before it returns (no worker wakeup on the way); one that
+ * would need an eviction, or a larger one, goes to the workers.
+ */
+Test(pinpool, small_pins_with_room_are_done_inline)
+{
+	struct rk_pin_opts o = {
+		.workers = 1, .budget = 2 * L, .linger_ns = 10 * MS, .ops = &ops, .inline_max = L
+	};
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item it[3];
+	struct rk_pin_stats st;
+	int i;
+
+	cr_assert_not_null(p);
+	for (i = 0; i < 3; i++)
+		item(&it[i], i, 0);
+	rk_pin_want(p, &it[0], RK_PIN_ON, 0);
+	cr_assert_eq(fk.locks, 1, "not locked when rk_pin_want() returned");
+	cr_assert(rk_pin_is_pinned(p, &it[0]));
+	rk_pin_want(p, &it[1], RK_PIN_ON, 0);
+	rk_pin_want(p, &it[1], RK_PIN_OFF, 1); /* lingers, holding the rest of the budget */
+	rk_pin_want(p, &it[2], RK_PIN_ON, 2); /* needs an eviction: a worker's job */
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.inline_pins, 2);
+	cr_assert_eq(st.pins, 3);
+	cr_assert_eq(st.evictions, 1);
+	cr_assert_leq(fk.max_locked, 2 * L, "over budget");
+	for (i = 0; i < 3; i++)
+		rk_pin_retire(p, &it[i]);
+	rk_pin_pool__free(p);
+}
