@@ -36,7 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" = 0 ] || die "needs root (BPF programs, perf events)"
-for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o" "$B/fanout"; do
+for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o" "$B/fanout" "$B/bursts"; do
 	[ -e "$f" ] || die "missing $f: run 'make bench'"
 done
 command -v perf >/dev/null || die "perf not found (make deps installs linux-perf)"
@@ -279,6 +279,68 @@ section_pin() {
 			"$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v d="$(jfield "$st" duration_ns)" \
 				'BEGIN { x = (d > 0) ? c / (d / 1e3) : 0; printf "%.1f", x }')"
 	done
+	section_pin_bursts
+}
+
+# One bursts run per configuration and repetition, interleaved; prints medians.
+# Each configuration: "label|record options|bursts options".
+bursts_table() {
+	local cfgs=("$@") rep i lbl ropt bopt st m x
+	declare -A v
+	for rep in $(seq 1 "$RUNS"); do
+		for i in "${!cfgs[@]}"; do
+			IFS='|' read -r lbl ropt bopt <<<"${cfgs[$i]}"
+			# shellcheck disable=SC2086
+			"$RK" record --root "$ROOT" --session "bu-$i-$rep" -m 64K --mlock-kb 4096 $ropt \
+				-- "$B/bursts" $bopt >/dev/null 2>&1 || die "record of bursts $bopt failed"
+			st=$("$RK" stat --root "$ROOT" --json "bu-$i-$rep")
+			"$RK" rm --root "$ROOT" "bu-$i-$rep" >/dev/null 2>&1
+			v[$i,locked,$rep]=$(awk -v a="$(jfield "$st" oncpu_pinned_ns)" -v b="$(jfield "$st" oncpu_ns)" \
+				'BEGIN { printf "%.1f", b ? a * 100 / b : 0 }')
+			v[$i,p50,$rep]=$(( $(jfield "$st" pin_lat_p50_ns) / 1000 ))
+			v[$i,p99,$rep]=$(( $(jfield "$st" pin_lat_p99_ns) / 1000 ))
+			v[$i,wake,$rep]=$(awk -v w="$(jfield "$st" pin_wakeups)" -v s="$(jfield "$st" switches)" \
+				'BEGIN { printf "%.1f", s ? w * 1000 / s : 0 }')
+			v[$i,calls,$rep]=$(awk -v p="$(jfield "$st" pins)" -v u="$(jfield "$st" unpins)" \
+				-v s="$(jfield "$st" switches)" 'BEGIN { printf "%.1f", s ? (p + u) * 1000 / s : 0 }')
+			v[$i,skip,$rep]=$(jfield "$st" pins_skipped_short)
+			v[$i,cpu,$rep]=$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v d="$(jfield "$st" duration_ns)" \
+				'BEGIN { printf "%.1f", (d > 0) ? c / (d / 1e3) : 0 }')
+		done
+	done
+	printf "   %-34s %8s %8s %9s %9s %9s %7s %8s\n" "" locked "p50 us" "p99 us" \
+		"wake/1k" "calls/1k" skipped "CPU ms/s"
+	for i in "${!cfgs[@]}"; do
+		IFS='|' read -r lbl ropt bopt <<<"${cfgs[$i]}"
+		printf "   %-34s" "$lbl"
+		for m in locked p50 p99 wake calls skip cpu; do
+			x=$(for rep in $(seq 1 "$RUNS"); do echo "${v[$i,$m,$rep]}"; done |
+				sort -g | awk '{a[NR]=$1} END { print a[int((NR+1)/2)] }')
+			[ "$m" = locked ] && x="$x%"
+			printf " %8s" "$x"
+		done
+		echo
+	done
+}
+
+section_pin_bursts() {
+	echo
+	echo "== Pinning that follows the thread: 6 threads, each running BURST on CPU then sleeping"
+	echo "   60 ms (longer than --linger-ms 20), 3 s, -m 64K, budget 4 MiB (room for all)."
+	echo "   Medians of $RUNS runs, interleaved: share of on-CPU time locked; switch-in to locked;"
+	echo "   loader wakeups for a pin and mlock+munlock calls, per 1,000 switches; runs not"
+	echo "   pinned (too short); loader CPU ms per s. Targets: >= 95% locked, p50 <= 100 us,"
+	echo "   p99 <= 1 ms, wakeups <= calls."
+	bursts_table "1 ms bursts||-t 6 -b 1000 -s 60000 -d 3000" \
+		"2 ms bursts||-t 6 -b 2000 -s 60000 -d 3000" \
+		"5 ms bursts||-t 6 -b 5000 -s 60000 -d 3000"
+	echo
+	echo "   Runs shorter than a lock is worth (100 us bursts, 30 ms sleeps): the default skips"
+	echo "   them (--min-run-us 250); baselines of the same run: never lock (--min-run-us"
+	echo "   1000000), lock every run (--min-run-us 0)."
+	bursts_table "100 us bursts, default||-t 6 -b 100 -s 30000 -d 3000" \
+		"100 us bursts, never lock|--min-run-us 1000000|-t 6 -b 100 -s 30000 -d 3000" \
+		"100 us bursts, lock every run|--min-run-us 0|-t 6 -b 100 -s 30000 -d 3000"
 }
 
 # --- 4. throughput and loss -----------------------------------------------------
