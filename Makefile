@@ -214,7 +214,7 @@ fuzz: $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus
 
 # The portability subset inside Debian's 6.1 and 6.12 kernels (virtme-ng, QEMU TCG).
 # VMTEST_KERNELS="/path/to/vmlinuz-X ..." runs other kernel images instead.
-vmtest: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN)
+vmtest: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/bursts
 	scripts/vmtest.sh $(OUTPUT)
 
 test: deps

@@ -100,11 +100,15 @@ static __always_inline __u64 cur_gen(void)
 	return g ? *g : 0;
 }
 
-/* Is @t traced? From its task storage if current, else from pmu_info (then cached). */
-static __always_inline int task_tracked(struct task_struct *t, __u64 g)
+static __always_inline struct rk_task *task_store(struct task_struct *t)
+{
+	return bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* Is @t (storage @c, may be NULL) traced? From @c if current, else from pmu_info (then cached). */
+static __always_inline int task_tracked(struct task_struct *t, struct rk_task *c, __u64 g)
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
-	struct rk_task *c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	int hit;
 
 	if (c && c->gen == g + 1)
@@ -121,7 +125,7 @@ static __always_inline int task_tracked(struct task_struct *t, __u64 g)
 /* What BPF itself changed in pmu_info for @t: its cache says so at once. */
 static __always_inline void task_set_tracked(struct task_struct *t, int tracked)
 {
-	struct rk_task *c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct rk_task *c = task_store(t);
 
 	if (c) {
 		c->tracked = tracked;
@@ -156,15 +160,14 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 }
 
 /*
- * Remember @t's credentials and dumpability; Return: 0 unchanged (or first
- * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
- * without an mm (exiting, kernel), or in an exec (@at_exec: the exec hook
- * itself), is not looked at.
+ * Remember @t's credentials and dumpability (in @c, its storage; NULL: look
+ * it up); Return: 0 unchanged (or first seen), 1 credentials changed, 2
+ * dumpability changed (3: both). A task without an mm (exiting, kernel), or
+ * in an exec (@at_exec: the exec hook itself), is not looked at.
  */
-static __always_inline int creds_update(struct task_struct *t, int at_exec)
+static __always_inline int creds_update(struct task_struct *t, struct rk_task *c, int at_exec)
 {
 	struct mm_struct *mm = t->mm;
-	struct rk_task *c;
 	__u64 cred;
 	__u32 d;
 	int changed;
@@ -175,7 +178,8 @@ static __always_inline int creds_update(struct task_struct *t, int at_exec)
 	if (!at_exec && bpf_core_field_exists(t->in_execve) &&
 	    BPF_CORE_READ_BITFIELD_PROBED(t, in_execve))
 		return 0;
-	c = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		c = task_store(t);
 	if (!c)
 		return 0;
 	/*
@@ -270,12 +274,13 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	struct rk_signal *s;
 	int prev_tracked, next_tracked, wake;
 	__u64 now, g = cur_gen();
+	struct rk_task *pc = task_store(prev);
 	__u32 cpu;
 
 	/* O(1) per task: task storage, not two hash lookups. */
-	prev_tracked = task_tracked(prev, g);
+	prev_tracked = task_tracked(prev, pc, g);
 	barrier_var(prev_tracked);
-	next_tracked = task_tracked(next, g);
+	next_tracked = task_tracked(next, task_store(next), g);
 	barrier_var(next_tracked);
 	if (!prev_tracked && !next_tracked)
 		return 0;
@@ -283,7 +288,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	cpu = bpf_get_smp_processor_id();
 	if (prev_tracked) {
 		__u32 state = task_state(prev);
-		int changed = creds_update(prev, 0);
+		int changed = creds_update(prev, pc, 0);
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
@@ -386,7 +391,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	count(RK_CNT_FORKS);
 	task_set_tracked(child, 1);
-	creds_update(child, 0); /* its first credentials: no signal */
+	creds_update(child, NULL, 0); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)
 		return 0;
@@ -429,7 +434,7 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 	}
 	/* The exec's new credentials are the exec signal's to handle. */
-	creds_update(p, 1);
+	creds_update(p, NULL, 1);
 	s = reserve();
 	if (!s)
 		return 0;

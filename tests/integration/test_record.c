@@ -378,7 +378,8 @@ Test(record, a_thread_is_locked_while_it_runs_and_wakeups_are_few)
 	cr_assert_leq(st.pin_wakeups, st.pins + st.unpins + st.threads,
 		      "more wakeups (%llu) than pins + unpins + threads",
 		      (unsigned long long)st.pin_wakeups);
-	if (!getenv("RK_SANITIZED") || !*getenv("RK_SANITIZED")) {
+	/* Timing bounds only on a CPU at full speed (not under sanitizers or TCG). */
+	if ((!getenv("RK_SANITIZED") || !*getenv("RK_SANITIZED")) && !getenv("RK_SLOW")) {
 		cr_assert_geq(share, 0.5, "locked for %.1f%% of the runs' on-CPU time",
 			      share * 100);
 		cr_assert_leq(st.pin_lat_p50_ns, 1000000ull, "switch-in to locked p50 %llu ns",
