@@ -246,13 +246,20 @@ static void rearm(const struct rk_pin_pool *p, struct rk_pin_item *it)
 	asked_store(it, 0);
 }
 
-/* Under the lock, with @it busy: unlock it (dropping the lock around the syscall). */
-static void do_unlock(struct rk_pin_pool *p, struct rk_pin_item *it)
+/*
+ * Under the lock, with @it busy: unlock it (dropping the lock around the
+ * syscall). @evicted: for another thread's lock; then its next switch-in
+ * does not wake us (it waits for the drain tick, as a refused pin does):
+ * with more running threads than the budget holds, waking each victim
+ * would turn every switch into an eviction.
+ */
+static void do_unlock(struct rk_pin_pool *p, struct rk_pin_item *it, int evicted)
 {
 	struct uid_acct *a;
 
 	/* Before the syscall: a switch-in from now on wakes us and is locked again. */
-	rearm(p, it);
+	if (!evicted)
+		rearm(p, it);
 	pthread_mutex_unlock(&p->lock);
 	p->ops.unlock(it->addr, it->len, p->ops.ctx);
 	pthread_mutex_lock(&p->lock);
@@ -285,7 +292,7 @@ static int reserve(struct rk_pin_pool *p, struct rk_pin_item *it)
 		v->soon = 0; /* runnable, not running: it waits for its next switch-in */
 		v->busy = 1;
 		p->nbusy++;
-		do_unlock(p, v);
+		do_unlock(p, v, 1);
 		p->st.evictions++;
 		v->busy = 0;
 		p->nbusy--;
@@ -308,7 +315,7 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 	if (it->retired) {
 		lru_del(p, it);
 		if (it->pinned)
-			do_unlock(p, it);
+			do_unlock(p, it, 0);
 		if (p->ops.release) {
 			void *owner = it->owner;
 
@@ -319,8 +326,24 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 		return 0;
 	}
 	if ((it->wanted || it->soon) && !it->pinned) {
-		int err = reserve(p, it);
+		int err;
 
+		/*
+		 * A preempted thread's pin lands only if there is room: it
+		 * evicts nobody (with more runnable threads than the budget
+		 * holds, it would take the lock of one that runs now). Its next
+		 * switch-in asks again.
+		 */
+		if (!it->wanted) {
+			struct uid_acct *a = acct_of(p, it->uid);
+
+			if (!a || a->locked + it->len > p->opts.budget) {
+				it->soon = 0;
+				it->refused = 1; /* no wakeup for it: contended */
+				return 0;
+			}
+		}
+		err = reserve(p, it);
 		if (err) {
 			p->st.refusals++;
 			it->refused = 1;
@@ -360,7 +383,7 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 		return 0;
 	}
 	if (!it->wanted && it->pinned && !it->in_lru)
-		do_unlock(p, it);
+		do_unlock(p, it, 0);
 	return 0;
 }
 

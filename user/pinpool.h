@@ -68,7 +68,8 @@ struct rk_pin_item {
 	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
 	/* preempted: off CPU but runnable; a pin in flight still lands (then it lingers) */
 	unsigned soon : 1;
-	unsigned refused : 1; /* the last pin was refused or failed: no wakeup until one works */
+	/* the last pin was refused, failed or passed over (no room): no wakeup until one works */
+	unsigned refused : 1;
 };
 
 struct rk_pin_opts {

@@ -699,3 +699,57 @@ Test(pinpool, small_pins_with_room_are_done_inline)
 		rk_pin_retire(p, &it[i]);
 	rk_pin_pool__free(p);
 }
+
+/*
+ * Under contention, wakeups would turn every switch into an eviction: a
+ * buffer evicted for another thread is not re-armed (its next switch-in
+ * waits for the drain tick), and a preempted thread's pin in flight lands
+ * only if there is room, evicting nobody.
+ */
+Test(pinpool, contention_costs_no_wakeups_and_preempted_pins_evict_nobody)
+{
+	struct rk_pin_opts o = { .workers = 1, .budget = 2 * L, .linger_ns = 10 * MS, .ops = &ops };
+	struct rk_pin_pool *p = rk_pin_pool__new(&o);
+	struct rk_pin_item a, b, g, c;
+	__u8 fa = 1, fc = 1;
+	struct rk_pin_stats st;
+
+	cr_assert_not_null(p);
+	item(&a, 0, 0);
+	item(&b, 2, 0);
+	item(&g, 1, 0); /* mem[1]: its lock waits at the gate */
+	item(&c, 3, 0);
+	a.asked = &fa;
+	c.asked = &fc;
+	rk_pin_want(p, &a, RK_PIN_ON, 1);
+	rk_pin_flush(p);
+	rk_pin_want(p, &a, RK_PIN_OFF, 2); /* lingers */
+	rk_pin_want(p, &b, RK_PIN_ON, 3);
+	rk_pin_flush(p); /* a and b hold the budget */
+	fk.gate_closed = 1;
+	rk_pin_want(p, &g, RK_PIN_ON, 4); /* running: evicts a, then waits at the gate */
+	pthread_mutex_lock(&fk.m);
+	while (!fk.at_gate)
+		pthread_cond_wait(&fk.c, &fk.m);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_want(p, &c, RK_PIN_ON, 5);
+	rk_pin_want(p, &c, RK_PIN_PREEMPTED, 6); /* its pin is still queued */
+	pthread_mutex_lock(&fk.m);
+	fk.gate_closed = 0;
+	pthread_cond_broadcast(&fk.c);
+	pthread_mutex_unlock(&fk.m);
+	rk_pin_flush(p);
+	rk_pin_pool__stats(p, &st);
+	cr_assert_eq(st.evictions, 1, "%lu evictions", (unsigned long)st.evictions);
+	cr_assert_eq(fa, 1, "an evicted buffer asked for a wakeup");
+	cr_assert(rk_pin_is_pinned(p, &b) && rk_pin_is_pinned(p, &g),
+		  "a preempted thread's pin took a running one's lock");
+	cr_assert_not(rk_pin_is_pinned(p, &c));
+	cr_assert_eq(fc, 1, "a pin passed over for lack of room asked for a wakeup");
+	cr_assert_leq(fk.max_locked, 2 * L, "over budget");
+	rk_pin_retire(p, &a);
+	rk_pin_retire(p, &b);
+	rk_pin_retire(p, &g);
+	rk_pin_retire(p, &c);
+	rk_pin_pool__free(p);
+}
