@@ -26,6 +26,13 @@ const volatile __u64 cfg_wakeup_watermark = 64 * 1024;
 const volatile __u8 cfg_inherit = 1;
 /* Sources in use: entries {tid, 0 .. cfg_nr_src - 1} exist per traced thread. */
 const volatile __u32 cfg_nr_src = 1;
+/* -a: every user-space task is traced, whoever its parent. */
+const volatile __u8 cfg_all = 0;
+/* --cgroup: tasks in one of the first cfg_ncgroups subtrees of the cgroups map. */
+const volatile __u32 cfg_ncgroups = 0;
+
+/* PF_KTHREAD: stable since v2.6; a macro, not in BTF. */
+#define RK_PF_KTHREAD 0x00200000
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -75,10 +82,33 @@ struct {
 	__type(value, struct rk_task);
 } tasks SEC(".maps");
 
-/* The generation of pmu_info's user-space changes (slot 0), bumped by the loader. */
+/*
+ * What a task traced by -a or --cgroup gets, per source (pmu_info values of
+ * the session's sources, slot = source), written by the loader at start.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, RK_MAX_SRC);
+	__type(key, __u32);
+	__type(value, struct rk_pmu_entry);
+} tmpl SEC(".maps");
+
+/* --cgroup: the kernfs ids of the cgroup v2 directories whose subtrees are traced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RK_MAX_CGROUPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} cgroups SEC(".maps");
+
+/*
+ * Slot 0: the generation of pmu_info's user-space changes, bumped by the
+ * loader. Slot 1: the recorder's tgid, never traced by -a or --cgroup (a
+ * map, not a constant: a resumed recorder is another process).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } gen SEC(".maps");
@@ -91,6 +121,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rk_asked);
 } pin_asked SEC(".maps");
+
+static __always_inline void count(__u32 slot)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &slot);
+
+	if (v)
+		*v += 1; /* per-CPU slot: no other writer */
+}
 
 static __always_inline __u64 cur_gen(void)
 {
@@ -133,6 +171,71 @@ static __always_inline void task_set_tracked(struct task_struct *t, int tracked)
 	}
 }
 
+/* Is @cg (a cgroup v2 cgroup) in one of the --cgroup subtrees? */
+static __always_inline int cgroup_wanted(struct cgroup *cg)
+{
+	if (!cfg_ncgroups || !cg || BPF_CORE_READ(cg, root, hierarchy_id) != 0)
+		return 0; /* hierarchy 0 is the default one, cgroup v2 */
+	for (int lvl = 0; lvl < 32 && cg; lvl++) {
+		__u64 id = BPF_CORE_READ(cg, kn, id);
+
+		for (__u32 i = 0; i < RK_MAX_CGROUPS; i++) {
+			__u64 *want;
+
+			if (i >= cfg_ncgroups)
+				break;
+			want = bpf_map_lookup_elem(&cgroups, &i);
+			if (want && *want == id)
+				return 1;
+		}
+		/* cgroup::self (the css) is its first member: the parent css is the parent cgroup. */
+		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+	}
+	return 0;
+}
+
+/* Is @t, not traced, one that -a or --cgroup wants traced? */
+static __always_inline int adopt_wanted(struct task_struct *t)
+{
+	__u32 one = 1;
+	__u64 *self;
+
+	if (!cfg_all && !cfg_ncgroups)
+		return 0;
+	self = bpf_map_lookup_elem(&gen, &one);
+	if (BPF_CORE_READ(t, flags) & RK_PF_KTHREAD || !self ||
+	    (__u32)BPF_CORE_READ(t, tgid) == (__u32)*self)
+		return 0;
+	return cfg_all || cgroup_wanted(BPF_CORE_READ(t, cgroups, dfl_cgrp));
+}
+
+/*
+ * Trace @t with the session's sources (tmpl), perf sources first and sched
+ * last, as the loader does: the fork hook copies a parent's sources once
+ * sched is there. Return: 0, or -1 (map full: counted).
+ */
+static __always_inline int adopt(struct task_struct *t)
+{
+	struct rk_pmu_key key = { .tid = t->pid };
+	struct rk_pmu_entry *val;
+
+	for (__u32 j = 0; j < RK_MAX_SRC; j++) {
+		__u32 i = RK_MAX_SRC - 1 - j;
+
+		if (i >= cfg_nr_src)
+			continue;
+		key.src = i;
+		val = bpf_map_lookup_elem(&tmpl, &i);
+		if (!val || bpf_map_update_elem(&pmu_info, &key, val, BPF_ANY)) {
+			count(RK_CNT_FORK_FAIL);
+			return -1;
+		}
+	}
+	task_set_tracked(t, 1);
+	count(RK_CNT_ADOPTED);
+	return 0;
+}
+
 /* mm->flags: an unsigned long, then (6.16+) mm_flags_t, a bitmap. */
 struct mm_struct___ulong {
 	unsigned long flags;
@@ -152,10 +255,9 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 	unsigned long f = 0;
 
 	if (bpf_core_field_exists(((struct mm_struct___ulong *)mm)->flags))
-		bpf_core_read(&f, sizeof(f), &((struct mm_struct___ulong *)mm)->flags);
+		f = ((struct mm_struct___ulong *)mm)->flags;
 	else
-		bpf_core_read(&f, sizeof(f),
-			      &((struct mm_struct___bitmap *)mm)->flags.__mm_flags[0]);
+		f = ((struct mm_struct___bitmap *)mm)->flags.__mm_flags[0];
 	return (__u32)(f & RK_MMF_DUMPABLE_MASK);
 }
 
@@ -175,8 +277,7 @@ static __always_inline int creds_update(struct task_struct *t, struct rk_task *c
 	if (!mm)
 		return 0;
 	/* Mid-exec: the exec signal decides, and the exec hook refreshes what is kept. */
-	if (!at_exec && bpf_core_field_exists(t->in_execve) &&
-	    BPF_CORE_READ_BITFIELD_PROBED(t, in_execve))
+	if (!at_exec && bpf_core_field_exists(t->in_execve) && BPF_CORE_READ_BITFIELD(t, in_execve))
 		return 0;
 	if (!c)
 		c = task_store(t);
@@ -204,16 +305,8 @@ struct task_struct___o {
 static __always_inline __u32 task_state(struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___o *)t, state);
-}
-
-static __always_inline void count(__u32 slot)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &slot);
-
-	if (v)
-		*v += 1; /* per-CPU slot: no other writer */
+		return t->__state;
+	return ((struct task_struct___o *)t)->state;
 }
 
 /*
@@ -362,18 +455,22 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 	struct rk_pmu_key pkey = { .src = RK_SRC_SCHED }, ckey = { .src = RK_SRC_SCHED };
 	struct rk_pmu_entry *val;
 	struct rk_signal *s;
+	__u16 flags = 0;
 
-	if (!cfg_inherit)
-		return 0;
 	pkey.tid = parent->pid;
-	val = bpf_map_lookup_elem(&pmu_info, &pkey);
-	if (!val)
-		return 0;
+	val = cfg_inherit ? bpf_map_lookup_elem(&pmu_info, &pkey) : NULL;
 	/*
 	 * Runs before wake_up_new_task(): the child is in the set before its
 	 * first instruction, and this signal precedes its first switch-in in
 	 * the ringbuf.
 	 */
+	if (!val) {
+		/* Not inherited: -a or --cgroup may want it all the same. */
+		if (!adopt_wanted(child) || adopt(child))
+			return 0;
+		flags = RK_SIGF_ADOPTED;
+		goto signal;
+	}
 	ckey.tid = child->pid;
 	if (bpf_map_update_elem(&pmu_info, &ckey, val, BPF_ANY)) {
 		count(RK_CNT_FORK_FAIL);
@@ -391,11 +488,13 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	count(RK_CNT_FORKS);
 	task_set_tracked(child, 1);
+signal:
 	creds_update(child, NULL, 0); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)
 		return 0;
 	s->kind = RK_SIG_FORK;
+	s->flags = flags;
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, child);
 	s->ptid = pkey.tid;
@@ -412,11 +511,20 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
 	struct rk_pmu_entry *val;
 	struct rk_signal *s;
+	__u16 flags = 0;
 
 	key.tid = old_pid;
 	val = bpf_map_lookup_elem(&pmu_info, &key);
-	if (!val)
-		return 0;
+	/*
+	 * Not traced: -a or --cgroup may want it now (a program the kernel
+	 * starts, like a core_pattern handler, is a kernel thread until it
+	 * execs: begin_new_exec() clears PF_KTHREAD before this tracepoint).
+	 */
+	if (!val) {
+		if ((__u32)old_pid != (__u32)p->pid || !adopt_wanted(p) || adopt(p))
+			return 0;
+		flags = RK_SIGF_ADOPTED;
+	}
 	/* A non-leader thread that execs takes over the leader's tid. */
 	if ((__u32)old_pid != (__u32)p->pid) {
 		struct rk_pmu_key nkey = { .tid = p->pid };
@@ -439,6 +547,7 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	if (!s)
 		return 0;
 	s->kind = RK_SIG_EXEC;
+	s->flags = flags;
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, p);
 	s->ptid = old_pid;
@@ -534,5 +643,41 @@ int BPF_PROG(rk_exit, struct task_struct *p)
 	s->time_ns = bpf_ktime_get_ns();
 	/* The final switch-out that follows carries RK_SIGF_DEAD and wakes us. */
 	submit(s, 0);
+	return 0;
+}
+
+/*
+ * --cgroup: a task (with @threadgroup, a whole process, @task its leader)
+ * moved to @dst_cgrp. Into a traced subtree: traced from now on (its other
+ * threads by the loader). Out of every one: the loader decides (a process
+ * traced with -p stays traced).
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(rk_cgroup_attach, struct cgroup *dst_cgrp, const char *path, struct task_struct *task,
+	     bool threadgroup)
+{
+	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	struct rk_signal *s;
+	int in, traced;
+
+	if (!cfg_ncgroups || BPF_CORE_READ(dst_cgrp, root, hierarchy_id) != 0)
+		return 0;
+	in = cgroup_wanted(dst_cgrp);
+	key.tid = BPF_CORE_READ(task, pid);
+	traced = bpf_map_lookup_elem(&pmu_info, &key) != NULL;
+	if (in == traced && !(in && threadgroup))
+		return 0;
+	if (in && !traced && (!adopt_wanted(task) || adopt(task)))
+		return 0;
+	s = reserve();
+	if (!s)
+		return 0;
+	s->kind = in ? RK_SIG_CGROUP_IN : RK_SIG_CGROUP_OUT;
+	s->cpu = bpf_get_smp_processor_id();
+	fill_task(s, task);
+	if (threadgroup)
+		s->flags |= RK_SIGF_THREADGROUP;
+	s->time_ns = bpf_ktime_get_ns();
+	submit(s, 1);
 	return 0;
 }

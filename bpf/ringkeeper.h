@@ -34,6 +34,14 @@
  * RK_SIGF_DUMPABLE, dumpability being the mm's).
  */
 #define RK_SIG_CREDS 8
+/*
+ * A task moved into a --cgroup subtree (cgroup_attach_task): the BPF side
+ * traces it at once; the loader makes its files, and with
+ * RK_SIGF_THREADGROUP (the whole process moved) adds its other threads.
+ */
+#define RK_SIG_CGROUP_IN 9
+/* A traced task moved out of every --cgroup subtree: the loader decides (-p, -a keep it). */
+#define RK_SIG_CGROUP_OUT 10
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -42,6 +50,9 @@
 /* switch-out whose next task (ptid, tgid next_tgid) is tracked too: its switch-in */
 #define RK_SIGF_NEXT_IN 0x8
 #define RK_SIGF_DUMPABLE 0x10 /* RK_SIG_CREDS: the process's dumpability changed */
+#define RK_SIGF_THREADGROUP 0x20 /* RK_SIG_CGROUP_*: the whole process moved */
+/* RK_SIG_FORK/RK_SIG_EXEC: a task traced for -a or --cgroup, not inherited */
+#define RK_SIGF_ADOPTED 0x40
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */
@@ -51,12 +62,16 @@
 #define RK_CNT_EXITS 4
 #define RK_CNT_CRASHES 5 /* fatal core-dumping signals delivered to traced threads */
 #define RK_CNT_PIN_WAKES 6 /* switch-ins that woke the loader for a pin (pin_asked) */
+#define RK_CNT_ADOPTED 7 /* tasks traced by -a / --cgroup at fork, exec or cgroup move */
 #define RK_CNT_MAX 8
 
 /* Index of the always-present sched source in struct rk_pmu_key. */
 #define RK_SRC_SCHED 0
 /* Sources (sched + perf events) per session. */
 #define RK_MAX_SRC 8
+
+/* --cgroup subtrees at most (their cgroup v2 ids in the cgroups map). */
+#define RK_MAX_CGROUPS 8
 
 /* Max tracked (thread, source) entries; --max-threads in a later issue. */
 #define RK_MAX_ENTRIES 65536

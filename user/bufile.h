@@ -43,6 +43,8 @@
 #define RK_THREAD_CRASHED 5
 /* its credentials or dumpability changed who may read it: continued in a new file */
 #define RK_THREAD_CREDS 6
+/* traced for --cgroup, it moved out of every traced subtree: no longer traced */
+#define RK_THREAD_LEFT 7
 
 /*
  * A record type of ringkeeper's own in a sched ring (perf's kernel types are

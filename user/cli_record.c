@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include "bufile.h"
 #include "cli_record.h"
 #include "evsel.h"
@@ -68,6 +70,65 @@ static int o_pid(struct rec_args *a, const char *v)
 	if (rk_parse_uint(v, INT_MAX, &n) || !n)
 		return bad("-p", v, "not a pid");
 	a->o.pid = (pid_t)n;
+	return 0;
+}
+
+static int o_all(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.all = 1;
+	return 0;
+}
+
+#define RK_CGROUP2_MAGIC 0x63677270
+
+/* The cgroup2 mount point (first one in /proc/self/mounts) into @out; 0, or -1. */
+static int cgroup2_mount(char *out, size_t len)
+{
+	char line[4096], dev[256], dir[PATH_MAX], type[64];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	while (rc && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2") && strlen(dir) < len) {
+			strcpy(out, dir);
+			rc = 0;
+		}
+	fclose(f);
+	return rc;
+}
+
+/*
+ * --cgroup PATH: a cgroup v2 directory, absolute or relative to the cgroup2
+ * mount; its id is its inode number (the kernfs id BPF compares).
+ */
+static int o_cgroup(struct rec_args *a, const char *v)
+{
+	static char paths[8][PATH_MAX];
+	char mnt[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	int n = a->o.ncgroups;
+
+	if (n == 8)
+		return bad("--cgroup", v, "at most 8 cgroups");
+	if (v[0] == '/' && strlen(v) < PATH_MAX) {
+		strcpy(paths[n], v);
+	} else if (cgroup2_mount(mnt, sizeof(mnt))) {
+		return bad("--cgroup", v, "an absolute path (no cgroup2 file system is mounted)");
+	} else if ((size_t)snprintf(paths[n], PATH_MAX, "%s/%s", mnt, v) >= PATH_MAX) {
+		return bad("--cgroup", v, "a shorter path");
+	}
+	if (stat(paths[n], &st) || !S_ISDIR(st.st_mode))
+		return bad("--cgroup", v, "an existing cgroup v2 directory");
+	if (statfs(paths[n], &sfs) || sfs.f_type != RK_CGROUP2_MAGIC)
+		return bad("--cgroup", v, "a directory of a cgroup v2 (cgroup2) file system");
+	a->o.cgroups[n] = paths[n];
+	a->o.cgroup_ids[n] = (uint64_t)st.st_ino;
+	a->o.ncgroups++;
 	return 0;
 }
 
@@ -228,6 +289,32 @@ static int o_max_shm(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/* --keep-exited: seconds, or with a unit: 30s, 10m, 2h, 7d. */
+static int o_keep_exited(struct rec_args *a, const char *v)
+{
+	static const struct {
+		char c;
+		uint64_t s;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	unsigned long long n;
+	char num[32];
+	size_t l = strlen(v), i;
+	uint64_t mul = 1;
+
+	if (!l || l >= sizeof(num))
+		return bad("--keep-exited", v, "a duration (30s, 10m, 2h, 7d)");
+	memcpy(num, v, l + 1);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (num[l - 1] == units[i].c) {
+			mul = units[i].s;
+			num[--l] = '\0';
+		}
+	if (!l || rk_parse_uint(num, 3650ull * 86400 / mul, &n) || !n)
+		return bad("--keep-exited", v, "a duration (30s, 10m, 2h, 7d)");
+	a->o.keep_exited_ns = n * mul * 1000000000ull;
+	return 0;
+}
+
 static int o_min_run(struct rec_args *a, const char *v)
 {
 	unsigned long long n;
@@ -326,6 +413,15 @@ static int o_help(struct rec_args *a, const char *v)
 
 static const struct rec_opt opts[] = {
 	{ "pid", 'p', "PID", o_pid, NULL, "trace this existing process" },
+	{ "all", 'a', NULL, o_all, NULL,
+	  "trace every user-space thread on the machine (not\n"
+	  "kernel threads, not the recorder), those born later\n"
+	  "included; until SIGINT/SIGTERM or --duration (default\n"
+	  "-m 64K)" },
+	{ "cgroup", 'G', "PATH", o_cgroup, NULL,
+	  "trace every thread in this cgroup v2 subtree (absolute,\n"
+	  "or relative to the cgroup2 mount), and those that move\n"
+	  "in later, not those that leave; repeat for up to 8" },
 	{ "event", 'e', "LIST", o_event, NULL,
 	  "also record perf events, per thread: software events\n"
 	  "(cpu-clock, task-clock, page-faults, ...), tracepoints\n"
@@ -375,7 +471,12 @@ static const struct rec_opt opts[] = {
 	  "trace at most N threads at a time; others are not\n"
 	  "traced and counted (stat: threads not traced)" },
 	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
-	  "create at most SIZE of buffer files in the session" },
+	  "keep at most SIZE of buffer files in the session: the\n"
+	  "oldest exited threads' files are removed to make room;\n"
+	  "past that (all live), new threads are not traced" },
+	{ "keep-exited", 0, "DURATION", o_keep_exited, NULL,
+	  "remove an exited thread's files DURATION after its exit\n"
+	  "(30s, 10m, 2h, 7d); live threads are never touched" },
 	{ "duration", 'd', "SECS", o_duration, NULL,
 	  "stop tracing after SECS seconds (fractions: 0.5); with -- CMD, ringkeeper then "
 	  "waits for CMD to exit, and says so" },
@@ -403,11 +504,14 @@ void rk_usage_record(FILE *f)
 
 	fprintf(f, "Usage: ringkeeper record [OPTIONS] -p PID\n"
 		   "       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
+		   "       ringkeeper record [OPTIONS] -a | --cgroup PATH... [-p PID | -- CMD]\n"
 		   "       ringkeeper record --resume SESSION [--root DIR]\n"
 		   "\n"
 		   "Trace every thread of PID (and, with inheritance, every thread and process it\n"
 		   "creates), or start CMD traced from its first instruction. Stops when the\n"
 		   "target exits, after --duration, or on SIGINT/SIGTERM. Needs root.\n"
+		   "With -a or --cgroup, also every thread on the machine or in those cgroups,\n"
+		   "present or to come; without -p or CMD, until --duration or SIGINT/SIGTERM.\n"
 		   "Each thread's context switches are written as PERF_RECORD_SWITCH records into\n"
 		   "ROOT/SESSION/sched/TID.\n"
 		   "\n"
@@ -515,8 +619,16 @@ static int check_args(struct rec_args *a)
 		rk_err("give either -p PID or a command after --, not both");
 		return 2;
 	}
-	if (!a->o.pid && !a->o.argv) {
-		rk_err("nothing to trace: give -p PID or -- CMD ARGS (see --help)");
+	if (!a->o.pid && !a->o.argv && !a->o.all && !a->o.ncgroups) {
+		rk_err("nothing to trace: give -p PID, -a, --cgroup PATH or -- CMD ARGS (see --help)");
+		return 2;
+	}
+	if (a->o.all && a->o.ncgroups) {
+		rk_err("-a traces every cgroup already: give -a or --cgroup, not both");
+		return 2;
+	}
+	if ((a->o.all || a->o.ncgroups) && !a->o.inherit) {
+		rk_err("--no-inherit cannot apply to -a or --cgroup: they trace new threads");
 		return 2;
 	}
 	if (a->eo.freq && a->eo.period) {
@@ -565,6 +677,9 @@ static int size_budget(struct rec_args *a)
 	if (!a->have_m) {
 		uint64_t share = a->mlock_kb * 1024 / rk_online_cpus();
 
+		/* System-wide: thousands of threads; 64K holds ~1,600 switches each. */
+		if (a->o.all && a->o.data_size > 64 * 1024)
+			a->o.data_size = 64 * 1024;
 		while (a->o.data_size > RK_PAGE_SIZE &&
 		       (a->o.data_size + RK_PAGE_SIZE) * (uint64_t)(1 + a->o.nev) + a->o.aux_size >
 			       share)
@@ -593,8 +708,9 @@ int rk_cmd_record(int argc, char **argv)
 		return rc;
 	if (a.o.resume) {
 		/* Everything else comes from the session itself. */
-		if (a.o.pid || a.o.argv || a.events) {
-			rk_err("--resume continues a session as it was: no -p, command or -e");
+		if (a.o.pid || a.o.argv || a.events || a.o.all || a.o.ncgroups) {
+			rk_err("--resume continues a session as it was: no -p, -a, --cgroup, "
+			       "command or -e");
 			return 2;
 		}
 		return rk_record(&a.o) ? 1 : 0;

@@ -23,7 +23,7 @@
 #include "record.h"
 #include "session.h"
 
-#define RK_NLINKS 6
+#define RK_NLINKS 7
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
@@ -31,8 +31,8 @@
 #define NBUCKETS 16384
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
-/* Our BPF programs: sched_switch, fork, exec, exit, signal_deliver, task_rename. */
-#define RK_NPROGS 6
+/* Our BPF programs: sched_switch, fork, exec, exit, signal_deliver, task_rename, cgroup_attach. */
+#define RK_NPROGS 7
 
 struct rk_thread {
 	struct rk_thread *hnext;
@@ -42,6 +42,7 @@ struct rk_thread {
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int frozen; /* its process crashed: nothing more is written to its files */
+	int via_cgroup; /* traced for --cgroup only: leaving the subtrees ends it */
 	__u64 crash_ns; /* its process crashed at: later samples are not written */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
@@ -102,6 +103,14 @@ struct rk_rec {
 	int link_fds[8]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */
+	__u32 self; /* our tgid: never traced */
+	/* Retention: exited threads' files, oldest first (ring of gone_cap entries). */
+	struct rk_gone {
+		uint64_t exit_ns; /* CLOCK_MONOTONIC */
+		uint64_t bytes;
+		char *path;
+	} * gone;
+	size_t gone_head, gone_n, gone_cap;
 	int announced; /* tracing was on ("recording session ..." said) */
 	int nlinks;
 	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */

@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <time.h>
 #include "util.h"
+#include "rec_threads.h"
 /*
  * Open the BPF object sized for this recording (ringbuf, map entries, the
  * sources per thread), load it and pin its maps.
@@ -44,6 +45,8 @@ int rec_bpf_load(struct rk_rec *r)
 	}
 	r->skel->rodata->cfg_inherit = o->inherit ? 1 : 0;
 	r->skel->rodata->cfg_nr_src = nsrc;
+	r->skel->rodata->cfg_all = o->all ? 1 : 0;
+	r->skel->rodata->cfg_ncgroups = (__u32)o->ncgroups;
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
 	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
 	/*
@@ -142,7 +145,8 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 
 const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",   "link_fork",
 						"link_exec",	       "link_exit",
-						"link_signal_deliver", "link_task_rename" };
+						"link_signal_deliver", "link_task_rename",
+						"link_cgroup_attach" };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -235,6 +239,7 @@ int rec_pin_links(struct rk_rec *r)
 		r->skel->links.rk_sched_switch,	  r->skel->links.rk_fork,
 		r->skel->links.rk_exec,		  r->skel->links.rk_exit,
 		r->skel->links.rk_signal_deliver, r->skel->links.rk_task_rename,
+		r->skel->links.rk_cgroup_attach,
 	};
 	char path[128];
 	size_t i;
@@ -322,6 +327,7 @@ void rec_find_progs(struct rk_rec *r)
 			r->skel->progs.rk_sched_switch,	  r->skel->progs.rk_fork,
 			r->skel->progs.rk_exec,		  r->skel->progs.rk_exit,
 			r->skel->progs.rk_signal_deliver, r->skel->progs.rk_task_rename,
+			r->skel->progs.rk_cgroup_attach,
 		};
 
 		for (i = 0; i < RK_NPROGS; i++) {
@@ -346,6 +352,35 @@ void rec_find_progs(struct rk_rec *r)
  * After a change of ours to pmu_info: a new generation, so every task's
  * cached "traced or not" (the BPF side's task storage) is looked up again.
  */
+/*
+ * What -a and --cgroup need before the programs attach: the pmu_info value
+ * of each source for a task they adopt, the cgroup ids, and our own tgid
+ * (never adopted). Return: 0, or -errno (reported).
+ */
+int rec_adopt_config(struct rk_rec *r)
+{
+	__u32 k, one = 1;
+	__u64 self = (__u64)getpid();
+
+	/* A resumed recorder of an older version may have a one-slot gen: not fatal. */
+	if (r->gen_fd >= 0 && bpf_map_update_elem(r->gen_fd, &one, &self, BPF_ANY) && r->skel)
+		goto fail;
+	if (!r->skel || (!r->o->all && !r->o->ncgroups))
+		return 0;
+	for (k = 0; k < (__u32)rec_nsrc(r); k++)
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.tmpl), &k,
+					rec_src_entry(r, (int)k), BPF_ANY))
+			goto fail;
+	for (k = 0; k < (__u32)r->o->ncgroups; k++)
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.cgroups), &k,
+					&r->o->cgroup_ids[k], BPF_ANY))
+			goto fail;
+	return 0;
+fail:
+	rk_err("cannot configure the BPF maps for -a/--cgroup: %s", strerror(errno));
+	return -errno;
+}
+
 void rec_bump_gen(struct rk_rec *r)
 {
 	__u32 zero = 0;

@@ -26,6 +26,7 @@ void rec_find_progs(struct rk_rec *r);
 int rec_bpf_load(struct rk_rec *r);
 
 void rec_bump_gen(struct rk_rec *r);
+int rec_adopt_config(struct rk_rec *r);
 
 /*
  * pin_asked (struct rk_asked): the pin pool's line to the switch-in

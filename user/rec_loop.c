@@ -27,6 +27,8 @@
 #include "rec_session.h"
 #include "rec_sideband.h"
 #include "rec_threads.h"
+#include "rec_target.h"
+#include "rec_bpf.h"
 int rec_on_signal(void *ctx, void *data, size_t size)
 {
 	struct rk_rec *r = ctx;
@@ -55,6 +57,24 @@ int rec_on_signal(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/*
+ * A thread -a or --cgroup adopted (BPF traces it already): its perf events
+ * and, for a process new to us, its sideband (the mappings it has).
+ */
+static void adopted(struct rk_rec *r, struct rk_thread *t, int new_process)
+{
+	char msg[256];
+
+	t->via_cgroup = r->o->ncgroups > 0;
+	if (!r->drain)
+		return;
+	if (rk_drain_open_task(r->drain, (int)t->tid, msg, sizeof(msg)) && rk_verbose)
+		rk_info("%s", msg);
+	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
+	if (new_process)
+		rec_synthesize(r, (pid_t)t->tgid);
+}
+
 /* A tracked task forked: the child's files, and its FORK record. */
 static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 {
@@ -78,6 +98,10 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 	 */
 	if (!t->last_switch)
 		t->last_switch = RK_SIG_SWITCH_OUT;
+	if (s->flags & RK_SIGF_ADOPTED)
+		adopted(r, t, !!(s->flags & RK_SIGF_NEW_PROCESS));
+	else if (parent)
+		t->via_cgroup = parent->via_cgroup;
 	fr.h.type = PERF_RECORD_FORK;
 	fr.h.size = sizeof(fr);
 	fr.pid = s->tgid;
@@ -238,6 +262,47 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 	r->st->crashes++;
 }
 
+/*
+ * --cgroup: a task moved into a traced subtree (BPF traces it already), with
+ * RK_SIGF_THREADGROUP its whole process; or a traced one moved out of all of
+ * them: those traced for --cgroup only are no longer traced.
+ */
+static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t, *next;
+
+	if (s->kind == RK_SIG_CGROUP_IN) {
+		t = rec_thread_find(r, s->tid);
+		if (!t || t->dead) {
+			t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
+			if (!t)
+				return;
+			adopted(r, t, 1);
+		}
+		if (s->flags & RK_SIGF_THREADGROUP)
+			rec_adopt_pid(r, (pid_t)s->tgid, 1);
+		r->st->cgroup_joined++;
+		return;
+	}
+	for (t = r->all; t; t = next) {
+		struct rk_pmu_key key = { .tid = 0 };
+		int k;
+
+		next = t->all_next;
+		if (t->dead || t->refused || !t->via_cgroup ||
+		    (s->flags & RK_SIGF_THREADGROUP ? t->tgid != s->tgid : t->tid != s->tid))
+			continue;
+		key.tid = t->tid;
+		for (k = 0; k < rec_nsrc(r); k++) {
+			key.src = (__u32)k;
+			bpf_map_delete_elem(r->pmu_fd, &key);
+		}
+		rec_bump_gen(r);
+		rec_defer_off(r, t, s->time_ns, RK_PIN_OFF, RK_THREAD_LEFT);
+		r->st->cgroup_left++;
+	}
+}
+
 /* An exit: its EXIT record; the final switch-out that follows finishes the thread. */
 static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
@@ -264,6 +329,8 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 {
 	struct rk_thread *t = rec_thread_find(r, s->tid);
 
+	if (s->tgid == r->self)
+		return; /* ourselves (a resumed recorder, inherited from a traced parent) */
 	if (t && t->refused)
 		return; /* over a limit: not traced, already counted */
 	if (s->kind == RK_SIG_FORK) {
@@ -278,6 +345,10 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		on_creds(r, s);
 		return;
 	}
+	if (s->kind == RK_SIG_CGROUP_IN || s->kind == RK_SIG_CGROUP_OUT) {
+		on_cgroup(r, s);
+		return;
+	}
 	if (!t || t->dead) {
 		/* Tracked before we made its file (attach race): make it now. */
 		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
@@ -286,6 +357,8 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 				   s->kind == RK_SIG_EXEC ? s->comm : "", s->time_ns);
 		if (!t)
 			return;
+		if (s->kind == RK_SIG_EXEC && s->flags & RK_SIGF_ADOPTED)
+			adopted(r, t, 1);
 	}
 	switch (s->kind) {
 	case RK_SIG_SWITCH_IN:
@@ -505,6 +578,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);
 		if (++ticks % 20 == 0) {
+			rec_retention_tick(r, now);
 			rec_publish(r);
 			rec_reclaim(r);
 		}

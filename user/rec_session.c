@@ -73,6 +73,9 @@ void rec_publish(struct rk_rec *r)
 		case RK_CNT_PIN_WAKES:
 			r->st->pin_wakeups = sum;
 			break;
+		case RK_CNT_ADOPTED:
+			r->st->bpf_adopted = sum;
+			break;
 		}
 	}
 	rec_prog_misses(r);
@@ -206,9 +209,13 @@ int rec_resume_session(struct rk_rec *r)
 	o->inherit = (int)r->st->inherit;
 	o->max_threads = r->st->max_threads;
 	o->max_shm = r->st->max_shm;
+	o->keep_exited_ns = r->st->keep_exited_ns;
 	o->on_exit_drop = (int)r->st->on_exit_drop;
 	o->pid = (pid_t)r->st->target_pid;
 	o->nev = 0;
+	/* -a / --cgroup: the pinned programs adopt as before; no target to wait for. */
+	o->all = r->st->scope == RK_SCOPE_ALL;
+	o->ncgroups = r->st->scope == RK_SCOPE_CGROUP ? 1 : 0;
 	r->drops_before = r->st->bpf_drops;
 	r->st->loader_pid = (__u32)getpid();
 	r->st->state = RK_SESSION_RUNNING;

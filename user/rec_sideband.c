@@ -44,7 +44,7 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 	id.start_ns = rk_now_mono_ns();
 	rec_proc_ids(pid, pid, &id.uid, &id.ns_tid, id.comm, &ids);
 	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
-	rec_move_aside(path, pid);
+	rec_move_aside(r, path, pid);
 	p->bf = rk_bufile__create(path, r->o->data_size < (1u << 20) ? 1u << 20 : r->o->data_size,
 				  0, &r->o->evs[0].entry, &id);
 	if (!p->bf) {

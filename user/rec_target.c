@@ -27,6 +27,7 @@
 #include "pmu.h"
 #include "util.h"
 #include "rec_threads.h"
+#include "rec_sideband.h"
 /* The state letter of /proc/PID/stat, or 0. */
 char rec_proc_state(pid_t pid)
 {
@@ -150,8 +151,11 @@ int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 	return 0;
 }
 
-/* Add every thread of @pid; repeat until a pass finds none new (threads born meanwhile). */
-int rec_attach_pid(struct rk_rec *r, pid_t pid)
+/*
+ * Add every thread of @pid; repeat until a pass finds none new (threads born
+ * meanwhile). @quiet: a process gone or exiting is not an error (-a, --cgroup).
+ */
+int rec_attach_pid_opt(struct rk_rec *r, pid_t pid, int quiet)
 {
 	char path[64];
 	int pass, added, err;
@@ -162,6 +166,8 @@ int rec_attach_pid(struct rk_rec *r, pid_t pid)
 
 		snprintf(path, sizeof(path), "/proc/%d/task", pid);
 		d = opendir(path);
+		if (!d && quiet)
+			return -ESRCH;
 		if (!d) {
 			err = -errno;
 			rk_err("cannot read the threads of pid %d: %s", pid,
@@ -189,11 +195,106 @@ int rec_attach_pid(struct rk_rec *r, pid_t pid)
 		if (!added && pass)
 			return 0;
 		if (!added && !pass) {
-			rk_err("pid %d exited while we attached: nothing to trace", pid);
+			if (!quiet)
+				rk_err("pid %d exited while we attached: nothing to trace", pid);
 			return -ESRCH;
 		}
 	}
 	return 0;
+}
+
+int rec_attach_pid(struct rk_rec *r, pid_t pid)
+{
+	return rec_attach_pid_opt(r, pid, 0);
+}
+
+/*
+ * A process traced by adoption (-a, --cgroup) rather than from its parent:
+ * its threads, its perf events and its sideband (existing mappings) too.
+ * @cgroup: for --cgroup (leaving the subtrees ends it). Quiet: it may be gone.
+ */
+int rec_adopt_pid(struct rk_rec *r, pid_t pid, int cgroup)
+{
+	struct rk_thread *t;
+	int known = 0, err;
+
+	for (t = r->all; t; t = t->all_next)
+		if (t->tgid == (__u32)pid && !t->dead)
+			known = 1;
+	if ((__u32)pid == r->self || rec_is_kthread(pid))
+		return 0;
+	err = rec_attach_pid_opt(r, pid, 1);
+	if (err)
+		return err == -ESRCH ? 0 : err;
+	for (t = r->all; t; t = t->all_next)
+		if (t->tgid == (__u32)pid && !t->dead && cgroup)
+			t->via_cgroup = 1;
+	if (r->drain && !known)
+		rec_synthesize(r, pid);
+	return 0;
+}
+
+/* -a: every user-space process now running (not kernel threads, not us). */
+int rec_adopt_all(struct rk_rec *r)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int err = 0;
+
+	if (!d) {
+		err = -errno;
+		rk_err("cannot read /proc: %s", strerror(errno));
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		unsigned long pid = strtoul(de->d_name, NULL, 10);
+
+		if (pid && pid <= INT_MAX)
+			err = rec_adopt_pid(r, (pid_t)pid, 0);
+	}
+	closedir(d);
+	return err;
+}
+
+/* --cgroup: the processes in @dir (a cgroup v2 directory) and its descendants. */
+static int adopt_cgroup_dir(struct rk_rec *r, const char *dir, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned long pid;
+	FILE *f;
+	DIR *d;
+	int err = 0;
+
+	if (depth > 64)
+		return 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	while (f && !err && fscanf(f, "%lu", &pid) == 1)
+		if (pid && pid <= INT_MAX)
+			err = rec_adopt_pid(r, (pid_t)pid, 1);
+	if (f)
+		fclose(f);
+	d = opendir(dir);
+	while (!err && d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path))
+			continue;
+		err = adopt_cgroup_dir(r, path, depth + 1);
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
+int rec_adopt_cgroups(struct rk_rec *r)
+{
+	int i, err = 0;
+
+	for (i = 0; !err && i < r->o->ncgroups; i++)
+		err = adopt_cgroup_dir(r, r->o->cgroups[i], 0);
+	return err;
 }
 
 pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd)

@@ -18,6 +18,10 @@ int rec_root_dir(const char *root);
 int rec_is_kthread(pid_t pid);
 int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm);
 int rec_attach_pid(struct rk_rec *r, pid_t pid);
+int rec_attach_pid_opt(struct rk_rec *r, pid_t pid, int quiet);
+int rec_adopt_pid(struct rk_rec *r, pid_t pid, int cgroup);
+int rec_adopt_all(struct rk_rec *r);
+int rec_adopt_cgroups(struct rk_rec *r);
 pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd);
 int rec_open_target_pidfd(pid_t pid);
 

@@ -181,7 +181,7 @@ root_only:
 }
 
 /* Move a dead thread's file aside (tid reuse), so no history is overwritten. */
-void rec_move_aside(const char *path, __u32 tid)
+void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid)
 {
 	char old[PATH_MAX + 48];
 	unsigned int n;
@@ -191,8 +191,112 @@ void rec_move_aside(const char *path, __u32 tid)
 		if (access(old, F_OK))
 			break;
 	}
-	if (rename(path, old) && errno != ENOENT)
+	if (!rename(path, old))
+		rec_gone_renamed(r, path, old);
+	else if (errno != ENOENT)
 		rk_warn("cannot move the file of exited tid %u aside: %s", tid, strerror(errno));
+}
+
+/* The oldest exited file goes: unlinked, its bytes no longer counted. */
+static void gone_pop(struct rk_rec *r)
+{
+	struct rk_gone *g = &r->gone[r->gone_head];
+
+	if (!unlink(g->path) || errno == ENOENT) {
+		r->st->retention_removed++;
+		r->st->retention_bytes += g->bytes;
+		r->st->shm_bytes -= r->st->shm_bytes < g->bytes ? r->st->shm_bytes : g->bytes;
+		r->mem_bytes -= r->mem_bytes < g->bytes ? r->mem_bytes : g->bytes;
+	} else {
+		rk_warn("retention: cannot remove %s: %s", g->path, strerror(errno));
+	}
+	free(g->path);
+	r->gone_head = (r->gone_head + 1) % r->gone_cap;
+	r->gone_n--;
+}
+
+/* @t finished: its files join the retention queue (unless already removed). */
+static void gone_push(struct rk_rec *r, struct rk_thread *t)
+{
+	char path[PATH_MAX + 96];
+	int k;
+
+	if (!r->o->max_shm && !r->o->keep_exited_ns)
+		return;
+	for (k = 0; k < rec_nsrc(r); k++) {
+		struct rk_gone *g;
+
+		if (r->gone_n == r->gone_cap) {
+			size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
+			struct rk_gone *n = malloc(cap * sizeof(*n));
+
+			if (!n)
+				return; /* kept: only the limits are not enforced on it */
+			for (i = 0; i < r->gone_n; i++)
+				n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
+			free(r->gone);
+			r->gone = n;
+			r->gone_cap = cap;
+			r->gone_head = 0;
+		}
+		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
+		g = &r->gone[(r->gone_head + r->gone_n) % r->gone_cap];
+		g->path = strdup(path);
+		if (!g->path)
+			return;
+		g->exit_ns = rk_now_mono_ns();
+		g->bytes = rec_thread_bytes(r) / (uint64_t)rec_nsrc(r);
+		r->gone_n++;
+	}
+}
+
+void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
+{
+	size_t i;
+
+	for (i = 0; i < r->gone_n; i++) {
+		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
+		char *n;
+
+		if (strcmp(g->path, from))
+			continue;
+		n = strdup(to);
+		if (n) {
+			free(g->path);
+			g->path = n;
+		}
+		return;
+	}
+}
+
+/*
+ * Make room for @need more bytes under --max-shm by removing the oldest
+ * exited threads' files. Return: 1 if it fits now.
+ */
+static int gone_room(struct rk_rec *r, uint64_t need)
+{
+	while (r->st->shm_bytes + need > r->o->max_shm && r->gone_n)
+		gone_pop(r);
+	return r->st->shm_bytes + need <= r->o->max_shm;
+}
+
+void rec_retention_tick(struct rk_rec *r, uint64_t now)
+{
+	while (r->o->keep_exited_ns && r->gone_n &&
+	       r->gone[r->gone_head].exit_ns + r->o->keep_exited_ns <= now)
+		gone_pop(r);
+}
+
+void rec_gone_free(struct rk_rec *r)
+{
+	while (r->gone_n) {
+		free(r->gone[r->gone_head].path);
+		r->gone_head = (r->gone_head + 1) % r->gone_cap;
+		r->gone_n--;
+	}
+	free(r->gone);
+	r->gone = NULL;
+	r->gone_cap = 0;
 }
 
 /*
@@ -214,7 +318,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 		return prev;
 	if (prev && prev->refused)
 		return NULL;
-	if (r->o->max_shm && r->st->shm_bytes + rec_thread_bytes(r) > r->o->max_shm) {
+	if (r->o->max_shm && !gone_room(r, rec_thread_bytes(r))) {
 		rec_refuse(r, tid, "--max-shm");
 		return NULL;
 	}
@@ -247,7 +351,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), tid);
 		/* A reused tid: the earlier thread's file (even if reclaimed) stays. */
-		rec_move_aside(path, tid);
+		rec_move_aside(r, path, tid);
 		bf = rk_bufile__create(path, r->o->data_size, rec_src_aux(r, k),
 				       rec_src_entry(r, k), &id);
 		if (!bf) {
@@ -413,6 +517,9 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 		r->mem_bytes -= r->mem_bytes < rec_thread_bytes(r) ? r->mem_bytes :
 								     rec_thread_bytes(r);
 	}
+	/* Files that stay: --keep-exited and --max-shm may remove them later. */
+	if (!(r->o->on_exit_drop && state == RK_THREAD_EXITED))
+		gone_push(r, t);
 	/* The workers unlock and unmap the files; we never touch them again. */
 	for (k = 0; k < rec_nsrc(r); k++)
 		rk_pin_retire(r->pool, &t->b[k].pin);

@@ -27,7 +27,10 @@ uint64_t rec_thread_bytes(const struct rk_rec *r);
 const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k);
 void rec_refuse(struct rk_rec *r, __u32 tid, const char *why);
 int rec_grant(struct rk_rec *r, const char *path, int can, uid_t reader);
-void rec_move_aside(const char *path, __u32 tid);
+void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid);
+void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to);
+void rec_retention_tick(struct rk_rec *r, uint64_t now);
+void rec_gone_free(struct rk_rec *r);
 struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
 				 const char *comm, uint64_t start_ns);
 void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);

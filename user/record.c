@@ -55,6 +55,7 @@ static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 
 	if (!r)
 		return NULL;
+	r->self = (__u32)getpid();
 	/*
 	 * The pin workers inherit the mask: a process-directed SIGINT must
 	 * reach our signalfd, not kill us through a worker that does not
@@ -180,6 +181,7 @@ static void stat_fill(struct rk_rec *r)
 	st->version = RK_STAT_VERSION;
 	st->size = sizeof(*st);
 	st->loader_pid = (__u32)getpid();
+	st->scope = o->all ? RK_SCOPE_ALL : o->ncgroups ? RK_SCOPE_CGROUP : RK_SCOPE_TARGET;
 	st->state = RK_SESSION_RUNNING;
 	st->nr_cpus = r->ncpus;
 	st->start_ns = rk_now_real_ns();
@@ -190,6 +192,7 @@ static void stat_fill(struct rk_rec *r)
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;
+	st->keep_exited_ns = o->keep_exited_ns;
 	st->on_exit_drop = (__u32)o->on_exit_drop;
 	st->cpu_ring = o->nev ? o->cpu_ring : 0;
 	st->aux_size = o->aux_size;
@@ -200,15 +203,22 @@ static void stat_fill(struct rk_rec *r)
 		snprintf(st->events + len, sizeof(st->events) - len, "%s%s", k ? "," : "",
 			 o->evs[k].name);
 	}
-	if (o->pid) {
-		snprintf(st->command, sizeof(st->command), "-p %d", o->pid);
-	} else {
+	{
 		size_t off = 0;
 		int i;
 
-		for (i = 0; o->argv[i] && off < sizeof(st->command) - 1; i++)
+		/* What was traced, as options: -a, --cgroup PATH..., -p PID, CMD. */
+		if (o->all)
+			off += (size_t)snprintf(st->command, sizeof(st->command), "-a");
+		for (i = 0; i < o->ncgroups && off < sizeof(st->command) - 1; i++)
 			off += (size_t)snprintf(st->command + off, sizeof(st->command) - off,
-						"%s%s", i ? " " : "", o->argv[i]);
+						"%s--cgroup %s", off ? " " : "", o->cgroups[i]);
+		if (o->pid && off < sizeof(st->command) - 1)
+			off += (size_t)snprintf(st->command + off, sizeof(st->command) - off,
+						"%s-p %d", off ? " " : "", o->pid);
+		for (i = 0; o->argv && o->argv[i] && off < sizeof(st->command) - 1; i++)
+			off += (size_t)snprintf(st->command + off, sizeof(st->command) - off,
+						"%s%s", off ? " " : "", o->argv[i]);
 	}
 }
 
@@ -351,6 +361,26 @@ static int loop_fds(struct rk_rec *r)
 	return 0;
 }
 
+/* Our threads out of pmu_info (a resumed recorder forked by a traced parent). */
+static void rec_untrack_self(struct rk_rec *r)
+{
+	struct rk_pmu_key key;
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+	int k;
+
+	while (d && (de = readdir(d))) {
+		key.tid = (__u32)strtoul(de->d_name, NULL, 10);
+		for (k = 0; key.tid && k < RK_MAX_SRC; k++) {
+			key.src = (__u32)k;
+			bpf_map_delete_elem(r->pmu_fd, &key);
+		}
+	}
+	if (d)
+		closedir(d);
+	rec_bump_gen(r);
+}
+
 /* Resume: the files, the backlog of signals, who vanished, what the outage cost. */
 static int resume_catch_up(struct rk_rec *r)
 {
@@ -360,12 +390,15 @@ static int resume_catch_up(struct rk_rec *r)
 		rk_err("resume: cannot read %s: %s", r->dir, strerror(-n));
 		return n;
 	}
+	/* Inherited from a traced parent (systemd, with -a): we never trace ourselves. */
+	rec_untrack_self(r);
+	rec_adopt_config(r);
 	ring_buffer__consume(r->rb);
 	rec_drain(r);
 	rec_finish_vanished(r);
 	r->target = r->o->pid;
-	r->pidfd = rec_open_target_pidfd(r->o->pid);
-	if (r->pidfd < 0) {
+	r->pidfd = r->target ? rec_open_target_pidfd(r->o->pid) : -1;
+	if (r->pidfd < 0 && r->st->scope == RK_SCOPE_TARGET) {
 		r->target_exited = 1;
 		r->drain_deadline = rk_now_mono_ns();
 	}
@@ -389,8 +422,11 @@ static int resume_catch_up(struct rk_rec *r)
 static int target_start(struct rk_rec *r)
 {
 	const struct rk_record_opts *o = r->o;
-	int err = ringkeeper_bpf__attach(r->skel);
+	int err = rec_adopt_config(r);
 
+	if (err)
+		return err;
+	err = ringkeeper_bpf__attach(r->skel);
 	if (err) {
 		rk_err("cannot attach the BPF programs: %s", strerror(-err));
 		return err;
@@ -398,7 +434,16 @@ static int target_start(struct rk_rec *r)
 	err = rec_pin_links(r);
 	if (err)
 		return err;
-	if (o->pid) {
+	/* Attached first: whatever starts while we look is adopted by the fork/exec hooks. */
+	if (o->all)
+		err = rec_adopt_all(r);
+	if (!err && o->ncgroups)
+		err = rec_adopt_cgroups(r);
+	if (err)
+		return err;
+	if (!o->pid && !o->argv) {
+		r->target = 0; /* system-wide or cgroups only: until a signal or --duration */
+	} else if (o->pid) {
 		r->target = o->pid;
 		r->pidfd = rec_open_target_pidfd(o->pid);
 		err = rec_attach_pid(r, o->pid);
@@ -431,7 +476,7 @@ static void announce(struct rk_rec *r)
 {
 	const struct rk_record_opts *o = r->o;
 
-	if (r->pidfd < 0 && !r->target_exited)
+	if (r->target && r->pidfd < 0 && !r->target_exited)
 		rk_warn("pidfd_open(%d) failed: the recording stops on SIGINT/SIGTERM only",
 			r->target);
 	r->st->attach_cpu_ns = rec_loader_cpu_ns();
@@ -610,6 +655,7 @@ static void teardown(struct rk_rec *r, int err)
 		if (err && r->made_dir && !r->announced)
 			rk_rm_session(r->o->root, r->session, 0, 1);
 	}
+	rec_gone_free(r);
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	for (k = 0; k < RK_NPROGS; k++)

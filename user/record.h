@@ -29,13 +29,18 @@
  * @cpu_aux: AUX ring of each CPU for it.
  * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
- * @max_shm: create at most this many bytes of buffer files (0: no cap).
+ * @max_shm: at most this many bytes of buffer files at once (0: no cap);
+ *	exited threads' files go first, oldest first.
+ * @keep_exited_ns: remove an exited thread's files this long after (0: keep).
  * @min_run_ns: do not pin a thread whose last run was shorter (rk_pin_opts).
  * @cmd_status: if not NULL, set to how the launched command ended, as a
  *	shell reports it (its exit status, 128 + signal), or -1 if none ran.
  * @rt_prio: SCHED_FIFO priority of the event loop (0: stay SCHED_OTHER).
  * @resume: continue this session of a recorder that was killed: the BPF
  *          programs, maps and ringbuf it left pinned keep working meanwhile.
+ * @all: trace every user-space thread (-a), those born later included.
+ * @cgroups, @cgroup_ids, @ncgroups: trace every thread in these cgroup v2
+ *	subtrees (--cgroup), and those that move in later, not those that leave.
  */
 struct rk_record_opts {
 	pid_t pid;
@@ -64,6 +69,11 @@ struct rk_record_opts {
 	int rt_prio;
 	uint64_t min_run_ns;
 	int *cmd_status;
+	int all;
+	const char *cgroups[8];
+	uint64_t cgroup_ids[8];
+	int ncgroups;
+	uint64_t keep_exited_ns;
 };
 
 /** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */

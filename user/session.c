@@ -100,6 +100,11 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(coalesced, "switches with no syscall")              \
 	X(pins_skipped_short, "pins skipped: runs too short") \
 	X(pin_wakeups, "loader wakeups for a pin (BPF)")      \
+	X(bpf_adopted, "tasks adopted by -a/--cgroup (BPF)")  \
+	X(cgroup_joined, "moves into a --cgroup subtree")     \
+	X(cgroup_left, "threads that left the cgroups")       \
+	X(retention_removed, "exited threads' files removed") \
+	X(retention_bytes, "  their size")                    \
 	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
 	X(aux_bytes, "AUX bytes into thread files")           \
 	X(aux_truncated, "AUX records truncated (ring full)") \

@@ -119,7 +119,22 @@ struct rk_session_stat {
 	__u64 creds_changes; /* credential or dumpability changes of traced tasks (not at exec) */
 	__u64 creds_rotated; /* threads continued in a new file after one (new reader or root only) */
 	__u64 pin_wakeups; /* switch-ins that woke the loader to lock a buffer (BPF) */
+	/* -a / --cgroup; 0 in older stat files */
+	__u64 bpf_adopted; /* tasks traced by -a / --cgroup at fork, exec or a cgroup move (BPF) */
+	__u64 cgroup_joined; /* moves into a --cgroup subtree of untraced tasks or processes */
+	__u64 cgroup_left; /* threads no longer traced: moved out of every --cgroup subtree */
+	__u32 scope; /* RK_SCOPE_*: what was traced */
+	__u32 pad_scope;
+	/* retention (--keep-exited, --max-shm) */
+	__u64 retention_removed; /* exited threads' files removed to keep within the limits */
+	__u64 retention_bytes; /* their bytes */
+	__u64 keep_exited_ns; /* --keep-exited (0: none) */
 };
+
+/* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */
+#define RK_SCOPE_TARGET 0
+#define RK_SCOPE_ALL 1 /* -a */
+#define RK_SCOPE_CGROUP 2 /* --cgroup */
 
 /* The size of the first stat files, without the AUX counters. */
 #define RK_STAT_SIZE_V1 offsetof(struct rk_session_stat, aux_size)

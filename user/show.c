@@ -21,6 +21,8 @@ const char *rk_thread_state_name(__u32 state)
 		return "exec-root-only";
 	case RK_THREAD_CREDS:
 		return "creds-changed";
+	case RK_THREAD_LEFT:
+		return "left-cgroup";
 	case RK_THREAD_CRASHED:
 		return "crashed";
 	case RK_THREAD_STOPPED:

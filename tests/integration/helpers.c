@@ -339,8 +339,10 @@ pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd, const 
 		cr_assert_lt(n, 28, "too many extra options");
 		argv[n++] = (char *)extra[i];
 	}
-	argv[n++] = "-p";
-	argv[n++] = pidbuf;
+	if (target > 0) {
+		argv[n++] = "-p";
+		argv[n++] = pidbuf;
+	}
 	argv[n] = NULL;
 	rk = spawn(argv, o, e, rp[1]);
 	close(rp[1]);

@@ -62,7 +62,7 @@ int read_line_within(int fd, char *buf, size_t len, unsigned int ms);
 /*
  * `record --root ROOT --session S -m 16K --ready-fd W [EXTRA...] -p TARGET`,
  * output in ROOT/.rk.out and .rk.err; *ready_rd is the read end of W.
- * @extra: NULL-terminated options (may be NULL).
+ * @extra: NULL-terminated options (may be NULL). @target <= 0: no -p (-a, --cgroup).
  */
 pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
 			const char *const extra[]);

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Always on: -a (every user-space thread), --cgroup (a cgroup v2 subtree,
+ * moves in and out), retention (--max-shm, --keep-exited) and the systemd
+ * unit. The cgroup made here is removed on every path (suite fini).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "session.h"
+#include "helpers.h"
+#include "util.h"
+
+static char cg[PATH_MAX], cg_parent[PATH_MAX];
+
+/* Kill what is left in our cgroup, then remove it: on every path, failures included. */
+static void cg_remove(void)
+{
+	char path[PATH_MAX + 32];
+	int i;
+
+	if (!cg[0])
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.kill", cg);
+	for (i = 0; i < 50 && rmdir(cg) && errno == EBUSY; i++) {
+		FILE *f;
+		int pid;
+
+		/* No cgroup.kill before 5.14: kill the members one by one. */
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+		f = fopen(path, "re");
+		while (f && fscanf(f, "%d", &pid) == 1)
+			kill(pid, SIGKILL);
+		if (f)
+			fclose(f);
+		usleep(20000);
+	}
+	if (access(cg, F_OK) == 0)
+		fprintf(stderr, "cannot remove cgroup %s: %s\n", cg, strerror(errno));
+	cg[0] = '\0';
+}
+
+static void sys_teardown(void)
+{
+	cg_remove();
+	rk_test_teardown();
+}
+
+TestSuite(system, .init = rk_test_setup, .fini = sys_teardown, .timeout = 120);
+
+/* Make our cgroup under the cgroup2 mount; skip if there is none. */
+static void cg_make(void)
+{
+	char line[4096], dev[256], dir[PATH_MAX], type[64];
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	cr_assert_not_null(f);
+	cg_parent[0] = '\0';
+	while (!cg_parent[0] && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+		    !strcmp(type, "cgroup2"))
+			snprintf(cg_parent, sizeof(cg_parent), "%s", dir);
+	fclose(f);
+	if (!cg_parent[0])
+		cr_skip_test("no cgroup2 file system mounted");
+	snprintf(cg, sizeof(cg), "%s/rk-itest-%d", cg_parent, getpid());
+	cr_assert_eq(mkdir(cg, 0755), 0, "mkdir %s: %s", cg, strerror(errno));
+}
+
+static void cg_move(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 32], buf[16];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_WRONLY);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	n = snprintf(buf, sizeof(buf), "%d", pid);
+	cr_assert_eq(write(fd, buf, (size_t)n), n, "move %d to %s: %s", pid, dir, strerror(errno));
+	close(fd);
+}
+
+static int has_file(const char *session, unsigned int tid)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tid);
+	return access(path, F_OK) == 0;
+}
+
+static __u32 file_state(const char *session, unsigned int tid)
+{
+	char path[256];
+	struct rk_bufile *bf;
+	__u32 st;
+
+	snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tid);
+	bf = rk_bufile__open(path, NULL);
+	cr_assert_not_null(bf, "%s does not open", path);
+	st = bf->ident->state;
+	rk_bufile__free(bf);
+	return st;
+}
+
+/* Does the thread's file begin with its FORK record (traced from birth)? */
+static int first_is_fork(const struct perf_event_header *h, void *ctx)
+{
+	int *first = ctx;
+
+	if (*first < 0)
+		*first = h->type == PERF_RECORD_FORK;
+	return 1;
+}
+
+static int born_traced(const char *session, unsigned int tid)
+{
+	char path[256];
+	struct rk_bufile *bf;
+	int first = -1;
+
+	snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tid);
+	bf = rk_bufile__open(path, NULL);
+	cr_assert_not_null(bf, "%s does not open", path);
+	rk_bufile__for_each(bf, first_is_fork, &first);
+	rk_bufile__free(bf);
+	return first == 1;
+}
+
+/* Run `sh -c CMD` in the background, its output in ROOT/NAME.out. */
+static pid_t sh_bg(const char *name, const char *cmd)
+{
+	char out[128], err[128];
+	char *argv[] = { "/bin/sh", "-c", (char *)cmd, NULL };
+
+	snprintf(out, sizeof(out), "%s/%s.out", root, name);
+	snprintf(err, sizeof(err), "%s/%s.err", root, name);
+	return spawn(argv, out, err, -1);
+}
+
+/* The workload tids printed in ROOT/NAME.out. */
+static size_t tids_of(const char *name, unsigned int *tids, size_t max)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s.out", root, name);
+	return expected_tids(slurp(path), tids, max);
+}
+
+/* What the recorder started by start_recorder_on() said. */
+static const char *rk_err_text(void)
+{
+	static char path[160];
+
+	snprintf(path, sizeof(path), "%s/.rk.err", root);
+	return slurp(path);
+}
+
+static void stop_recorder(pid_t rk)
+{
+	int st;
+
+	kill(rk, SIGINT);
+	st = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "recorder: %s", rk_err_text());
+}
+
+/*
+ * --cgroup: a process present at start is adopted; one started in the
+ * cgroup is traced from birth; one moved in later is traced from its move
+ * (its threads included); one outside is not; one that leaves is no longer
+ * traced (its files say "left-cgroup").
+ */
+Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
+{
+	const char *extra[] = { "--cgroup", cg, NULL };
+	unsigned int tids[64];
+	char cmd[PATH_MAX * 2], line[64];
+	struct rk_session_stat st;
+	pid_t before, born, moved, outside, leaver, rk;
+	size_t n, i;
+	int ready;
+
+	cg_make();
+	extra[1] = cg;
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec %s -t 2 -i 80 -s 10000", cg,
+		 workload);
+	before = sh_bg("before", cmd);
+	usleep(200000); /* in the cgroup, its threads running */
+	rk = start_recorder_on(0, "cg", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 20000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	/* Born inside: the shell joins, then forks the workload. */
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && %s -t 2 -i 5", cg, workload);
+	born = sh_bg("born", cmd);
+	/* Moved in 100 ms after it started (its threads exist by then). */
+	snprintf(cmd, sizeof(cmd), "exec %s -t 2 -i 60 -s 10000", workload);
+	moved = sh_bg("moved", cmd);
+	outside = sh_bg("outside", cmd);
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec %s -t 1 -i 100 -s 10000", cg,
+		 workload);
+	leaver = sh_bg("leaver", cmd);
+	usleep(100000);
+	cg_move(cg, moved);
+	usleep(200000);
+	cg_move(cg_parent, leaver);
+	wait_for(before, 30000);
+	wait_for(born, 30000);
+	wait_for(moved, 30000);
+	wait_for(outside, 30000);
+	wait_for(leaver, 30000);
+	stop_recorder(rk);
+	read_stat("cg", &st);
+
+	n = tids_of("before", tids, 64);
+	cr_assert_geq(n, 3);
+	for (i = 0; i < n; i++)
+		cr_assert(has_file("cg", tids[i]), "tid %u present at start not traced", tids[i]);
+	n = tids_of("born", tids, 64);
+	cr_assert_geq(n, 3);
+	for (i = 0; i < n; i++) {
+		cr_assert(has_file("cg", tids[i]), "tid %u born inside not traced", tids[i]);
+		cr_assert(born_traced("cg", tids[i]), "tid %u born inside: no FORK first", tids[i]);
+	}
+	n = tids_of("moved", tids, 64);
+	cr_assert_geq(n, 3);
+	for (i = 0; i < n; i++)
+		cr_assert(has_file("cg", tids[i]), "tid %u moved in not traced", tids[i]);
+	cr_assert_not(born_traced("cg", (unsigned int)moved),
+		      "the moved process's file starts at its birth, before the move");
+	n = tids_of("outside", tids, 64);
+	cr_assert_geq(n, 3);
+	for (i = 0; i < n; i++)
+		cr_assert_not(has_file("cg", tids[i]), "tid %u outside the cgroup was traced",
+			      tids[i]);
+	cr_assert(has_file("cg", (unsigned int)leaver));
+	cr_assert_eq(file_state("cg", (unsigned int)leaver), RK_THREAD_LEFT,
+		     "the process that left: state %u", file_state("cg", (unsigned int)leaver));
+	cr_assert_geq(st.cgroup_joined, 1);
+	cr_assert_geq(st.cgroup_left, 1);
+	printf("cgroup: %llu joined, %llu left, %llu adopted by BPF, %llu threads\n",
+	       (unsigned long long)st.cgroup_joined, (unsigned long long)st.cgroup_left,
+	       (unsigned long long)st.bpf_adopted, (unsigned long long)st.threads);
+}
+
+/* -a: a process started after the recorder is traced; kernel threads and the recorder are not. */
+Test(system, all_traces_processes_born_later_not_kthreads_nor_itself)
+{
+	const char *extra[] = { "-a", NULL };
+	char cmd[PATH_MAX], line[64];
+	unsigned int tids[64];
+	struct rk_session_stat st;
+	pid_t w, rk;
+	size_t n, i;
+	int ready;
+
+	rk = start_recorder_on(0, "all", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "exec %s -t 3 -i 5", workload);
+	w = sh_bg("later", cmd);
+	wait_for(w, 30000);
+	stop_recorder(rk);
+	read_stat("all", &st);
+	n = tids_of("later", tids, 64);
+	cr_assert_geq(n, 4);
+	for (i = 0; i < n; i++)
+		cr_assert(has_file("all", tids[i]), "tid %u born after the recorder not traced",
+			  tids[i]);
+	cr_assert(born_traced("all", (unsigned int)w), "the new process's file has no FORK first");
+	cr_assert_not(has_file("all", (unsigned int)rk), "the recorder traced itself");
+	cr_assert_not(has_file("all", 2), "kthreadd (a kernel thread) was traced");
+	cr_assert(has_file("all", 1), "init (present at start) was not adopted");
+	cr_assert_eq(st.bpf_drops, 0);
+	printf("-a: %llu threads, %llu adopted by BPF, %llu signals\n",
+	       (unsigned long long)st.threads, (unsigned long long)st.bpf_adopted,
+	       (unsigned long long)st.signals);
+}
+
+static size_t count_files(const char *session)
+{
+	char dir[256];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * --max-shm is kept continuously: 300 short-lived threads (50 at a time)
+ * through a cap of 60 files' worth, the oldest exited ones removed to make
+ * room, none refused, and the live main thread's history intact.
+ */
+Test(system, max_shm_removes_the_oldest_exited_files_never_a_live_one)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root", root,
+			 "--session",	 "ret",	   "-m",     "16K",
+			 "--max-shm",	 "1200K",  "--",     (char *)workload,
+			 "-C",		 "300",	   NULL };
+	struct rk_session_stat st;
+	struct check c = { 0 };
+	char path[256], *out = NULL, *err = NULL, *m;
+	int rc = run_rk(argv, &out, &err);
+	unsigned int tid;
+	size_t files;
+
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	read_stat("ret", &st);
+	files = count_files("ret");
+	printf("--max-shm 1200K: %zu files left, %llu removed (%llu KiB), %llu not traced\n", files,
+	       (unsigned long long)st.retention_removed,
+	       (unsigned long long)st.retention_bytes >> 10, (unsigned long long)st.not_traced);
+	cr_assert_geq(st.retention_removed, 200, "%llu removed",
+		      (unsigned long long)st.retention_removed);
+	cr_assert_eq(st.not_traced, 0, "threads refused although exited files could go");
+	cr_assert_leq(st.shm_bytes, 1200 * 1024ull, "%llu bytes of files kept",
+		      (unsigned long long)st.shm_bytes);
+	cr_assert_leq(files, 60, "%zu files", files);
+	/* The main thread lived through it all: its file is there, whole. */
+	m = strstr(out, "main ");
+	cr_assert_not_null(m, "no main line: %s", out);
+	tid = (unsigned int)strtoul(m + 5, NULL, 10);
+	cr_assert(has_file("ret", tid), "the live main thread's file was removed");
+	snprintf(path, sizeof(path), "%s/ret/sched/%u", root, tid);
+	check_file(path, &c, NULL);
+	cr_assert_gt(c.in + c.out, 0, "the main thread's history is empty");
+	free(out);
+	free(err);
+}
+
+/* --keep-exited: files of threads exited longer ago go; a live thread's stay. */
+Test(system, keep_exited_removes_old_exited_files)
+{
+	char cmd[PATH_MAX];
+	char *argv[] = {
+		(char *)rk_bin,	 "record", "--root", root,	"--session", "kx", "-m", "16K",
+		"--keep-exited", "1s",	   "--",     "/bin/sh", "-c",	     cmd,  NULL
+	};
+	struct rk_session_stat st;
+	char *err = NULL;
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "%s -C 50 >/dev/null; sleep 2.5", workload);
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	read_stat("kx", &st);
+	printf("--keep-exited 1s: %llu removed, %zu files left\n",
+	       (unsigned long long)st.retention_removed, count_files("kx"));
+	cr_assert_geq(st.retention_removed, 51, "%llu removed",
+		      (unsigned long long)st.retention_removed);
+	cr_assert(has_file("kx", (unsigned int)st.target_pid), "the live shell's file was removed");
+	cr_assert_leq(count_files("kx"), 3);
+}
