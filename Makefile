@@ -238,15 +238,24 @@ $(MAN): $(BIN) scripts/mkman.sh $(wildcard tests/schema/*.json)
 man: $(MAN)
 
 # PREFIX=/usr/local by default; DESTDIR for packaging.
+# The unit goes where systemd looks for it: /usr/local/lib/systemd/system for
+# PREFIX=/usr/local, /usr/lib/systemd/system for PREFIX=/usr.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
 install: $(BIN) $(MAN)
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/sbin/ringkeeper
 	install -D -m 0644 $(MAN) $(DESTDIR)$(PREFIX)/share/man/man8/ringkeeper.8
 	install -D -m 0644 scripts/ringkeeper.bash-completion \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' scripts/ringkeeper.service.in \
+		> $(DESTDIR)$(UNITDIR)/ringkeeper.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/ringkeeper.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/ringkeeper $(DESTDIR)$(PREFIX)/share/man/man8/ringkeeper.8 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper \
+		$(DESTDIR)$(UNITDIR)/ringkeeper.service
 
 format:
 	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <unistd.h>
+#include <dirent.h>
 #include "bufile.h"
 #include "cli_record.h"
+#include "session.h"
 #include "evsel.h"
 #include "record.h"
 #include "util.h"
@@ -25,7 +28,7 @@ struct rec_args {
 	struct rk_evsel_opts eo;
 	const char *events;
 	uint64_t mlock_kb;
-	int have_m, have_budget, help;
+	int have_m, have_budget, help, resume_or_start;
 };
 
 /*
@@ -396,6 +399,48 @@ static int o_resume(struct rec_args *a, const char *v)
 	return 0;
 }
 
+static int o_resume_or_start(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->resume_or_start = 1;
+	return 0;
+}
+
+/*
+ * --resume-or-start: the newest session under @root whose recorder died
+ * while recording (its BPF objects still pinned), sched-only. Return: 0
+ * with its name in @name, or -ENOENT.
+ */
+static int resumable_session(const char *root, char *name, size_t len)
+{
+	__u64 newest = 0;
+	struct dirent *de;
+	DIR *d = opendir(root);
+	int found = -ENOENT;
+
+	if (!d || access(RK_BPFFS_DIR "/signals", F_OK)) {
+		if (d)
+			closedir(d);
+		return -ENOENT;
+	}
+	while ((de = readdir(d))) {
+		char dir[PATH_MAX];
+		struct rk_session_stat st;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= len)
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
+		if (rk_session_stat_read(dir, &st) || st.state != RK_SESSION_RUNNING ||
+		    rk_session_alive(&st) || st.nev || st.start_ns < newest)
+			continue;
+		newest = st.start_ns;
+		strcpy(name, de->d_name);
+		found = 0;
+	}
+	closedir(d);
+	return found;
+}
+
 static int o_verbose(struct rec_args *a, const char *v)
 {
 	(void)a;
@@ -491,6 +536,10 @@ static const struct rec_opt opts[] = {
 	  "programs stayed attached (pinned in bpffs) and their\n"
 	  "signals waited in the pinned ringbuf; the live threads'\n"
 	  "files are taken over as they are (sched-only sessions)" },
+	{ "resume-or-start", 0, NULL, o_resume_or_start, NULL,
+	  "resume the newest session whose recorder was killed\n"
+	  "(as --resume), or else start a new one with the other\n"
+	  "options (for a service that restarts the recorder)" },
 	{ "verbose", 'v', NULL, o_verbose, NULL, "libbpf and loader details" },
 	{ "help", 'h', NULL, o_help, NULL, "this text" },
 };
@@ -706,6 +755,20 @@ int rk_cmd_record(int argc, char **argv)
 	rc = parse_args(&a, argc, argv);
 	if (rc >= 0)
 		return rc;
+	if (a.resume_or_start && a.o.resume) {
+		rk_err("give --resume SESSION or --resume-or-start, not both");
+		return 2;
+	}
+	if (a.resume_or_start) {
+		static char name[128];
+
+		if (!resumable_session(a.o.root, name, sizeof(name))) {
+			fprintf(stderr, "ringkeeper: session %s lost its recorder: resuming it\n",
+				name);
+			a.o.resume = name;
+			return rk_record(&a.o) ? 1 : 0;
+		}
+	}
 	if (a.o.resume) {
 		/* Everything else comes from the session itself. */
 		if (a.o.pid || a.o.argv || a.events || a.o.all || a.o.ncgroups) {

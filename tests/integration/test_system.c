@@ -368,3 +368,42 @@ Test(system, keep_exited_removes_old_exited_files)
 	cr_assert(has_file("kx", (unsigned int)st.target_pid), "the live shell's file was removed");
 	cr_assert_leq(count_files("kx"), 3);
 }
+
+/*
+ * The systemd unit: make install puts it where systemd looks for units of
+ * PREFIX, pointing at the installed binary; systemd-analyze verify (with the
+ * installed man page for its Documentation=) accepts it; uninstall removes it.
+ */
+Test(system, unit_file_installs_and_verifies)
+{
+	char repo[256], out_dir[600], cmd[2048], pfx[128], unit[400], *s;
+	int st;
+
+	source_tree(repo, sizeof(repo), out_dir, sizeof(out_dir));
+	snprintf(unit, sizeof(unit), "%s/Makefile", repo);
+	if (access(unit, F_OK))
+		cr_skip_test("no source tree at %s", repo);
+	if (access("/usr/bin/systemd-analyze", X_OK))
+		cr_skip_test("systemd-analyze is not installed");
+	snprintf(pfx, sizeof(pfx), "%s/pfx", root);
+	snprintf(cmd, sizeof(cmd), "make -s -C %s OUTPUT=%s install PREFIX=%s >%s/make.out 2>&1",
+		 repo, out_dir, pfx, root);
+	cr_assert_eq(system(cmd), 0, "make install failed (see %s/make.out)", root);
+	snprintf(unit, sizeof(unit), "%s/lib/systemd/system/ringkeeper.service", pfx);
+	s = strdup(slurp(unit));
+	snprintf(cmd, sizeof(cmd), "ExecStart=%s/sbin/ringkeeper record -a --resume-or-start", pfx);
+	cr_assert_not_null(strstr(s, cmd), "%s", s);
+	cr_assert_not_null(strstr(s, "coredump --install"), "the crash handler is not installed");
+	cr_assert_not_null(strstr(s, "coredump --uninstall"), "the crash handler is not restored");
+	cr_assert_not_null(strstr(s, "Restart=on-failure"));
+	free(s);
+	snprintf(cmd, sizeof(cmd), "MANPATH=%s/share/man systemd-analyze verify %s 2>&1", pfx,
+		 unit);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "systemd-analyze verify: %s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "make -s -C %s OUTPUT=%s uninstall PREFIX=%s >%s/make.out 2>&1",
+		 repo, out_dir, pfx, root);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_neq(access(unit, F_OK), 0, "uninstall left %s", unit);
+}
