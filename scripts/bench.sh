@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale coredump" \
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale system coredump" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch pin rate scale coredump"}
+SECTIONS=${SECTIONS:-"mem switch pin rate scale system coredump"}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
@@ -26,10 +26,13 @@ ROOT=$(mktemp -d /dev/shm/rk-bench.XXXXXX)
 BG=()
 
 die() { echo "bench: $*" >&2; exit 1; }
+# An empty cgroup v2 directory for the --cgroup rows (removed at exit).
+BENCH_CG=
 cleanup() {
 	local p
 	for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	[ -n "$BENCH_CG" ] && rmdir "$BENCH_CG" 2>/dev/null
 	rm -rf "$ROOT"
 }
 trap cleanup EXIT
@@ -173,7 +176,7 @@ measure() {
 	local w=$1 cfg=$2 out=$ROOT/m.out cmd
 	cmd=$(workload_cmd "$w")
 	case $cfg in
-	bare | noop | untracked) $cmd >"$out" 2>&1 ;;
+	bare | noop | untracked | cgroup-out) $cmd >"$out" 2>&1 ;;
 	tracked) "$RK" record --root "$ROOT" --session "sw-$w-$RANDOM$RANDOM" -- $cmd >"$out" 2>&1 ;;
 	tracked-cpuclock)
 		"$RK" record --root "$ROOT" --session "swc-$w-$RANDOM$RANDOM" -e cpu-clock -- $cmd \
@@ -184,6 +187,16 @@ measure() {
 	esac
 	ns_of "$out"
 }
+# Make BENCH_CG (an empty cgroup v2 directory) once; false if there is no cgroup2.
+bench_cgroup() {
+	local mnt
+	[ -n "$BENCH_CG" ] && return 0
+	mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+	[ -n "$mnt" ] || return 1
+	BENCH_CG=$mnt/rk-bench-$$
+	mkdir "$BENCH_CG" || { BENCH_CG=; return 1; }
+}
+
 # One configuration's measurement of workload $1, with what it needs around
 # it, into MEASURED (not through $(...): the background helpers would hold
 # the substitution's pipe open).
@@ -191,6 +204,8 @@ measure_cfg() {
 	local w=$1 cfg=$2 bgpid sl=
 	case $cfg in
 	noop) start_ready noop "$B/noop_attach" "$B/noop.bpf.o" || die "noop_attach failed" ;;
+	cgroup-out)
+		start_recorder "cgout-$w-$RANDOM" --cgroup "$BENCH_CG" || die "recorder failed" ;;
 	untracked)
 		sleep 1000 &
 		sl=$!
@@ -199,7 +214,7 @@ measure_cfg() {
 	esac
 	bgpid=${LAST:-}
 	MEASURED=$(measure "$w" "$cfg")
-	case $cfg in noop | untracked) stop_bg "$bgpid" ;; esac
+	case $cfg in noop | untracked | cgroup-out) stop_bg "$bgpid" ;; esac
 	[ -n "$sl" ] && kill "$sl" 2>/dev/null && wait "$sl" 2>/dev/null
 	return 0
 }
@@ -207,6 +222,8 @@ section_switch() {
 	local w cfg rep bare m lo hi
 	local cfgs="bare noop untracked tracked tracked-cpuclock perf-sched perf-cpuclock"
 	local reps=$(( RUNS > 9 ? RUNS : 9 ))
+	# --cgroup with the workload outside it: an untracked-by-filter switch.
+	bench_cgroup && cfgs="bare noop untracked cgroup-out tracked tracked-cpuclock perf-sched perf-cpuclock"
 	echo
 	echo "== Cost per context switch: two threads on CPU 0 hand a token over; ns per switch"
 	echo "   $reps repetitions, each running every configuration once, in turn (bare, noop, ...,"
@@ -214,7 +231,8 @@ section_switch() {
 	echo "   repetitions of (config - bare of the same repetition), with min and max of those"
 	echo "   differences; bare itself: min / median / max ns per switch"
 	echo "   noop: an empty tp_btf/sched_switch program attached (the floor of any observer);"
-	echo "   untracked: ringkeeper recording another process; tracked: ringkeeper record -- WORKLOAD"
+	echo "   untracked: ringkeeper recording another process; cgroup-out: ringkeeper --cgroup of an"
+	echo "   empty cgroup (the workload is outside it); tracked: ringkeeper record -- WORKLOAD"
 	for w in pipe futex bench; do
 		echo "-- workload: $(workload_cmd "$w")"
 		declare -A val=()
@@ -500,6 +518,50 @@ section_coredump() {
 		"$(awk -v a="$(median <<<"$traced_ms")" -v b="$(median <<<"$pass_ms")" \
 			'BEGIN { printf "%+.1f", a - b }')"
 	rm -f "$ROOT/hog.core"
+}
+
+# --- 7. system-wide -----------------------------------------------------------
+section_system() {
+	local i pids=() t0 t1 st dur cpu att sess=sys-a kb
+	echo
+	echo "== System-wide: record -a -d 5 over 50 processes x 40 threads already running (2 of"
+	echo "   the processes with 2 busy threads each, the rest waking every 50 ms), default sizes"
+	for i in $(seq 1 50); do
+		"$B/fanout" -t 40 -i 400 -s 50000 -b $(( i <= 2 ? 2 : 0 )) </dev/null \
+			>"$ROOT/fo-$i.out" 2>&1 &
+		pids+=($!)
+		BG+=($!)
+	done
+	for i in $(seq 1 50); do
+		for _ in $(seq 1 200); do grep -q ready "$ROOT/fo-$i.out" 2>/dev/null && break; sleep 0.05; done
+	done
+	t0=$(date +%s%N)
+	"$RK" record --root "$ROOT" --session "$sess" -a -d 5 --ready-fd 3 3>"$ROOT/$sess.ready" \
+		>"$ROOT/$sess.out" 2>"$ROOT/$sess.err" &
+	i=$!
+	while ! grep -q ready "$ROOT/$sess.ready" 2>/dev/null; do
+		kill -0 "$i" 2>/dev/null || break
+		sleep 0.01
+	done
+	t1=$(date +%s%N)
+	wait "$i" || die "record -a failed: $(cat "$ROOT/$sess.err")"
+	for i in "${pids[@]}"; do kill "$i" 2>/dev/null; done
+	wait 2>/dev/null
+	st=$("$RK" stat --root "$ROOT" --json "$sess")
+	dur=$(jfield "$st" duration_ns)
+	cpu=$(jfield "$st" loader_cpu_ns)
+	att=$(jfield "$st" attach_cpu_ns)
+	kb=$(du -sk "$ROOT/$sess" | cut -f1)
+	printf "   threads traced %s; adopted in %s ms (wall, start to tracing on; loader CPU %s ms)\n" \
+		"$(jfield "$st" threads)" "$(( (t1 - t0) / 1000000 ))" "$(( att / 1000000 ))"
+	printf "   locked: peak %s of a %s budget (per user); tmpfs %s KiB (%s KiB/thread)\n" \
+		"$(kib "$(jfield "$st" locked_peak)")" "$(kib "$(jfield "$st" budget)")" "$kb" \
+		"$(awk -v k="$kb" -v n="$(jfield "$st" threads)" 'BEGIN { printf "%.1f", n ? k / n : 0 }')"
+	printf "   loader CPU after the attach: %s ms per s; signals %s/s; dropped %s (BPF) / %s lost\n" \
+		"$(awk -v c="$cpu" -v a="$att" -v d="$dur" 'BEGIN { printf "%.1f", (d > 0) ? (c - a) / (d / 1e3) : 0 }')" \
+		"$(awk -v s="$(jfield "$st" signals)" -v d="$dur" 'BEGIN { printf "%.0f", (d > 0) ? s / (d / 1e9) : 0 }')" \
+		"$(jfield "$st" bpf_drops)" "$(jfield "$st" lost)"
+	"$RK" rm --root "$ROOT" "$sess" >/dev/null 2>&1
 }
 
 for s in $SECTIONS; do

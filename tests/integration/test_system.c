@@ -407,3 +407,45 @@ Test(system, unit_file_installs_and_verifies)
 	cr_assert_eq(system(cmd), 0);
 	cr_assert_neq(access(unit, F_OK), 0, "uninstall left %s", unit);
 }
+
+/*
+ * The budget is per user (the RFC's per-user accounting): threads of two
+ * uids, each uid with room for one buffer. Each stays within its own budget
+ * (accounted peak of the user with most <= budget), while both were locked
+ * at once (the loader's VmLck went over one budget).
+ */
+Test(system, each_user_has_its_own_budget)
+{
+	const char *bursts = getenv("RK_BURSTS");
+	char cmd[PATH_MAX * 2];
+	char *argv[] = { (char *)rk_bin, "record", "--root",	  root,
+			 "--session",	 "uids",   "-m",	  "16K",
+			 "--mlock-kb",	 "20",	   "--linger-ms", "200",
+			 "--min-run-us", "0",	   "--",	  "/bin/sh",
+			 "-c",		 cmd,	   NULL };
+	struct rk_session_stat st;
+	char *err = NULL;
+	int rc;
+
+	if (!bursts)
+		cr_skip_test("RK_BURSTS not set: run through 'make integration'");
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("setpriv (util-linux) is not installed");
+	snprintf(cmd, sizeof(cmd),
+		 "for u in 65531 65532; do setpriv --reuid=$u --regid=$u --clear-groups "
+		 "%s -t 2 -b 3000 -s 30000 -d 1500 & done; wait",
+		 bursts);
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	read_stat("uids", &st);
+	printf("two users, budget %llu B each: peak of one user %llu B, loader VmLck peak %llu B; "
+	       "%llu pins, %llu refusals, %llu evictions\n",
+	       (unsigned long long)st.budget, (unsigned long long)st.locked_peak,
+	       (unsigned long long)st.vmlck_peak, (unsigned long long)st.pins,
+	       (unsigned long long)st.refusals, (unsigned long long)st.evictions);
+	cr_assert_leq(st.locked_peak, st.budget, "a user over its budget");
+	cr_assert_gt(st.vmlck_peak, st.budget,
+		     "never more than one user's budget locked at once: not per user?");
+	cr_assert_gt(st.pins, 0);
+}
