@@ -93,12 +93,16 @@ struct {
 	__type(value, struct rk_pmu_entry);
 } tmpl SEC(".maps");
 
-/* --cgroup: the kernfs ids of the cgroup v2 directories whose subtrees are traced. */
+/*
+ * --cgroup: the kernfs ids of the cgroup v2 directories whose subtrees are
+ * traced (key), their --cgroup index (value). A hash: one lookup per level of
+ * the walk up (nested loops over an array were too complex for 6.1's verifier).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RK_MAX_CGROUPS);
-	__type(key, __u32);
-	__type(value, __u64);
+	__type(key, __u64);
+	__type(value, __u32);
 } cgroups SEC(".maps");
 
 /*
@@ -179,15 +183,8 @@ static __always_inline int cgroup_wanted(struct cgroup *cg)
 	for (int lvl = 0; lvl < 32 && cg; lvl++) {
 		__u64 id = BPF_CORE_READ(cg, kn, id);
 
-		for (__u32 i = 0; i < RK_MAX_CGROUPS; i++) {
-			__u64 *want;
-
-			if (i >= cfg_ncgroups)
-				break;
-			want = bpf_map_lookup_elem(&cgroups, &i);
-			if (want && *want == id)
-				return 1;
-		}
+		if (bpf_map_lookup_elem(&cgroups, &id))
+			return 1;
 		/* cgroup::self (the css) is its first member: the parent css is the parent cgroup. */
 		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
 	}

@@ -26,8 +26,9 @@ echo "vmtest-guest: BPF programs load and attach on $kver"
 # multi-threaded crash with cpu-clock -g: every history ends at the crash),
 # threads renamed after birth (task_rename), and credential and dumpability
 # changes without exec (task storage, mm flags of both layouts), and a
-# switch-in waking the loader for a lock (the mmap-able pin_asked array).
-tests='@(record/launch_traces_every_thread_from_birth|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread|hostile/user_cannot_touch_files_and_root_mistakes_cost_one_file|hostile/setuid_exec_continues_in_a_root_only_file|coredump/through_the_kernel_a_traced_crash_carries_its_frozen_history|coredump/through_the_kernel_a_segfault_ends_every_thread_history_at_the_crash|record/renamed_threads_carry_their_new_names|hostile/credential_changes_without_exec_follow_the_proc_rule|record/a_thread_is_locked_while_it_runs_and_wakeups_are_few)'
+# switch-in waking the loader for a lock (the mmap-able pin_asked array);
+# -a and --cgroup (adoption at fork and exec, tp_btf/cgroup_attach_task).
+tests='@(record/launch_traces_every_thread_from_birth|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread|hostile/user_cannot_touch_files_and_root_mistakes_cost_one_file|hostile/setuid_exec_continues_in_a_root_only_file|coredump/through_the_kernel_a_traced_crash_carries_its_frozen_history|coredump/through_the_kernel_a_segfault_ends_every_thread_history_at_the_crash|record/renamed_threads_carry_their_new_names|hostile/credential_changes_without_exec_follow_the_proc_rule|record/a_thread_is_locked_while_it_runs_and_wakeups_are_few|system/cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out|system/all_traces_processes_born_later_not_kthreads_nor_itself)'
 start=$(date +%s)
 "$build/tests/integration_tests" --jobs 1 --verbose --filter "$tests" 2>&1 | grep --line-buffered -vE '^\[----\] (Criterion|Running)'
 rc=${PIPESTATUS[0]}

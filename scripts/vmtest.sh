@@ -95,7 +95,7 @@ for kimg in $kernels; do
 		log=$vm/$name.$attempt.console.log
 		start=$(date +%s)
 		# The whole console goes to $log; the kernel's own lines stay out of the output.
-		timeout 240 vng --verbose --disable-kvm --cpus 2 --memory 2G \
+		timeout 300 vng --verbose --disable-kvm --cpus 2 --memory 2G \
 			--qemu-opts="-accel tcg,thread=single" -r "$kimg" \
 			--exec "$top/scripts/vmtest-guest.sh $build" 2>&1 | tee "$log" |
 			grep --line-buffered -vE '^\[ *[0-9]+\.[0-9]+\]' | sed -u "s/^/[$name] /"

@@ -372,8 +372,8 @@ int rec_adopt_config(struct rk_rec *r)
 					rec_src_entry(r, (int)k), BPF_ANY))
 			goto fail;
 	for (k = 0; k < (__u32)r->o->ncgroups; k++)
-		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.cgroups), &k,
-					&r->o->cgroup_ids[k], BPF_ANY))
+		if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.cgroups), &r->o->cgroup_ids[k],
+					&k, BPF_ANY))
 			goto fail;
 	return 0;
 fail:

