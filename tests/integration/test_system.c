@@ -187,6 +187,26 @@ static const char *rk_err_text(void)
 	return slurp(path);
 }
 
+/*
+ * The workload tids printed in ROOT/NAME.out (at least @min): each has a
+ * file in SESSION (@traced), or none; @born: each file starts with its FORK.
+ */
+static void assert_tids(const char *session, const char *name, size_t min, int traced, int born)
+{
+	unsigned int tids[64];
+	size_t n = tids_of(name, tids, 64), i;
+
+	cr_assert_geq(n, min, "%s: %zu tids", name, n);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(has_file(session, tids[i]), traced, "%s: tid %u %s", name, tids[i],
+			     traced ? "not traced" : "traced");
+		if (born)
+			cr_assert(born_traced(session, tids[i]),
+				  "%s: tid %u not traced from birth (no FORK first)", name,
+				  tids[i]);
+	}
+}
+
 static void stop_recorder(pid_t rk)
 {
 	int st;
@@ -205,11 +225,9 @@ static void stop_recorder(pid_t rk)
 Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 {
 	const char *extra[] = { "--cgroup", cg, NULL };
-	unsigned int tids[64];
 	char cmd[PATH_MAX * 2], line[64];
 	struct rk_session_stat st;
 	pid_t before, born, moved, outside, leaver, rk;
-	size_t n, i;
 	int ready;
 
 	cg_make();
@@ -246,27 +264,12 @@ Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 	stop_recorder(rk);
 	read_stat("cg", &st);
 
-	n = tids_of("before", tids, 64);
-	cr_assert_geq(n, 3);
-	for (i = 0; i < n; i++)
-		cr_assert(has_file("cg", tids[i]), "tid %u present at start not traced", tids[i]);
-	n = tids_of("born", tids, 64);
-	cr_assert_geq(n, 3);
-	for (i = 0; i < n; i++) {
-		cr_assert(has_file("cg", tids[i]), "tid %u born inside not traced", tids[i]);
-		cr_assert(born_traced("cg", tids[i]), "tid %u born inside: no FORK first", tids[i]);
-	}
-	n = tids_of("moved", tids, 64);
-	cr_assert_geq(n, 3);
-	for (i = 0; i < n; i++)
-		cr_assert(has_file("cg", tids[i]), "tid %u moved in not traced", tids[i]);
+	assert_tids("cg", "before", 3, 1, 0);
+	assert_tids("cg", "born", 3, 1, 1);
+	assert_tids("cg", "moved", 3, 1, 0);
 	cr_assert_not(born_traced("cg", (unsigned int)moved),
 		      "the moved process's file starts at its birth, before the move");
-	n = tids_of("outside", tids, 64);
-	cr_assert_geq(n, 3);
-	for (i = 0; i < n; i++)
-		cr_assert_not(has_file("cg", tids[i]), "tid %u outside the cgroup was traced",
-			      tids[i]);
+	assert_tids("cg", "outside", 3, 0, 0);
 	cr_assert(has_file("cg", (unsigned int)leaver));
 	cr_assert_eq(file_state("cg", (unsigned int)leaver), RK_THREAD_LEFT,
 		     "the process that left: state %u", file_state("cg", (unsigned int)leaver));
@@ -282,10 +285,8 @@ Test(system, all_traces_processes_born_later_not_kthreads_nor_itself)
 {
 	const char *extra[] = { "-a", NULL };
 	char cmd[PATH_MAX], line[64];
-	unsigned int tids[64];
 	struct rk_session_stat st;
 	pid_t w, rk;
-	size_t n, i;
 	int ready;
 
 	rk = start_recorder_on(0, "all", &ready, extra);
@@ -296,11 +297,7 @@ Test(system, all_traces_processes_born_later_not_kthreads_nor_itself)
 	wait_for(w, 30000);
 	stop_recorder(rk);
 	read_stat("all", &st);
-	n = tids_of("later", tids, 64);
-	cr_assert_geq(n, 4);
-	for (i = 0; i < n; i++)
-		cr_assert(has_file("all", tids[i]), "tid %u born after the recorder not traced",
-			  tids[i]);
+	assert_tids("all", "later", 4, 1, 0);
 	cr_assert(born_traced("all", (unsigned int)w), "the new process's file has no FORK first");
 	cr_assert_not(has_file("all", (unsigned int)rk), "the recorder traced itself");
 	cr_assert_not(has_file("all", 2), "kthreadd (a kernel thread) was traced");

@@ -122,6 +122,29 @@ static void reset(void)
 
 TestSuite(pinpool, .init = reset);
 
+/* Until a worker waits at the closed gate, inside the lock call of mem[1] (bounded). */
+static void gate_reached(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30;
+	pthread_mutex_lock(&fk.m);
+	while (!fk.at_gate)
+		cr_assert_neq(pthread_cond_timedwait(&fk.c, &fk.m, &until), ETIMEDOUT,
+			      "the worker never took mem[1]");
+	pthread_mutex_unlock(&fk.m);
+}
+
+/* Let the worker at the gate go on. */
+static void gate_open(void)
+{
+	pthread_mutex_lock(&fk.m);
+	fk.gate_closed = 0;
+	pthread_cond_broadcast(&fk.c);
+	pthread_mutex_unlock(&fk.m);
+}
+
 static struct rk_pin_pool *pool(uint64_t budget, uint64_t linger, unsigned int workers)
 {
 	struct rk_pin_opts o = {
@@ -232,10 +255,7 @@ Test(pinpool, on_off_before_worker_runs_is_coalesced_away)
 	/* ...while a goes on and off: the latest state wins, no syscall for a. */
 	rk_pin_want(p, &a, 1, 0);
 	rk_pin_want(p, &a, 0, 1);
-	pthread_mutex_lock(&fk.m);
-	fk.gate_closed = 0;
-	pthread_cond_broadcast(&fk.c);
-	pthread_mutex_unlock(&fk.m);
+	gate_open();
 	rk_pin_flush(p);
 	rk_pin_pool__stats(p, &st);
 	cr_assert_eq(fk.locks, 1, "only the blocker was locked");
@@ -461,7 +481,6 @@ static void queue_order(int age_first, const int *want)
 				 .max_wait_ns = 300 * MS };
 	struct rk_pin_pool *p;
 	struct rk_pin_item it[10];
-	struct timespec until;
 	int i;
 
 	fk.clock_ns = 1000 * MS;
@@ -471,13 +490,8 @@ static void queue_order(int age_first, const int *want)
 		item(&it[i], i, 1000);
 	fk.gate_closed = 1;
 	rk_pin_want(p, &it[1], 1, 1);
-	/* Until the worker is inside the lock call of mem[1] (bounded). */
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 30;
+	gate_reached();
 	pthread_mutex_lock(&fk.m);
-	while (!fk.at_gate)
-		cr_assert_neq(pthread_cond_timedwait(&fk.c, &fk.m, &until), ETIMEDOUT,
-			      "the worker never took mem[1]");
 	fk.clock_ns += MS;
 	pthread_mutex_unlock(&fk.m);
 	rk_pin_want(p, &it[2], 1, 2);
@@ -486,10 +500,7 @@ static void queue_order(int age_first, const int *want)
 	pthread_mutex_unlock(&fk.m);
 	for (i = 3; i < 10; i++)
 		rk_pin_want(p, &it[i], 1, (uint64_t)i);
-	pthread_mutex_lock(&fk.m);
-	fk.gate_closed = 0;
-	pthread_cond_broadcast(&fk.c);
-	pthread_mutex_unlock(&fk.m);
+	gate_open();
 	rk_pin_flush(p);
 	cr_assert_eq(fk.norder, 9);
 	for (i = 0; i < 9; i++)
@@ -635,15 +646,9 @@ Test(pinpool, a_preempted_run_is_one_run_and_its_pin_lands)
 	fk.gate_closed = 1;
 	a.addr = mem[1];
 	rk_pin_want(p, &a, RK_PIN_ON, 1);
-	pthread_mutex_lock(&fk.m);
-	while (!fk.at_gate)
-		pthread_cond_wait(&fk.c, &fk.m);
-	pthread_mutex_unlock(&fk.m);
+	gate_reached();
 	rk_pin_want(p, &a, RK_PIN_PREEMPTED, 30001);
-	pthread_mutex_lock(&fk.m);
-	fk.gate_closed = 0;
-	pthread_cond_broadcast(&fk.c);
-	pthread_mutex_unlock(&fk.m);
+	gate_open();
 	rk_pin_flush(p);
 	cr_assert_eq(fk.locks, 1);
 	cr_assert(rk_pin_is_pinned(p, &a), "a pin in flight was dropped at a preemption");
@@ -728,16 +733,10 @@ Test(pinpool, contention_costs_no_wakeups_and_preempted_pins_evict_nobody)
 	rk_pin_flush(p); /* a and b hold the budget */
 	fk.gate_closed = 1;
 	rk_pin_want(p, &g, RK_PIN_ON, 4); /* running: evicts a, then waits at the gate */
-	pthread_mutex_lock(&fk.m);
-	while (!fk.at_gate)
-		pthread_cond_wait(&fk.c, &fk.m);
-	pthread_mutex_unlock(&fk.m);
+	gate_reached();
 	rk_pin_want(p, &c, RK_PIN_ON, 5);
 	rk_pin_want(p, &c, RK_PIN_PREEMPTED, 6); /* its pin is still queued */
-	pthread_mutex_lock(&fk.m);
-	fk.gate_closed = 0;
-	pthread_cond_broadcast(&fk.c);
-	pthread_mutex_unlock(&fk.m);
+	gate_open();
 	rk_pin_flush(p);
 	rk_pin_pool__stats(p, &st);
 	cr_assert_eq(st.evictions, 1, "%lu evictions", (unsigned long)st.evictions);
