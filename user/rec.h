@@ -43,6 +43,7 @@ struct rk_thread {
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
 	int frozen; /* its process crashed: nothing more is written to its files */
 	int via_cgroup; /* traced for --cgroup only: leaving the subtrees ends it */
+	int left; /* it left the --cgroup subtrees: its signals still in flight are not a new thread */
 	__u64 crash_ns; /* its process crashed at: later samples are not written */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */

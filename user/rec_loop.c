@@ -298,6 +298,7 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 			bpf_map_delete_elem(r->pmu_fd, &key);
 		}
 		rec_bump_gen(r);
+		t->left = 1;
 		rec_defer_off(r, t, s->time_ns, RK_PIN_OFF, RK_THREAD_LEFT);
 		r->st->cgroup_left++;
 	}
@@ -352,6 +353,13 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 	if (!t || t->dead) {
 		/* Tracked before we made its file (attach race): make it now. */
 		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
+			return;
+		/*
+		 * Not a thread that left the cgroups: its switches queued before
+		 * we untraced it are no new thread (one adopted again comes as
+		 * a cgroup move or an adopted exec).
+		 */
+		if (t && t->left && !(s->flags & RK_SIGF_ADOPTED))
 			return;
 		t = rec_thread_new(r, s->tid, s->tgid, s->uid,
 				   s->kind == RK_SIG_EXEC ? s->comm : "", s->time_ns);

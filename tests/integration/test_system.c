@@ -271,6 +271,14 @@ Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 		      "the moved process's file starts at its birth, before the move");
 	assert_tids("cg", "outside", 3, 0, 0);
 	cr_assert(has_file("cg", (unsigned int)leaver));
+	{
+		char aside[256];
+
+		/* Its switches queued before it was untraced made no second file of it. */
+		snprintf(aside, sizeof(aside), "%s/cg/sched/%d.1", root, leaver);
+		cr_assert_neq(access(aside, F_OK), 0, "the process that left came back as %s",
+			      aside);
+	}
 	cr_assert_eq(file_state("cg", (unsigned int)leaver), RK_THREAD_LEFT,
 		     "the process that left: state %u", file_state("cg", (unsigned int)leaver));
 	cr_assert_geq(st.cgroup_joined, 1);
