@@ -56,9 +56,10 @@ BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o
 SKEL := $(OUTPUT)/ringkeeper.skel.h
 BIN := $(OUTPUT)/ringkeeper
 
-UNIT_SRCS := $(wildcard tests/unit/*.c)
+# tests/common: what both test binaries use.
+UNIT_SRCS := $(wildcard tests/unit/*.c tests/common/*.c)
 UNIT_BIN := $(OUTPUT)/tests/unit_tests
-INTEG_SRCS := $(wildcard tests/integration/*.c)
+INTEG_SRCS := $(wildcard tests/integration/*.c tests/common/*.c)
 INTEG_BIN := $(OUTPUT)/tests/integration_tests
 WORKLOAD := $(OUTPUT)/tests/workload
 CRASHER := $(OUTPUT)/tests/crasher
@@ -110,7 +111,7 @@ $(OUTPUT)/tests/%.o: tests/%.c | $(OUTPUT)/tests
 	$(Q)mkdir -p $(dir $@)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) -Wno-missing-field-initializers $(CPPFLAGS) \
-		-MMD -MP -c $< -o $@
+		-Itests/common -MMD -MP -c $< -o $@
 
 $(UNIT_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
 	$(call msg,LINK,$@)

@@ -361,29 +361,6 @@ void expect_error(char *const argv[], int code, const char *needle)
 	free(err);
 }
 
-char *sh_out(const char *cmd, int *status)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-	int st;
-
-	cr_assert(p && out, "cannot run %s", cmd);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			cr_assert_not_null(out);
-		}
-	}
-	out[len] = '\0';
-	st = pclose(p);
-	if (status)
-		*status = st;
-	return out;
-}
-
 void source_tree(char *repo, size_t len, char *output, size_t olen)
 {
 	char bin[256], bdir[256];

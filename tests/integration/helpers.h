@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include "bufile.h"
 #include "session.h"
+#include "shell.h"
 
 extern const char *rk_bin, *workload;
 extern char root[64]; /* a fresh --root per test, removed after it */
@@ -71,8 +72,6 @@ pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
  * from RK_BIN = REPO/OUTPUT/ringkeeper; @output may be NULL.
  */
 void source_tree(char *repo, size_t len, char *output, size_t olen);
-/* A shell command's stdout, malloc'd; its wait status in *@status (may be NULL). */
-char *sh_out(const char *cmd, int *status);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
 

@@ -19,6 +19,7 @@
 #include "bufile.h"
 #include "elfcore.h"
 #include "pmu.h"
+#include "shell.h"
 
 static char dir[64];
 
@@ -77,35 +78,6 @@ static char *slurp_file(const char *path, size_t *len)
 }
 
 /* Run a shell command, its stdout in a malloc'd string. */
-static char *run(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t cap = 1 << 16, len = 0, n;
-	char *out = malloc(cap);
-
-	cr_assert(p && out);
-	while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (len + 1 == cap) {
-			cap *= 2;
-			out = realloc(out, cap);
-			cr_assert_not_null(out);
-		}
-	}
-	out[len] = '\0';
-	pclose(p);
-	return out;
-}
-
-static int count(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (; (hay = strstr(hay, needle)); hay++)
-		n++;
-	return n;
-}
-
 struct found {
 	__u32 type[8];
 	const void *desc[8];
@@ -227,9 +199,9 @@ Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
 
 	/* Other readers: binutils, elfutils, gdb. */
 	snprintf(cmd, sizeof(cmd), "readelf -n %s 2>&1", out);
-	s = run(cmd);
-	cr_assert_eq(count(s, "RINGKEEPER"), 3, "readelf -n:\n%s", s);
-	cr_assert_geq(count(s, "CORE"), 1, "the kernel-style notes are still there:\n%s", s);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(count_of(s, "RINGKEEPER"), 3, "readelf -n:\n%s", s);
+	cr_assert_geq(count_of(s, "CORE"), 1, "the kernel-style notes are still there:\n%s", s);
 	free(s);
 	/*
 	 * eu-readelf takes the notes from SHT_NOTE sections when a core has
@@ -240,11 +212,11 @@ Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
 	snprintf(cmd, sizeof(cmd),
 		 "gdb -batch -nx -ex 'info threads' -ex bt %s %s 2>&1 | grep -E '^#|^\\*'", exe,
 		 core);
-	orig_bt = run(cmd);
+	orig_bt = sh_out(cmd, NULL);
 	snprintf(cmd, sizeof(cmd),
 		 "gdb -batch -nx -ex 'info threads' -ex bt %s %s 2>&1 | grep -E '^#|^\\*'", exe,
 		 out);
-	aug_bt = run(cmd);
+	aug_bt = sh_out(cmd, NULL);
 	cr_assert_gt(strlen(orig_bt), 0, "gdb read nothing from the original core");
 	cr_assert_str_eq(aug_bt, orig_bt, "gdb on the augmented core differs");
 	free(orig_bt);
@@ -253,18 +225,18 @@ Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
 	/* From the core alone: the list, then one thread's history. */
 	if (getenv("RK_BIN")) {
 		snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", getenv("RK_BIN"), out);
-		s = run(cmd);
+		s = sh_out(cmd, NULL);
 		cr_assert_not_null(strstr(s, "2 ringkeeper buffers"), "%s", s);
 		cr_assert_not_null(strstr(s, "sched/100"), "%s", s);
 		cr_assert_not_null(strstr(s, "sched/101"), "%s", s);
 		free(s);
 		snprintf(cmd, sizeof(cmd), "%s show --core %s 101 2>&1", getenv("RK_BIN"), out);
-		s = run(cmd);
-		cr_assert_eq(count(s, "PERF_RECORD_SWITCH"), 50, "%s", s);
+		s = sh_out(cmd, NULL);
+		cr_assert_eq(count_of(s, "PERF_RECORD_SWITCH"), 50, "%s", s);
 		cr_assert_not_null(strstr(s, "# 50 records"), "%s", s);
 		free(s);
 		snprintf(cmd, sizeof(cmd), "%s show --core %s 7 2>&1", getenv("RK_BIN"), out);
-		s = run(cmd);
+		s = sh_out(cmd, NULL);
 		cr_assert_not_null(strstr(s, "has no sched buffer of tid 7"), "%s", s);
 		free(s);
 	} else {
@@ -398,9 +370,9 @@ Test(elfcore, kernel_style_core_in_eu_readelf)
 	make_core(core, 4, 0);
 	augment_file(core, out, &nt, 1);
 	snprintf(cmd, sizeof(cmd), "eu-readelf -n %s 2>&1", out);
-	s = run(cmd);
-	cr_assert_eq(count(s, "RINGKEEPER"), 1, "eu-readelf -n:\n%s", s);
-	cr_assert_eq(count(s, "CORE"), 1, "the original note:\n%s", s);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(count_of(s, "RINGKEEPER"), 1, "eu-readelf -n:\n%s", s);
+	cr_assert_eq(count_of(s, "CORE"), 1, "the original note:\n%s", s);
 	free(s);
 }
 

@@ -20,6 +20,7 @@
 #include "export.h"
 #include "pmu.h"
 #include "pt.h"
+#include "shell.h"
 #include "symbols.h"
 
 static char dir[64];
@@ -1191,15 +1192,6 @@ static char *decode_at(const __u8 *tr, size_t len, __u64 base, int mode, long *l
 	pt_image_free(img);
 	rk_symbols__free(syms);
 	return mem;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (; (hay = strstr(hay, needle)); hay++)
-		n++;
-	return n;
 }
 
 /*
