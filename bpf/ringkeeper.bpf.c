@@ -191,19 +191,22 @@ static __always_inline int cgroup_wanted(struct cgroup *cg)
 	return 0;
 }
 
+/* Could @t be adopted at all: user space, not the recorder? */
+static __always_inline int adoptable(struct task_struct *t)
+{
+	__u32 one = 1;
+	__u64 *self = bpf_map_lookup_elem(&gen, &one);
+
+	return self && !(BPF_CORE_READ(t, flags) & RK_PF_KTHREAD) &&
+	       (__u32)BPF_CORE_READ(t, tgid) != (__u32)*self;
+}
+
 /* Is @t, not traced, one that -a or --cgroup wants traced? */
 static __always_inline int adopt_wanted(struct task_struct *t)
 {
-	__u32 one = 1;
-	__u64 *self;
-
 	if (!cfg_all && !cfg_ncgroups)
 		return 0;
-	self = bpf_map_lookup_elem(&gen, &one);
-	if (BPF_CORE_READ(t, flags) & RK_PF_KTHREAD || !self ||
-	    (__u32)BPF_CORE_READ(t, tgid) == (__u32)*self)
-		return 0;
-	return cfg_all || cgroup_wanted(BPF_CORE_READ(t, cgroups, dfl_cgrp));
+	return adoptable(t) && (cfg_all || cgroup_wanted(BPF_CORE_READ(t, cgroups, dfl_cgrp)));
 }
 
 /*
@@ -664,7 +667,8 @@ int BPF_PROG(rk_cgroup_attach, struct cgroup *dst_cgrp, const char *path, struct
 	traced = bpf_map_lookup_elem(&pmu_info, &key) != NULL;
 	if (in == traced && !(in && threadgroup))
 		return 0;
-	if (in && !traced && (!adopt_wanted(task) || adopt(task)))
+	/* @task is in @dst_cgrp now: its cgroup was just looked at. */
+	if (in && !traced && (!adoptable(task) || adopt(task)))
 		return 0;
 	s = reserve();
 	if (!s)

@@ -274,6 +274,14 @@ static void do_unlock(struct rk_pin_pool *p, struct rk_pin_item *it, int evicted
 	p->st.locked -= it->len;
 }
 
+/* Under the lock: would @it fit in its user's budget now, with no eviction? */
+static int fits_now(struct rk_pin_pool *p, const struct rk_pin_item *it)
+{
+	struct uid_acct *a = acct_of(p, it->uid);
+
+	return a && a->locked + it->len <= p->opts.budget;
+}
+
 /* Under the lock: charge @it to its user, evicting lingering items if needed. */
 static int reserve(struct rk_pin_pool *p, struct rk_pin_item *it)
 {
@@ -334,14 +342,10 @@ static int work_on(struct rk_pin_pool *p, struct rk_pin_item *it)
 		 * holds, it would take the lock of one that runs now). Its next
 		 * switch-in asks again.
 		 */
-		if (!it->wanted) {
-			struct uid_acct *a = acct_of(p, it->uid);
-
-			if (!a || a->locked + it->len > p->opts.budget) {
-				it->soon = 0;
-				it->refused = 1; /* no wakeup for it: contended */
-				return 0;
-			}
+		if (!it->wanted && !fits_now(p, it)) {
+			it->soon = 0;
+			it->refused = 1; /* no wakeup for it: contended */
+			return 0;
 		}
 		err = reserve(p, it);
 		if (err) {
@@ -419,14 +423,10 @@ static void work_done(struct rk_pin_pool *p, struct rk_pin_item *it, int tried_p
  */
 static int pin_inline(struct rk_pin_pool *p, struct rk_pin_item *it)
 {
-	struct uid_acct *a;
 	int tried;
 
 	if (!p->opts.inline_max || it->len > p->opts.inline_max || it->busy || it->queued ||
-	    it->pinned || it->retired)
-		return 0;
-	a = acct_of(p, it->uid);
-	if (!a || a->locked + it->len > p->opts.budget)
+	    it->pinned || it->retired || !fits_now(p, it))
 		return 0;
 	it->busy = 1;
 	p->nbusy++;

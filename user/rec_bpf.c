@@ -218,14 +218,25 @@ void rec_unpin_links(void)
 	}
 }
 
+/* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
+static const char *const pinned_maps[] = { "pmu_info", "counters", "signals", "gen", "pin_asked" };
+
+/* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
+static void unpin_all(void)
+{
+	char path[128];
+	size_t i;
+
+	rec_unpin_links();
+	for (i = 0; i < sizeof(pinned_maps) / sizeof(pinned_maps[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, pinned_maps[i]);
+		unlink(path);
+	}
+}
+
 void rec_unpin_maps(void)
 {
-	rec_unpin_links();
-	unlink(RK_BPFFS_DIR "/pmu_info");
-	unlink(RK_BPFFS_DIR "/counters");
-	unlink(RK_BPFFS_DIR "/signals");
-	unlink(RK_BPFFS_DIR "/gen");
-	unlink(RK_BPFFS_DIR "/pin_asked");
+	unpin_all();
 	rmdir(RK_BPFFS_DIR);
 }
 
@@ -258,7 +269,17 @@ int rec_pin_links(struct rk_rec *r)
 
 int rec_pin_maps(struct rk_rec *r)
 {
-	int err;
+	struct bpf_map *maps[] = {
+		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
+		r->skel->maps.gen,	r->skel->maps.pin_asked,
+	};
+	char path[128];
+	size_t i;
+	int err = 0;
+
+	_Static_assert(sizeof(maps) / sizeof(maps[0]) ==
+			       sizeof(pinned_maps) / sizeof(pinned_maps[0]),
+		       "a name for every pinned map");
 
 	if (mkdir(RK_BPFFS_DIR, 0700) && errno != EEXIST) {
 		err = -errno;
@@ -271,21 +292,11 @@ int rec_pin_maps(struct rk_rec *r)
 			"or left by a recorder that was killed: such a session can be continued "
 			"with record --resume instead)",
 			RK_BPFFS_DIR);
-	rec_unpin_links();
-	unlink(RK_BPFFS_DIR "/pmu_info");
-	unlink(RK_BPFFS_DIR "/counters");
-	unlink(RK_BPFFS_DIR "/signals");
-	unlink(RK_BPFFS_DIR "/gen");
-	unlink(RK_BPFFS_DIR "/pin_asked");
-	err = bpf_map__pin(r->skel->maps.pmu_info, RK_BPFFS_DIR "/pmu_info");
-	if (!err)
-		err = bpf_map__pin(r->skel->maps.counters, RK_BPFFS_DIR "/counters");
-	if (!err)
-		err = bpf_map__pin(r->skel->maps.signals, RK_BPFFS_DIR "/signals");
-	if (!err)
-		err = bpf_map__pin(r->skel->maps.gen, RK_BPFFS_DIR "/gen");
-	if (!err)
-		err = bpf_map__pin(r->skel->maps.pin_asked, RK_BPFFS_DIR "/pin_asked");
+	unpin_all();
+	for (i = 0; !err && i < sizeof(maps) / sizeof(maps[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, pinned_maps[i]);
+		err = bpf_map__pin(maps[i], path);
+	}
 	if (err) {
 		rk_err("cannot pin maps in %s: %s", RK_BPFFS_DIR, strerror(-err));
 		rec_unpin_maps();
@@ -361,6 +372,7 @@ int rec_adopt_config(struct rk_rec *r)
 {
 	__u32 k, one = 1;
 	__u64 self = (__u64)getpid();
+	int err;
 
 	/* A resumed recorder of an older version may have a one-slot gen: not fatal. */
 	if (r->gen_fd >= 0 && bpf_map_update_elem(r->gen_fd, &one, &self, BPF_ANY) && r->skel)
@@ -377,8 +389,9 @@ int rec_adopt_config(struct rk_rec *r)
 			goto fail;
 	return 0;
 fail:
-	rk_err("cannot configure the BPF maps for -a/--cgroup: %s", strerror(errno));
-	return -errno;
+	err = errno;
+	rk_err("cannot configure the BPF maps for -a/--cgroup: %s", strerror(err));
+	return -err;
 }
 
 void rec_bump_gen(struct rk_rec *r)

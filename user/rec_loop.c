@@ -270,6 +270,7 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 {
 	struct rk_thread *t, *next;
+	unsigned int left = 0;
 
 	if (s->kind == RK_SIG_CGROUP_IN) {
 		t = rec_thread_find(r, s->tid);
@@ -297,11 +298,14 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 			key.src = (__u32)k;
 			bpf_map_delete_elem(r->pmu_fd, &key);
 		}
-		rec_bump_gen(r);
 		t->left = 1;
 		rec_defer_off(r, t, s->time_ns, RK_PIN_OFF, RK_THREAD_LEFT);
-		r->st->cgroup_left++;
+		left++;
 	}
+	/* One new generation for all of them: BPF looks them up again. */
+	if (left)
+		rec_bump_gen(r);
+	r->st->cgroup_left += left;
 }
 
 /* An exit: its EXIT record; the final switch-out that follows finishes the thread. */

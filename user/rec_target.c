@@ -216,18 +216,16 @@ int rec_attach_pid(struct rk_rec *r, pid_t pid)
 int rec_adopt_pid(struct rk_rec *r, pid_t pid, int cgroup)
 {
 	struct rk_thread *t;
-	int known = 0, err;
+	int known, err;
 
-	for (t = r->all; t; t = t->all_next)
-		if (t->tgid == (__u32)pid && !t->dead)
-			known = 1;
 	if ((__u32)pid == r->self || rec_is_kthread(pid))
 		return 0;
+	known = rec_live_threads_of(r, (__u32)pid) > 0;
 	err = rec_attach_pid_opt(r, pid, 1);
 	if (err)
 		return err == -ESRCH ? 0 : err;
-	for (t = r->all; t; t = t->all_next)
-		if (t->tgid == (__u32)pid && !t->dead && cgroup)
+	for (t = r->all; cgroup && t; t = t->all_next)
+		if (t->tgid == (__u32)pid && !t->dead)
 			t->via_cgroup = 1;
 	if (r->drain && !known)
 		rec_synthesize(r, pid);
