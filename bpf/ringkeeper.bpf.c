@@ -4,8 +4,8 @@
  * thread goes on or off CPU, forks, execs or exits.
  *
  * The tracked set is the pmu_info map itself: a thread is traced iff it has
- * an entry (cached per task in task storage: an untracked switch costs one
- * task-storage lookup per side). Signals go through one BPF ringbuf without
+ * an entry (mirrored in the traced array, one byte per tid: an untracked
+ * switch costs two inlined array reads). Signals go through one BPF ringbuf without
  * a wakeup per record (each wakeup costs ~16 us of the producing CPU,
  * PERF-NOTES.md): the loader drains on a timer, and we force a wakeup only
  * past a watermark, for rare lifecycle events, and for a switch-in whose
@@ -63,16 +63,6 @@ struct rk_task {
 	__u64 cred;
 	__u32 dumpable;
 	__u32 seen;
-	/*
-	 * Whether pmu_info has the task's sched entry, as of generation
-	 * @gen - 1 of the map (0: not known): sched_switch's O(1) test, so an
-	 * untracked switch costs no hash lookup. BPF keeps it right for what
-	 * BPF changes (fork, final switch-out); the loader bumps the
-	 * generation whenever it changes pmu_info itself.
-	 */
-	__u64 gen;
-	__u32 tracked;
-	__u32 pad;
 };
 
 struct {
@@ -81,6 +71,23 @@ struct {
 	__type(key, int);
 	__type(value, struct rk_task);
 } tasks SEC(".maps");
+
+/*
+ * sched_switch's O(1) test (struct rk_asked's layout: one byte per tid,
+ * 1: has a sched entry in pmu_info). An inlined array access, not a helper
+ * call: an untracked switch costs what an empty program does. pmu_info stays
+ * the truth; every writer of its sched entries writes this byte too (BPF at
+ * fork, exec, adoption and the final switch-out; the loader when it tracks,
+ * refuses or lets go of a thread). Sized from pid_max by the loader: a tid
+ * beyond it is looked up in pmu_info.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rk_asked);
+} traced SEC(".maps");
 
 /*
  * What a task traced by -a or --cgroup gets, per source (pmu_info values of
@@ -106,16 +113,15 @@ struct {
 } cgroups SEC(".maps");
 
 /*
- * Slot 0: the generation of pmu_info's user-space changes, bumped by the
- * loader. Slot 1: the recorder's tgid, never traced by -a or --cgroup (a
- * map, not a constant: a resumed recorder is another process).
+ * The recorder's tgid, never traced by -a or --cgroup (a map, not a
+ * constant: a resumed recorder is another process).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} gen SEC(".maps");
+} self SEC(".maps");
 
 /* See struct rk_asked. Sized by the loader from pid_max (a larger tid: no wakeup). */
 struct {
@@ -134,45 +140,31 @@ static __always_inline void count(__u32 slot)
 		*v += 1; /* per-CPU slot: no other writer */
 }
 
-static __always_inline __u64 cur_gen(void)
-{
-	__u32 zero = 0;
-	__u64 *g = bpf_map_lookup_elem(&gen, &zero);
-
-	return g ? *g : 0;
-}
-
 static __always_inline struct rk_task *task_store(struct task_struct *t)
 {
 	return bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
-/* Is @t (storage @c, may be NULL) traced? From @c if current, else from pmu_info (then cached). */
-static __always_inline int task_tracked(struct task_struct *t, struct rk_task *c, __u64 g)
+/* Is @tid traced (has a sched entry in pmu_info)? */
+static __always_inline int tid_traced(__u32 tid)
 {
-	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
-	int hit;
+	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
+	__u32 idx = tid / RK_ASKED_PER;
+	struct rk_asked *a = bpf_map_lookup_elem(&traced, &idx);
 
-	if (c && c->gen == g + 1)
-		return c->tracked;
-	key.tid = t->pid;
-	hit = bpf_map_lookup_elem(&pmu_info, &key) != NULL;
-	if (c) {
-		c->tracked = hit;
-		c->gen = g + 1;
-	}
-	return hit;
+	if (a)
+		return a->b[tid & (RK_ASKED_PER - 1)];
+	return bpf_map_lookup_elem(&pmu_info, &key) != NULL;
 }
 
-/* What BPF itself changed in pmu_info for @t: its cache says so at once. */
-static __always_inline void task_set_tracked(struct task_struct *t, int tracked)
+/* What BPF itself changed in pmu_info for @tid: its byte in traced says so at once. */
+static __always_inline void tid_set_traced(__u32 tid, __u8 v)
 {
-	struct rk_task *c = task_store(t);
+	__u32 idx = tid / RK_ASKED_PER;
+	struct rk_asked *a = bpf_map_lookup_elem(&traced, &idx);
 
-	if (c) {
-		c->tracked = tracked;
-		c->gen = cur_gen() + 1;
-	}
+	if (a)
+		a->b[tid & (RK_ASKED_PER - 1)] = v;
 }
 
 /* Is @cg (a cgroup v2 cgroup) in one of the --cgroup subtrees? */
@@ -194,11 +186,11 @@ static __always_inline int cgroup_wanted(struct cgroup *cg)
 /* Could @t be adopted at all: user space, not the recorder? */
 static __always_inline int adoptable(struct task_struct *t)
 {
-	__u32 one = 1;
-	__u64 *self = bpf_map_lookup_elem(&gen, &one);
+	__u32 zero = 0;
+	__u64 *me = bpf_map_lookup_elem(&self, &zero);
 
-	return self && !(BPF_CORE_READ(t, flags) & RK_PF_KTHREAD) &&
-	       (__u32)BPF_CORE_READ(t, tgid) != (__u32)*self;
+	return me && !(BPF_CORE_READ(t, flags) & RK_PF_KTHREAD) &&
+	       (__u32)BPF_CORE_READ(t, tgid) != (__u32)*me;
 }
 
 /* Is @t, not traced, one that -a or --cgroup wants traced? */
@@ -231,7 +223,7 @@ static __always_inline int adopt(struct task_struct *t)
 			return -1;
 		}
 	}
-	task_set_tracked(t, 1);
+	tid_set_traced(t->pid, 1);
 	count(RK_CNT_ADOPTED);
 	return 0;
 }
@@ -342,14 +334,25 @@ static __always_inline struct rk_signal *reserve(void)
 	return s;
 }
 
+/*
+ * The watermark is looked at every 32nd signal of a CPU (a helper call
+ * saved on the others): the ring fills by at most 32 records per CPU past
+ * it, a few KiB of the three quarters above it.
+ */
 static __always_inline void submit(struct rk_signal *s, int urgent)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u32 slot = RK_CNT_SIGNALS;
+	__u64 flags = BPF_RB_NO_WAKEUP, *n = bpf_map_lookup_elem(&counters, &slot);
+	int look = 1;
 
-	if (urgent || bpf_ringbuf_query(&signals, BPF_RB_AVAIL_DATA) >= cfg_wakeup_watermark)
+	if (n) {
+		*n += 1; /* per-CPU slot: no other writer */
+		look = !(*n & 31);
+	}
+	if (urgent ||
+	    (look && bpf_ringbuf_query(&signals, BPF_RB_AVAIL_DATA) >= cfg_wakeup_watermark))
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(s, flags);
-	count(RK_CNT_SIGNALS);
 }
 
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
@@ -366,22 +369,19 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
 	struct rk_signal *s;
 	int prev_tracked, next_tracked, wake;
-	__u64 now, g = cur_gen();
-	struct rk_task *pc = task_store(prev);
+	__u64 now;
 	__u32 cpu;
 
-	/* O(1) per task: task storage, not two hash lookups. */
-	prev_tracked = task_tracked(prev, pc, g);
-	barrier_var(prev_tracked);
-	next_tracked = task_tracked(next, task_store(next), g);
-	barrier_var(next_tracked);
+	/* O(1) per task, inlined: a byte each, no helper call. */
+	prev_tracked = tid_traced(prev->pid);
+	next_tracked = tid_traced(next->pid);
 	if (!prev_tracked && !next_tracked)
 		return 0;
 	now = bpf_ktime_get_ns();
 	cpu = bpf_get_smp_processor_id();
 	if (prev_tracked) {
 		__u32 state = task_state(prev);
-		int changed = creds_update(prev, pc, 0);
+		int changed = creds_update(prev, NULL, 0);
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
@@ -423,7 +423,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
-			task_set_tracked(prev, 0);
+			tid_set_traced(prev->pid, 0);
 			key.tid = prev->pid;
 			/* The counter lives in a register: the verifier bounds it. */
 			for (__u32 i = 0; i < RK_MAX_SRC; i++) {
@@ -487,7 +487,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 			count(RK_CNT_FORK_FAIL);
 	}
 	count(RK_CNT_FORKS);
-	task_set_tracked(child, 1);
+	tid_set_traced(child->pid, 1);
 signal:
 	creds_update(child, NULL, 0); /* its first credentials: no signal */
 	s = reserve();
@@ -540,6 +540,9 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 			bpf_map_update_elem(&pmu_info, &nkey, val, BPF_ANY);
 			bpf_map_delete_elem(&pmu_info, &key);
 		}
+		/* The old leader, still to switch out for good, now has old_pid: not ours. */
+		tid_set_traced(old_pid, 0);
+		tid_set_traced(p->pid, 1);
 	}
 	/* The exec's new credentials are the exec signal's to handle. */
 	creds_update(p, NULL, 1);

@@ -96,11 +96,16 @@ struct rk_rec {
 	struct rk_drain *drain;
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
-	int gen_fd; /* pmu_info's generation: bumped after each change we make to it (-1: none) */
-	/* pin_asked, mapped (struct rk_asked): one byte per tid below asked_n; NULL: none */
-	int asked_fd;
-	__u8 *asked;
-	size_t asked_n;
+	int self_fd; /* the self map: our tgid (-1: none) */
+	/*
+	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid
+	 * below n; b NULL: none.
+	 */
+	struct rk_bytes {
+		int fd;
+		__u8 *b;
+		size_t n;
+	} asked, traced;
 	int link_fds[8]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */

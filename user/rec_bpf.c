@@ -55,8 +55,13 @@ int rec_bpf_load(struct rk_rec *r)
 	 */
 	bpf_map__set_max_entries(r->skel->maps.pmu_info,
 				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) * nsrc);
-	/* A byte per possible tid (pid_max now; a tid above it is locked at the drain tick). */
+	/*
+	 * A byte per possible tid (pid_max now; a tid above it is locked at
+	 * the drain tick, and looked up in pmu_info at its switches).
+	 */
 	bpf_map__set_max_entries(r->skel->maps.pin_asked,
+				 (__u32)((rec_pid_max() + RK_ASKED_PER - 1) / RK_ASKED_PER));
+	bpf_map__set_max_entries(r->skel->maps.traced,
 				 (__u32)((rec_pid_max() + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	err = ringkeeper_bpf__load(r->skel);
 	if (err) {
@@ -68,10 +73,12 @@ int rec_bpf_load(struct rk_rec *r)
 	r->pmu_fd = bpf_map__fd(r->skel->maps.pmu_info);
 	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
 	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
-	r->gen_fd = bpf_map__fd(r->skel->maps.gen);
-	err = rec_asked_map(r, dup(bpf_map__fd(r->skel->maps.pin_asked)));
+	r->self_fd = bpf_map__fd(r->skel->maps.self);
+	err = rec_bytes_map(&r->asked, dup(bpf_map__fd(r->skel->maps.pin_asked)), 1);
+	if (!err)
+		err = rec_bytes_map(&r->traced, dup(bpf_map__fd(r->skel->maps.traced)), 1);
 	if (err) {
-		rk_err("cannot map pin_asked: %s", strerror(-err));
+		rk_err("cannot map pin_asked or traced: %s", strerror(-err));
 		return err;
 	}
 	return rec_pin_maps(r);
@@ -92,17 +99,19 @@ unsigned long rec_pid_max(void)
 }
 
 /*
- * Take @fd (the pin_asked map, or -1: none) and map it. Every flag starts
- * at 0 (wake us): what a killed recorder left there is not our state.
- * Return: 0 (also with no map: switch-ins then wait for the drain tick), -errno.
+ * Take @fd (pin_asked or traced, or -1: none) and map it into @m. With
+ * @zero, every byte starts at 0: for pin_asked ("wake us"), since what a
+ * killed recorder left there is not our state. traced is kept: it is
+ * pmu_info's, which the programs kept up to date meanwhile.
+ * Return: 0 (also with no map), -errno.
  */
-int rec_asked_map(struct rk_rec *r, int fd)
+int rec_bytes_map(struct rk_bytes *m, int fd, int zero)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
 	void *p;
 
-	r->asked_fd = fd;
+	m->fd = fd;
 	if (fd < 0)
 		return 0;
 	memset(&info, 0, sizeof(info));
@@ -114,21 +123,33 @@ int rec_asked_map(struct rk_rec *r, int fd)
 		 MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	r->asked = p;
-	r->asked_n = (size_t)info.max_entries * RK_ASKED_PER;
-	memset(r->asked, 0, r->asked_n);
+	m->b = p;
+	m->n = (size_t)info.max_entries * RK_ASKED_PER;
+	if (zero)
+		memset(m->b, 0, m->n);
 	return 0;
 }
 
-void rec_asked_unmap(struct rk_rec *r)
+void rec_bytes_unmap(struct rk_bytes *m)
 {
-	if (r->asked)
-		munmap(r->asked, r->asked_n);
-	r->asked = NULL;
-	r->asked_n = 0;
-	if (r->asked_fd >= 0)
-		close(r->asked_fd);
-	r->asked_fd = -1;
+	if (m->b)
+		munmap(m->b, m->n);
+	m->b = NULL;
+	m->n = 0;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+}
+
+/*
+ * @tid is in pmu_info now (@on, after its entries were added) or is about
+ * to leave it (before they are deleted): sched_switch's byte for it follows.
+ * A tid beyond the map: the programs look it up in pmu_info.
+ */
+void rec_set_traced(struct rk_rec *r, __u32 tid, int on)
+{
+	if (r->traced.b && tid < r->traced.n)
+		__atomic_store_n(&r->traced.b[tid], (__u8)(on ? 1 : 0), __ATOMIC_RELEASE);
 }
 
 /* @tid's pin_asked flag, set to 0 (wake us at its next switch-in); NULL if none. */
@@ -136,9 +157,9 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 {
 	__u8 *f;
 
-	if (!r->asked || tid >= r->asked_n)
+	if (!r->asked.b || tid >= r->asked.n)
 		return NULL;
-	f = &r->asked[tid];
+	f = &r->asked.b[tid];
 	__atomic_store_n(f, 0, __ATOMIC_RELAXED);
 	return f;
 }
@@ -219,7 +240,8 @@ void rec_unpin_links(void)
 }
 
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
-static const char *const pinned_maps[] = { "pmu_info", "counters", "signals", "gen", "pin_asked" };
+static const char *const pinned_maps[] = { "pmu_info", "counters",  "signals",
+					   "self",     "pin_asked", "traced" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -271,7 +293,7 @@ int rec_pin_maps(struct rk_rec *r)
 {
 	struct bpf_map *maps[] = {
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
-		r->skel->maps.gen,	r->skel->maps.pin_asked,
+		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
 	};
 	char path[128];
 	size_t i;
@@ -370,12 +392,11 @@ void rec_find_progs(struct rk_rec *r)
  */
 int rec_adopt_config(struct rk_rec *r)
 {
-	__u32 k, one = 1;
+	__u32 k, zero = 0;
 	__u64 self = (__u64)getpid();
 	int err;
 
-	/* A resumed recorder of an older version may have a one-slot gen: not fatal. */
-	if (r->gen_fd >= 0 && bpf_map_update_elem(r->gen_fd, &one, &self, BPF_ANY) && r->skel)
+	if (r->self_fd >= 0 && bpf_map_update_elem(r->self_fd, &zero, &self, BPF_ANY))
 		goto fail;
 	if (!r->skel || (!r->o->all && !r->o->ncgroups))
 		return 0;
@@ -392,16 +413,4 @@ fail:
 	err = errno;
 	rk_err("cannot configure the BPF maps for -a/--cgroup: %s", strerror(err));
 	return -err;
-}
-
-void rec_bump_gen(struct rk_rec *r)
-{
-	__u32 zero = 0;
-	__u64 g = 0;
-
-	if (r->gen_fd < 0)
-		return;
-	bpf_map_lookup_elem(r->gen_fd, &zero, &g);
-	g++;
-	bpf_map_update_elem(r->gen_fd, &zero, &g, BPF_ANY);
 }

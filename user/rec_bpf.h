@@ -25,16 +25,17 @@ void rec_find_progs(struct rk_rec *r);
 
 int rec_bpf_load(struct rk_rec *r);
 
-void rec_bump_gen(struct rk_rec *r);
 int rec_adopt_config(struct rk_rec *r);
 
 /*
- * pin_asked (struct rk_asked): the pin pool's line to the switch-in
- * program. rec_asked_map() takes the map's fd and maps it, every flag 0.
+ * pin_asked and traced (struct rk_asked, one byte per tid): the pin pool's
+ * line to the switch-in program, and sched_switch's copy of who is in
+ * pmu_info. rec_bytes_map() takes a map's fd and maps it.
  */
 unsigned long rec_pid_max(void);
-int rec_asked_map(struct rk_rec *r, int fd);
-void rec_asked_unmap(struct rk_rec *r);
+int rec_bytes_map(struct rk_bytes *m, int fd, int zero);
+void rec_bytes_unmap(struct rk_bytes *m);
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid);
+void rec_set_traced(struct rk_rec *r, __u32 tid, int on);
 
 #endif /* RK_REC_BPF_H */

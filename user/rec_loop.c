@@ -294,6 +294,7 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 		    (s->flags & RK_SIGF_THREADGROUP ? t->tgid != s->tgid : t->tid != s->tid))
 			continue;
 		key.tid = t->tid;
+		rec_set_traced(r, t->tid, 0);
 		for (k = 0; k < rec_nsrc(r); k++) {
 			key.src = (__u32)k;
 			bpf_map_delete_elem(r->pmu_fd, &key);
@@ -302,9 +303,6 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 		rec_defer_off(r, t, s->time_ns, RK_PIN_OFF, RK_THREAD_LEFT);
 		left++;
 	}
-	/* One new generation for all of them: BPF looks them up again. */
-	if (left)
-		rec_bump_gen(r);
 	r->st->cgroup_left += left;
 }
 

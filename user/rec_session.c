@@ -185,10 +185,19 @@ int rec_resume_session(struct rk_rec *r)
 	r->pmu_fd = bpf_obj_get(RK_BPFFS_DIR "/pmu_info");
 	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
 	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
-	r->gen_fd = bpf_obj_get(RK_BPFFS_DIR "/gen");
-	/* An older recorder's programs have none: switch-ins then wait for the drain tick. */
-	if (rec_asked_map(r, bpf_obj_get(RK_BPFFS_DIR "/pin_asked")))
-		rec_asked_unmap(r);
+	r->self_fd = bpf_obj_get(RK_BPFFS_DIR "/self");
+	/* pin_asked's flags start at 0; traced is kept (the programs kept it right). */
+	if (rec_bytes_map(&r->asked, bpf_obj_get(RK_BPFFS_DIR "/pin_asked"), 1))
+		rec_bytes_unmap(&r->asked);
+	if (rec_bytes_map(&r->traced, bpf_obj_get(RK_BPFFS_DIR "/traced"), 0))
+		rec_bytes_unmap(&r->traced);
+	if (r->pmu_fd >= 0 && r->cnt_fd >= 0 && r->sig_fd >= 0 &&
+	    (!r->traced.b || r->self_fd < 0)) {
+		rk_err("session %s's programs are an older ringkeeper's (no traced or self map "
+		       "pinned in %s): resume it with that version",
+		       r->session, RK_BPFFS_DIR);
+		return -EPROTO;
+	}
 	if (r->pmu_fd < 0 || r->cnt_fd < 0 || r->sig_fd < 0) {
 		rk_err("nothing pinned in %s to resume from (the machine rebooted, or a new "
 		       "recorder took over): session %s stays as it is",

@@ -137,7 +137,7 @@ int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 			return err;
 		}
 	}
-	rec_bump_gen(r);
+	rec_set_traced(r, tid, 1);
 	if (!r->drain)
 		return 0;
 	err = rk_drain_open_task(r->drain, (int)tid, msg, sizeof(msg));

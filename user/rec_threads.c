@@ -133,11 +133,11 @@ void rec_refuse(struct rk_rec *r, __u32 tid, const char *why)
 
 	struct rk_thread *t = calloc(1, sizeof(*t));
 
+	rec_set_traced(r, tid, 0);
 	for (k = 0; k < rec_nsrc(r); k++) {
 		key.src = (__u32)k;
 		bpf_map_delete_elem(r->pmu_fd, &key);
 	}
-	rec_bump_gen(r);
 	/* A marker, so the signals already queued for it do not count it again. */
 	if (t) {
 		t->tid = tid;

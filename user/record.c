@@ -78,7 +78,7 @@ static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 	r->ro = *opts;
 	r->o = &r->ro;
 	r->lock_fd = -1;
-	r->pmu_fd = r->cnt_fd = r->sig_fd = r->gen_fd = r->asked_fd = -1;
+	r->pmu_fd = r->cnt_fd = r->sig_fd = r->self_fd = r->asked.fd = r->traced.fd = -1;
 	r->sfd = r->tfd = r->pidfd = r->go_fd = -1;
 	r->ncpus = rk_online_cpus();
 	r->paranoid = rk_access_paranoid();
@@ -371,6 +371,8 @@ static void rec_untrack_self(struct rk_rec *r)
 
 	while (d && (de = readdir(d))) {
 		key.tid = (__u32)strtoul(de->d_name, NULL, 10);
+		if (key.tid)
+			rec_set_traced(r, key.tid, 0);
 		for (k = 0; key.tid && k < RK_MAX_SRC; k++) {
 			key.src = (__u32)k;
 			bpf_map_delete_elem(r->pmu_fd, &key);
@@ -378,7 +380,6 @@ static void rec_untrack_self(struct rk_rec *r)
 	}
 	if (d)
 		closedir(d);
-	rec_bump_gen(r);
 }
 
 /* Resume: the files, the backlog of signals, who vanished, what the outage cost. */
@@ -603,11 +604,12 @@ static void bpf_release(struct rk_rec *r)
 		close(r->pmu_fd);
 		close(r->cnt_fd);
 		close(r->sig_fd);
-		if (r->gen_fd >= 0)
-			close(r->gen_fd);
+		if (r->self_fd >= 0)
+			close(r->self_fd);
 	}
 	/* After the pin workers (threads_stop): they store into it. */
-	rec_asked_unmap(r);
+	rec_bytes_unmap(&r->asked);
+	rec_bytes_unmap(&r->traced);
 }
 
 /* A resume that did not take over: its session and pins stay as they are. */
@@ -625,9 +627,10 @@ static void resume_abandon(struct rk_rec *r)
 		close(r->cnt_fd);
 	if (r->sig_fd >= 0)
 		close(r->sig_fd);
-	if (r->gen_fd >= 0)
-		close(r->gen_fd);
-	rec_asked_unmap(r);
+	if (r->self_fd >= 0)
+		close(r->self_fd);
+	rec_bytes_unmap(&r->asked);
+	rec_bytes_unmap(&r->traced);
 }
 
 /* Undo what was set up, whatever step failed. */
