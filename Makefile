@@ -47,9 +47,10 @@ endif
 USER_SRCS := user/cli_record.c user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
 	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c \
 	user/rec_threads.c user/rec_loop.c user/rec_bpf.c user/rec_sideband.c user/rec_target.c \
-	user/rec_session.c user/tracedata.c
+	user/rec_session.c user/tracedata.c user/timeline.c user/schedsum.c user/perfetto.c
 LIB_SRCS := user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
-	user/drain.c user/export.c user/symbols.c user/pt.c user/tracedata.c
+	user/drain.c user/export.c user/symbols.c user/pt.c user/tracedata.c user/timeline.c \
+	user/schedsum.c user/perfetto.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o
@@ -151,7 +152,7 @@ $(CRASHER): tests/crasher.c | $(OUTPUT)/tests
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
 	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils \
-	python3-jsonschema libc6-dbg
+	python3-jsonschema libc6-dbg python3-venv
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -172,8 +173,13 @@ unit: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) $(UNIT_BIN) --jobs 2 --tap=$(OUTPUT)/unit.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/unit.tap); exit $$rc
 
+# The official Perfetto protos (PyPI), which the tests read every --perfetto export with.
+PERFETTO_VENV := build/perfetto-venv
+
 integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts
+	scripts/perfetto-venv.sh $(PERFETTO_VENV)
 	RK_BIN=$(abspath $(BIN)) RK_WORKLOAD=$(abspath $(WORKLOAD)) RK_SANITIZED=$(SANITIZE) \
+		RK_PERFETTO_PY=$(abspath $(PERFETTO_VENV))/bin/python \
 		RK_FANOUT=$(abspath $(BENCH_DIR)/fanout) RK_CRASHER=$(abspath $(CRASHER)) \
 		RK_BURSTS=$(abspath $(BENCH_DIR)/bursts) \
 		$(INTEG_BIN) --jobs 1 --tap=$(OUTPUT)/integration.tap; rc=$$?; \

@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale system coredump" \
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale system coredump view" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,8 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch pin rate scale system coredump"}
+SECTIONS=${SECTIONS:-"mem switch pin rate scale system coredump view"}
+VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
@@ -49,6 +50,9 @@ mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 # min median max of numbers on stdin
 mmm() { sort -g | awk '{a[NR]=$1} END { if (!NR) { print "- - -"; exit }
 	printf "%.0f %.0f %.0f\n", a[1], a[int((NR+1)/2)], a[NR] }'; }
+# the same, to the ms (seconds)
+mmm3() { sort -g | awk '{a[NR]=$1} END { if (!NR) { print "- - -"; exit }
+	printf "%.3f %.3f %.3f\n", a[1], a[int((NR+1)/2)], a[NR] }'; }
 # a field of 'ringkeeper stat --json'
 jfield() { grep -o "\"$2\":[0-9]*" <<<"$1" | head -1 | cut -d: -f2; }
 kib() { awk -v b="$1" 'BEGIN { printf "%.0f KiB", b / 1024 }'; }
@@ -561,6 +565,45 @@ section_system() {
 		"$(awk -v c="$cpu" -v a="$att" -v d="$dur" 'BEGIN { printf "%.1f", (d > 0) ? (c - a) / (d / 1e3) : 0 }')" \
 		"$(awk -v s="$(jfield "$st" signals)" -v d="$dur" 'BEGIN { printf "%.0f", (d > 0) ? s / (d / 1e9) : 0 }')" \
 		"$(jfield "$st" bpf_drops)" "$(jfield "$st" lost)"
+	"$RK" rm --root "$ROOT" "$sess" >/dev/null 2>&1
+}
+
+# --- 8. seeing a session: export --perfetto and sched of VIEW_THREADS threads --
+# A session of VIEW_THREADS threads, each born traced and waking 50 times
+# (fanout), read back RUNS times by export --perfetto and by sched; the
+# baseline is export --perf-data of the same session, timed alike.
+section_view() {
+	local sess=view i t0 t1 st pf=() sc=() pd=()
+	echo
+	echo "== Seeing a session of $VIEW_THREADS threads: seconds per command (wall, min / median / max"
+	echo "   of $RUNS); baseline: export --perf-data of the same session"
+	"$RK" record --root "$ROOT" --session "$sess" -- "$B/fanout" -t "$VIEW_THREADS" -i 50 \
+		-s 10000 -b 2 </dev/null >/dev/null 2>"$ROOT/$sess.err" || die "record: $(cat "$ROOT/$sess.err")"
+	st=$("$RK" stat --root "$ROOT" --json "$sess")
+	for i in $(seq "$RUNS"); do
+		t0=$(date +%s%N)
+		"$RK" export --root "$ROOT" --session "$sess" --perf-data "$ROOT/v.data" 2>/dev/null
+		t1=$(date +%s%N)
+		pd+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
+		t0=$(date +%s%N)
+		"$RK" export --root "$ROOT" --session "$sess" --perfetto "$ROOT/v.pftrace" 2>/dev/null
+		t1=$(date +%s%N)
+		pf+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
+		t0=$(date +%s%N)
+		"$RK" sched --root "$ROOT" "$sess" >/dev/null
+		t1=$(date +%s%N)
+		sc+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
+	done
+	printf "   threads %s, switches recorded %s\n" "$(jfield "$st" threads)" "$(jfield "$st" switches)"
+	printf "   %-22s %s s (%s)\n" "export --perf-data" "$(printf '%s\n' "${pd[@]}" | mmm3 | tr ' ' /)" \
+		"$(kib "$(stat -c %s "$ROOT/v.data")")"
+	printf "   %-22s %s s (%s)\n" "export --perfetto" "$(printf '%s\n' "${pf[@]}" | mmm3 | tr ' ' /)" \
+		"$(kib "$(stat -c %s "$ROOT/v.pftrace")")"
+	printf "   %-22s %s s\n" "sched" "$(printf '%s\n' "${sc[@]}" | mmm3 | tr ' ' /)"
+	printf "   perfetto / perf-data median: %s\n" "$(awk -v a="$(printf '%s\n' "${pf[@]}" | sort -g | \
+		awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')" -v b="$(printf '%s\n' "${pd[@]}" | sort -g | \
+		awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')" 'BEGIN { printf "%.2fx", (b > 0) ? a / b : 0 }')"
+	rm -f "$ROOT/v.data" "$ROOT/v.pftrace"
 	"$RK" rm --root "$ROOT" "$sess" >/dev/null 2>&1
 }
 

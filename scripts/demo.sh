@@ -52,4 +52,11 @@ if command -v perf >/dev/null 2>&1; then
 	perf report -i "$out" --stdio --no-children --sort comm,dso,sym 2>/dev/null | grep -v '^$' | head -25
 fi
 echo
-echo "Files stay in /dev/shm/ringkeeper/$session and $out (remove them when done)."
+echo "== ringkeeper sched $session (per-thread scheduling summary)"
+"$rk" sched "$session"
+trace=/tmp/ringkeeper-$session.pftrace
+echo
+echo "== ringkeeper export --session $session --perfetto $trace (open it in ui.perfetto.dev)"
+"$rk" export --session "$session" --perfetto "$trace"
+echo
+echo "Files stay in /dev/shm/ringkeeper/$session, $out and $trace (remove them when done)."

@@ -54,6 +54,16 @@
  */
 #define RK_RECORD_CRASH 0x524b
 
+/*
+ * A sched ring's PERF_RECORD_SWITCH out says why the thread left the CPU in
+ * its sample_id's res (reserved in perf's layout, where the kernel writes 0
+ * and perf ignores it): RK_SWITCH_STATE | the task's state then (the low 16
+ * bits of task_struct::__state, TASK_* as in the kernel; 0: preempted, or
+ * still runnable). res 0 (files before December 2026): not known.
+ */
+#define RK_SWITCH_STATE 0x80000000u
+#define RK_SWITCH_STATE_MASK 0xffffu
+
 /**
  * struct rk_crash_record - RK_RECORD_CRASH.
  * @pid, @tid: the thread whose history this is.

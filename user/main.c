@@ -20,6 +20,9 @@
 #include "record.h"
 #include "session.h"
 #include "show.h"
+#include "perfetto.h"
+#include "schedsum.h"
+#include "timeline.h"
 #include "util.h"
 #include "version.h"
 
@@ -28,6 +31,7 @@ static int cmd_ls(int argc, char **argv);
 static int cmd_stat(int argc, char **argv);
 static int cmd_show(int argc, char **argv);
 static int cmd_export(int argc, char **argv);
+static int cmd_sched(int argc, char **argv);
 static int cmd_gc(int argc, char **argv);
 static int cmd_rm(int argc, char **argv);
 static int cmd_pmu(int argc, char **argv);
@@ -45,7 +49,9 @@ static const struct cmd {
 	{ "ls", cmd_ls, "list sessions and their per-thread buffer files" },
 	{ "stat", cmd_stat, "counters of a session (signals, drops, pins, locked bytes)" },
 	{ "show", cmd_show, "print the records of one thread's buffer (FILE or TID)" },
-	{ "export", cmd_export, "write a session (or threads of it) as a perf.data file" },
+	{ "export", cmd_export,
+	  "write a session (or threads of it) as a perf.data file or a Perfetto trace" },
+	{ "sched", cmd_sched, "per-thread scheduling summary: runs, on-CPU and off-CPU time" },
 	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
 	{ "rm", cmd_rm, "remove a session entirely" },
 	{ "pmu", cmd_pmu, "the PMU descriptor ringkeeper records for an event" },
@@ -878,11 +884,12 @@ static void export_crash_note(const struct rk_export_stats *es)
 			es->crashes);
 }
 
-/* export --core: the core's buffers as a session directory, exported, removed. */
-static int export_core(const char *core, struct rk_export_opts *eo)
+/*
+ * A core's buffers as a session directory in @dir (mkdtemp template, made
+ * here; remove_extracted() when done). Return: 0, or 1 (reported).
+ */
+static int core_to_dir(const char *core, char *dir)
 {
-	char dir[] = "/tmp/ringkeeper-core-XXXXXX";
-	struct rk_export_stats es;
 	struct rk_core_bufs b;
 	const char *why = NULL;
 	int n, err;
@@ -905,14 +912,75 @@ static int export_core(const char *core, struct rk_export_opts *eo)
 		remove_extracted(dir);
 		return 1;
 	}
-	eo->session_dir = dir;
-	err = rk_export_perf_data(eo, &es);
-	remove_extracted(dir);
+	return 0;
+}
+
+/* @root/<session, or the newest> into @dir. Return: 0, or 1 (reported). */
+static int session_dir(const char *root, const char *session, char *dir, size_t len)
+{
+	struct sess *sv;
+	size_t n, i;
+
+	if (sessions(root, &sv, &n))
+		return 1;
+	for (i = 0; i < n && session && strcmp(sv[i].name, session); i++)
+		;
+	if (i == n) {
+		if (session)
+			rk_err("no session %s in %s (ringkeeper ls lists them)", session, root);
+		else
+			rk_err("no sessions in %s", root);
+		free(sv);
+		return 1;
+	}
+	snprintf(dir, len, "%s/%s", root, sv[i].name);
+	free(sv);
+	return 0;
+}
+
+/* export --perfetto: the timeline of @dir's threads (@from names it in messages). */
+static int export_perfetto(const char *dir, const char *from, const struct rk_export_opts *eo)
+{
+	struct rk_perfetto_stats ps;
+	struct rk_timeline tl;
+	int err;
+
+	err = rk_timeline__load(&tl, dir, (__u32)eo->tid, (__u32)eo->pid, 1);
+	if (err == -ENOENT) {
+		rk_err("%s: no thread%s%s to export", from, eo->tid || eo->pid ? " matched --" : "",
+		       eo->tid ? "tid" :
+		       eo->pid ? "pid" :
+				 "");
+		return 1;
+	}
 	if (err)
 		return 1;
+	err = rk_perfetto_write(&tl, eo->out, &ps);
+	if (!err)
+		fprintf(stderr,
+			"ringkeeper: wrote %s from %s: %zu threads, %llu slices, %llu instants, "
+			"%llu samples, %llu packets, %llu bytes%s\n",
+			eo->out, from, tl.nthreads, ps.slices, ps.instants, ps.samples, ps.packets,
+			ps.bytes, tl.skipped ? " (some files skipped, see above)" : "");
+	rk_timeline__free(&tl);
+	return err ? 1 : 0;
+}
+
+/* export's work on a session directory @dir, in the format asked for. */
+static int export_dir(const char *dir, const char *from, struct rk_export_opts *eo, int perfetto)
+{
+	struct rk_export_stats es;
+
+	if (perfetto)
+		return export_perfetto(dir, from, eo);
+	eo->session_dir = dir;
+	if (rk_export_perf_data(eo, &es))
+		return 1;
 	fprintf(stderr,
-		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u attrs\n",
-		eo->out, core, es.records, es.samples, es.threads, es.attrs);
+		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u "
+		"attrs%s\n",
+		eo->out, from, es.records, es.samples, es.threads, es.attrs,
+		es.skipped ? " (some files skipped, see above)" : "");
 	export_crash_note(&es);
 	return 0;
 }
@@ -920,16 +988,25 @@ static int export_core(const char *core, struct rk_export_opts *eo)
 static int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper export --perf-data FILE [--tid T | --pid P] [--session S]\n"
-		"                         [--root DIR | --core CORE]\n"
+		"Usage: ringkeeper export (--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"                         [--session S] [--root DIR | --core CORE]\n"
 		"\n"
-		"Write the per-thread buffers of a session (default: the newest), with the\n"
-		"sideband of their processes, as a perf.data file sorted by time, for\n"
-		"'perf script -i FILE' and 'perf report -i FILE'. Each source (sched, every -e\n"
-		"event) becomes one attr. With --core, the buffers come from an ELF core\n"
-		"dump's RINGKEEPER notes (ringkeeper coredump), not from a session.\n";
+		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
+		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump):\n"
+		"  --perf-data FILE\n"
+		"         as a perf.data file sorted by time, with the sideband of their\n"
+		"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"
+		"         source (sched, every -e event) becomes one attr\n"
+		"  --perfetto FILE\n"
+		"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
+		"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
+		"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
+		"         exec, renames, exit and crash as instants; -e samples with their call\n"
+		"         stacks (the flame graph), tracepoints as instants with their fields\n"
+		"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
+		{ "perfetto", required_argument, NULL, 'f' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "session", required_argument, NULL, 's' },
@@ -940,17 +1017,20 @@ static int cmd_export(int argc, char **argv)
 	};
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *core = NULL;
 	struct rk_export_opts eo = { 0 };
-	struct rk_export_stats es;
 	unsigned long long v;
 	char dir[PATH_MAX];
-	struct sess *sv;
-	size_t n, i;
-	int c, err;
+	int c, err, perfetto = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:t:p:s:r:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
+		case 'f':
+			if (eo.out) {
+				rk_err("give one of --perf-data and --perfetto");
+				return 2;
+			}
 			eo.out = optarg;
+			perfetto = c == 'f';
 			break;
 		case 't':
 		case 'p':
@@ -981,9 +1061,7 @@ static int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (core && eo.out && optind == argc && !session)
-		return export_core(core, &eo);
-	if (!eo.out || optind != argc) {
+	if (!eo.out || optind != argc || (core && session)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -991,27 +1069,110 @@ static int cmd_export(int argc, char **argv)
 		rk_err("give --tid or --pid, not both");
 		return 2;
 	}
-	if (sessions(root, &sv, &n))
+	if (core) {
+		char cdir[] = "/tmp/ringkeeper-core-XXXXXX";
+
+		if (core_to_dir(core, cdir))
+			return 1;
+		err = export_dir(cdir, core, &eo, perfetto);
+		remove_extracted(cdir);
+		return err;
+	}
+	if (session_dir(root, session, dir, sizeof(dir)))
 		return 1;
-	for (i = 0; i < n && session && strcmp(sv[i].name, session); i++)
-		;
-	if (i == n) {
-		rk_err(session ? "no session %s in %s" : "%sno sessions in %s",
-		       session ? session : "", root);
-		free(sv);
+	return export_dir(dir, dir, &eo, perfetto);
+}
+
+static int cmd_sched(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper sched [--json] [--tid T | --pid P] [--root DIR]\n"
+		"                        [SESSION | --session S | --core CORE]\n"
+		"\n"
+		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
+		"ELF core dump's RINGKEEPER notes, like 'perf sched timehist -s', from each\n"
+		"thread's own history: runs on a CPU (a switch-in and its switch-out), total,\n"
+		"average and longest time on CPU; time off CPU by why the thread left it\n"
+		"(preempted: runnable, waiting for a CPU; sleeping; blocked: uninterruptible;\n"
+		"other: idle, stopped, or not recorded); the longest off-CPU gap; migrations\n"
+		"(a run on another CPU than the run before). Only what the ring still holds\n"
+		"counts: a history's first out and last in have one end and are left out.\n"
+		"  --json one JSON document: {\"threads\": [...], \"total\": {...}}, times in ns\n"
+		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "session", required_argument, NULL, 's' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "core", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *root = RK_DEFAULT_ROOT, *session = NULL, *core = NULL;
+	char dir[PATH_MAX], cdir[] = "/tmp/ringkeeper-core-XXXXXX";
+	unsigned long long v, tid = 0, pid = 0;
+	struct rk_timeline tl;
+	int c, err, json = 0;
+
+	while ((c = getopt_long(argc, argv, "jt:p:s:r:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 't':
+		case 'p':
+			if (rk_parse_uint(optarg, INT_MAX, &v) || !v) {
+				rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
+				       c == 't' ? "tid" : "pid", optarg);
+				return 2;
+			}
+			*(c == 't' ? &tid : &pid) = v;
+			break;
+		case 's':
+			session = optarg;
+			break;
+		case 'r':
+			root = optarg;
+			break;
+		case 'C':
+			core = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc && !session && !core)
+		session = argv[optind++];
+	if (optind != argc || (core && session) || (tid && pid)) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (core) {
+		if (core_to_dir(core, cdir))
+			return 1;
+		snprintf(dir, sizeof(dir), "%s", cdir);
+	} else if (session_dir(root, session, dir, sizeof(dir))) {
 		return 1;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", root, sv[i].name);
-	free(sv);
-	eo.session_dir = dir;
-	err = rk_export_perf_data(&eo, &es);
+	err = rk_timeline__load(&tl, dir, (__u32)tid, (__u32)pid, 0);
+	if (core)
+		remove_extracted(cdir);
+	if (err == -ENOENT) {
+		rk_err("%s: no thread%s", core ? core : dir,
+		       tid ? " with that --tid" :
+		       pid ? " of that --pid" :
+			     "s");
+		return 1;
+	}
 	if (err)
 		return 1;
-	fprintf(stderr,
-		"ringkeeper: wrote %s: %llu records (%llu samples) of %llu threads, %u attrs%s\n",
-		eo.out, es.records, es.samples, es.threads, es.attrs,
-		es.skipped ? " (some files skipped, see above)" : "");
-	export_crash_note(&es);
+	rk_sched_print(stdout, &tl, json);
+	rk_timeline__free(&tl);
 	return 0;
 }
 

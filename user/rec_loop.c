@@ -123,12 +123,15 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 
 	sw.h.type = PERF_RECORD_SWITCH;
 	sw.h.size = sizeof(sw);
+	rec_fill_id(&sw.id, t, s);
 	if (s->kind == RK_SIG_SWITCH_OUT) {
 		sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
 		if (s->flags & RK_SIGF_PREEMPT)
 			sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		/* Why it left (a preemption reports runnable, as sched_switch's prev_state does). */
+		sw.id.res = RK_SWITCH_STATE |
+			    (s->flags & RK_SIGF_PREEMPT ? 0 : s->prev_state & RK_SWITCH_STATE_MASK);
 	}
-	rec_fill_id(&sw.id, t, s);
 	rec_put_rec(r, t, &sw, sizeof(sw));
 	r->st->switches++;
 	/*

@@ -627,6 +627,44 @@ static void assert_last_sample_in(const struct crashed *cr, const char *fn)
 }
 
 /*
+ * The core alone, seen: `sched --core` has a row per thread; `export
+ * --perfetto --core` reads back with the official protos (when they are
+ * installed) with a crash instant on every thread and crash_here in a
+ * sample's stack.
+ */
+static void view_of_core(const struct crashed *cr)
+{
+	const char *py = getenv("RK_PERFETTO_PY");
+	char cmd[1600], repo[256], *s;
+	size_t i;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s sched --core %s 2>&1", rk_bin, cr->core);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_eq(count_of(s, "\ncrasher "), (int)cr->nworkers + 2, "sched --core:\n%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s export --core %s --perfetto %s/c.pftrace 2>&1", rk_bin,
+		 cr->core, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	free(s);
+	if (!py || access(py, X_OK))
+		return; /* the protos are not there: the view suite says so */
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s/tests/perfetto_check.py %s/c.pftrace --function crash_here "
+		 "--instant %u:crash --instant %u:crash",
+		 py, repo, root, cr->crasher, cr->pid);
+	for (i = 0; i < cr->nworkers; i++)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " --instant %u:crash",
+			 cr->workers[i]);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s\n%s", cmd, s);
+	free(s);
+}
+
+/*
  * Through the kernel, the issue's program: threads running identifiable
  * code, one of which segfaults, recorded with -e cpu-clock -g. The core is
  * where the previous pattern said; gdb shows the crashing function; every
@@ -683,6 +721,7 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 	s = sh_out(cmd, NULL);
 	cr_assert_gt(atoi(s), 0, "perf script finds no sample in crash_here");
 	free(s);
+	view_of_core(&cr);
 }
 
 /* The abort() variant: SIGABRT from inside the crashing function. */

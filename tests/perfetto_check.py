@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Read a Perfetto trace with the official protos (PyPI's perfetto package)
+and print what the tests check, as one JSON object:
+
+  threads:   {tid: {name, pid, running, off, instants: {name: n}, tp}}
+  processes: {pid: name}
+  perf_samples, tp_samples: counts
+  functions: {function: samples whose stack holds it}
+  leaf:      {function: samples whose leaf it is}
+  nonmonotonic: track events whose time is before the previous one's on
+             their track
+  dangling:  references to an id that was never defined (track uuids,
+             interned callstacks, frames, function names, mappings, paths)
+  unbalanced: slice ends with no open slice on their track
+
+Usage: perfetto_check.py TRACE [checks]
+  --thread TID:NAME[:RUNS]  a track for TID named NAME (with RUNS "Running"
+                            slices: its switch-ins)
+  --threads N               exactly N thread tracks
+  --perf-samples N, --tp-samples N   that many samples of each kind
+  --function F              F is in some sample's stack
+  --instant TID:WORD        TID's track has an instant named WORD...
+Always checked: no dangling id, no time going back on a track, no slice
+end without its begin. Prints the report, then each failed check; exit 1
+if one failed.
+"""
+import argparse
+import json
+import sys
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+
+def read(path):
+    trace = pb.Trace()
+    with open(path, "rb") as f:
+        trace.ParseFromString(f.read())
+
+    tracks = {}  # uuid -> tid or None (process)
+    threads, processes = {}, {}
+    funcs, frames, stacks, mappings, paths = {}, {}, {}, {}, set()
+    last_ts, depth = {}, {}
+    out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={},
+               nonmonotonic=0, dangling=0, unbalanced=0, packets=0)
+    seq_clean = False
+    pending = []  # events seen before their track's descriptor
+
+    def thread_of(uuid):
+        tid = tracks.get(uuid)
+        return threads.get(tid) if tid is not None else None
+
+    for p in trace.packet:
+        out["packets"] += 1
+        if p.sequence_flags & 1:
+            seq_clean = True
+        if p.HasField("interned_data"):
+            if not seq_clean:
+                out["dangling"] += 1  # interned data before the sequence was cleared
+            d = p.interned_data
+            for s in d.function_names:
+                funcs[s.iid] = s.str.decode()
+            for s in d.mapping_paths:
+                paths.add(s.iid)
+            for m in d.mappings:
+                mappings[m.iid] = list(m.path_string_ids)
+            for fr in d.frames:
+                frames[fr.iid] = (fr.function_name_id, fr.mapping_id)
+            for c in d.callstacks:
+                stacks[c.iid] = list(c.frame_ids)
+        if p.HasField("track_descriptor"):
+            td = p.track_descriptor
+            if td.HasField("thread"):
+                t = td.thread
+                tracks[td.uuid] = t.tid
+                threads[t.tid] = dict(name=t.thread_name, pid=t.pid, running=0, off=0,
+                                      instants={}, tp=0)
+            elif td.HasField("process"):
+                tracks[td.uuid] = None
+                processes[td.process.pid] = td.process.process_name
+        if p.HasField("track_event"):
+            pending.append((p.timestamp, p.track_event))
+        if p.HasField("perf_sample"):
+            out["perf_samples"] += 1
+            s = p.perf_sample
+            cs = stacks.get(s.callstack_iid)
+            if cs is None:
+                out["dangling"] += 1
+                continue
+            names = []
+            for fid in cs:
+                fr = frames.get(fid)
+                if fr is None or fr[0] not in funcs or fr[1] not in mappings:
+                    out["dangling"] += 1
+                    continue
+                if any(i not in paths for i in mappings[fr[1]]):
+                    out["dangling"] += 1
+                names.append(funcs[fr[0]])
+            # function+offset as show prints it: the function alone
+            base = [n.split("+0x")[0] for n in names]
+            for n in set(base):
+                out["functions"][n] = out["functions"].get(n, 0) + 1
+            if base:
+                leaf = base[-1]  # root first: the leaf is last
+                out["leaf"][leaf] = out["leaf"].get(leaf, 0) + 1
+
+    for ts, te in pending:
+        uuid = te.track_uuid
+        if uuid not in tracks:
+            out["dangling"] += 1
+            continue
+        if ts < last_ts.get(uuid, 0):
+            out["nonmonotonic"] += 1
+        last_ts[uuid] = ts
+        t = thread_of(uuid)
+        if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            depth[uuid] = depth.get(uuid, 0) + 1
+            if t is not None:
+                if te.name == "Running":
+                    t["running"] += 1
+                else:
+                    t["off"] += 1
+        elif te.type == pb.TrackEvent.TYPE_SLICE_END:
+            if depth.get(uuid, 0) <= 0:
+                out["unbalanced"] += 1
+            else:
+                depth[uuid] -= 1
+        elif te.type == pb.TrackEvent.TYPE_INSTANT and t is not None:
+            annotations = {a.name for a in te.debug_annotations}
+            if "fields" in annotations:
+                t["tp"] += 1
+                out["tp_samples"] += 1
+            else:
+                word = te.name.split(" ")[0]
+                t["instants"][word] = t["instants"].get(word, 0) + 1
+
+    out["threads"] = threads
+    out["processes"] = processes
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("trace")
+    ap.add_argument("--thread", action="append", default=[])
+    ap.add_argument("--threads", type=int)
+    ap.add_argument("--perf-samples", type=int)
+    ap.add_argument("--tp-samples", type=int)
+    ap.add_argument("--function", action="append", default=[])
+    ap.add_argument("--instant", action="append", default=[])
+    a = ap.parse_args()
+    out = read(a.trace)
+    json.dump(out, sys.stdout, sort_keys=True)
+    print()
+    bad = []
+    for k in ("dangling", "nonmonotonic", "unbalanced"):
+        if out[k]:
+            bad.append("%s: %d" % (k, out[k]))
+    th = out["threads"]
+    for spec in a.thread:
+        f = spec.split(":")
+        tid = int(f[0])
+        if tid not in th:
+            bad.append("no track for tid %d" % tid)
+            continue
+        if th[tid]["name"] != f[1]:
+            bad.append("tid %d named %r, not %r" % (tid, th[tid]["name"], f[1]))
+        if len(f) > 2 and th[tid]["running"] != int(f[2]):
+            bad.append("tid %d: %d Running slices, %s switch-ins" % (tid, th[tid]["running"], f[2]))
+    if a.threads is not None and len(th) != a.threads:
+        bad.append("%d thread tracks, want %d" % (len(th), a.threads))
+    if a.perf_samples is not None and out["perf_samples"] != a.perf_samples:
+        bad.append("%d perf samples, want %d" % (out["perf_samples"], a.perf_samples))
+    if a.tp_samples is not None and out["tp_samples"] != a.tp_samples:
+        bad.append("%d tracepoint instants, want %d" % (out["tp_samples"], a.tp_samples))
+    for fn in a.function:
+        if fn not in out["functions"]:
+            bad.append("no sample's stack holds %s" % fn)
+    for spec in a.instant:
+        tid, word = spec.split(":")
+        if word not in th.get(int(tid), {}).get("instants", {}):
+            bad.append("tid %s has no %s instant" % (tid, word))
+    for b in bad:
+        print("FAILED: " + b)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

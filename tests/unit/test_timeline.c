@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The timeline reader and `sched`'s figures, from sched files written with
+ * the recorder's own writer: exact sums for a known history, the states a
+ * switch-out's word maps to, and hostile records that must not be believed.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "pmu.h"
+#include "schedsum.h"
+#include "session.h"
+#include "timeline.h"
+
+static char dir[64];
+
+static void setup(void)
+{
+	char p[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/rk-timeline-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/%s", dir, RK_SCHED_DIR);
+	cr_assert_eq(mkdir(p, 0700), 0);
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(timeline, .init = setup, .fini = teardown);
+
+struct sid {
+	__u32 pid, tid;
+	__u64 time;
+	__u32 cpu, res;
+	__u64 id;
+};
+
+static struct rk_bufile *make(__u32 tid, __u32 tgid, const char *comm)
+{
+	struct rk_thread_ident id = { 0 };
+	struct rk_pmu_entry e;
+	struct rk_bufile *bf;
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s/%u", dir, RK_SCHED_DIR, tid);
+	id.tid = tid;
+	id.tgid = tgid;
+	snprintf(id.comm, sizeof(id.comm), "%s", comm);
+	rk_pmu_sched_entry(&e);
+	bf = rk_bufile__create(path, 16384, 0, &e, &id);
+	cr_assert_not_null(bf, "%s", strerror(errno));
+	return bf;
+}
+
+/* A switch: @out (with the state word @res), at @t ms on @cpu. */
+static void sw(struct rk_bufile *bf, int out, __u32 res, __u64 t_ms, __u32 cpu)
+{
+	struct {
+		struct perf_event_header h;
+		struct sid id;
+	} r = { 0 };
+
+	r.h.type = PERF_RECORD_SWITCH;
+	r.h.size = sizeof(r);
+	r.h.misc = out ? PERF_RECORD_MISC_SWITCH_OUT : 0;
+	r.id.pid = bf->ident->tgid;
+	r.id.tid = bf->ident->tid;
+	r.id.time = t_ms * 1000000;
+	r.id.cpu = cpu;
+	r.id.res = res;
+	cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+}
+
+#define S(x) (RK_SWITCH_STATE | (x))
+
+/*
+ * In at 10 on CPU 0, out sleeping at 13; in at 20 on CPU 1 (a migration),
+ * preempted at 21; in at 25 on CPU 1, blocked at 30; in at 40 on CPU 0 (a
+ * migration), idle (D|NOLOAD) at 41; in at 50 (CPU 0), still on CPU: 4 runs
+ * of 3 + 1 + 5 + 1 ms; off 7 sleeping, 4 preempted, 10 blocked, 9 idle.
+ */
+Test(timeline, sums_of_a_known_history)
+{
+	struct rk_bufile *bf = make(100, 100, "known");
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+
+	sw(bf, 0, 0, 10, 0);
+	sw(bf, 1, S(0x1), 13, 0);
+	sw(bf, 0, 0, 20, 1);
+	sw(bf, 1, S(0), 21, 1);
+	sw(bf, 0, 0, 25, 1);
+	sw(bf, 1, S(0x2), 30, 1);
+	sw(bf, 0, 0, 40, 0);
+	sw(bf, 1, S(0x402), 41, 0);
+	sw(bf, 0, 0, 50, 0);
+	rk_bufile__free(bf);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 1);
+	cr_assert_str_eq(tl.threads[0].id.comm, "known");
+	cr_assert_eq(tl.threads[0].nev, 9);
+	rk_sched_sum_thread(&tl.threads[0], &s);
+	cr_assert_eq(s.runs, 4);
+	cr_assert_eq(s.on_ns, 10000000ull);
+	cr_assert_eq(s.max_on_ns, 5000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_SLEEPING], 7000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_PREEMPTED], 4000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_BLOCKED], 10000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_IDLE], 9000000ull);
+	cr_assert_eq(s.max_off_ns, 10000000ull);
+	cr_assert_eq(s.migrations, 2);
+	cr_assert_eq(s.first_ns, 10000000ull);
+	cr_assert_eq(s.last_ns, 50000000ull);
+	rk_timeline__free(&tl);
+}
+
+Test(timeline, state_words)
+{
+	cr_assert_eq(rk_offcpu_of(0), RK_OFF_UNKNOWN, "files before the state was kept");
+	cr_assert_eq(rk_offcpu_of(S(0)), RK_OFF_PREEMPTED);
+	cr_assert_eq(rk_offcpu_of(S(0x1)), RK_OFF_SLEEPING);
+	cr_assert_eq(rk_offcpu_of(S(0x2)), RK_OFF_BLOCKED);
+	cr_assert_eq(rk_offcpu_of(S(0x402)), RK_OFF_IDLE);
+	cr_assert_eq(rk_offcpu_of(S(0x4)), RK_OFF_STOPPED);
+	cr_assert_eq(rk_offcpu_of(S(0x8)), RK_OFF_STOPPED);
+	cr_assert_eq(rk_offcpu_of(S(0x80)), RK_OFF_DEAD);
+	cr_assert_eq(rk_offcpu_of(S(0x81)), RK_OFF_DEAD);
+	cr_assert_str_eq(rk_offcpu_name(RK_OFF_BLOCKED), "blocked");
+	cr_assert_str_eq(rk_offcpu_name(RK_OFF_NR), "unknown");
+}
+
+/*
+ * What a thread could have written into its own file: a COMM record too
+ * short to hold a name, a FORK too short for its tids, a crash record cut
+ * short, time going backwards. None is read past its end; the backwards
+ * pair counts as no run; tids are filtered; threads come sorted.
+ */
+Test(timeline, hostile_records_are_not_believed)
+{
+	struct rk_bufile *a = make(7, 7, "a"), *b = make(3, 7, "b");
+	struct {
+		struct perf_event_header h;
+		__u8 pad[8];
+	} shortrec = { { 0 } };
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+	__u16 types[] = { PERF_RECORD_COMM, PERF_RECORD_FORK, PERF_RECORD_EXIT, RK_RECORD_CRASH };
+	size_t i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		shortrec.h.type = types[i];
+		shortrec.h.size = sizeof(shortrec);
+		cr_assert_eq(rk_bufile__write(a, &shortrec, sizeof(shortrec)), 0);
+	}
+	sw(a, 0, 0, 50, 0);
+	sw(a, 1, S(1), 40, 0); /* before its in */
+	sw(b, 0, 0, 1, 0);
+	sw(b, 1, S(1), 2, 0);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 2);
+	cr_assert_eq(tl.threads[0].id.tid, 3, "sorted by tid");
+	cr_assert_eq(tl.threads[1].nev, 2, "only the two switches were events");
+	rk_sched_sum_thread(&tl.threads[1], &s);
+	cr_assert_eq(s.runs, 0, "a run that ends before it starts is no run");
+	rk_timeline__free(&tl);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 3, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 1);
+	rk_timeline__free(&tl);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 99, 0), -ENOENT);
+}

@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * perfetto.c - write a timeline as a Perfetto trace (see perfetto.h).
+ *
+ * The protobuf wire format by hand: a message is written with a 4-byte
+ * length (a varint padded with continuation bytes, as Perfetto's own
+ * protozero writes nested messages) patched when it ends. Field numbers
+ * are those of perfetto/protos/perfetto/trace/ (checked by the tests with
+ * the protos PyPI's perfetto package ships).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "perfetto.h"
+#include "util.h"
+
+/* TracePacket */
+#define TP_TIMESTAMP 8
+#define TP_CLOCK_ID 58
+#define TP_SEQ_ID 10
+#define TP_SEQ_FLAGS 13
+#define TP_TRACK_EVENT 11
+#define TP_TRACK_DESCRIPTOR 60
+#define TP_CLOCK_SNAPSHOT 6
+#define TP_INTERNED_DATA 12
+#define TP_PERF_SAMPLE 66
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE 2
+/* ClockSnapshot, BuiltinClocks */
+#define CS_CLOCKS 1
+#define CS_PRIMARY 2
+#define CLK_ID 1
+#define CLK_TS 2
+#define CLOCK_MONO 3
+#define CLOCK_BOOT 6
+/* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
+#define TD_UUID 1
+#define TD_NAME 2
+#define TD_PROCESS 3
+#define TD_THREAD 4
+#define PD_PID 1
+#define PD_NAME 6
+#define THD_PID 1
+#define THD_TID 2
+#define THD_NAME 5
+/* TrackEvent, DebugAnnotation */
+#define TE_TYPE 9
+#define TE_TRACK_UUID 11
+#define TE_NAME 23
+#define TE_DEBUG 4
+#define TE_SLICE_BEGIN 1
+#define TE_SLICE_END 2
+#define TE_INSTANT 3
+#define DA_NAME 10
+#define DA_UINT 3
+#define DA_INT 4
+#define DA_STRING 6
+/* PerfSample, InternedData and its messages */
+#define PS_CPU 1
+#define PS_PID 2
+#define PS_TID 3
+#define PS_CALLSTACK 4
+#define ID_FUNCTION_NAMES 5
+#define ID_FRAMES 6
+#define ID_CALLSTACKS 7
+#define ID_MAPPING_PATHS 17
+#define ID_MAPPINGS 19
+#define IS_IID 1
+#define IS_STR 2
+#define MAP_IID 1
+#define MAP_PATH_IDS 7
+#define FR_IID 1
+#define FR_FUNCTION 2
+#define FR_MAPPING 3
+#define FR_REL_PC 4
+#define CSK_IID 1
+#define CSK_FRAMES 2
+
+#define SEQ_ID 1
+#define UUID_PROCESS(pid) ((1ull << 62) | (__u64)(pid))
+#define UUID_THREAD(i) ((2ull << 62) | (__u64)(i))
+
+static void varint(struct rk_buf *b, __u64 v)
+{
+	__u8 t[10];
+	size_t n = 0;
+
+	do {
+		t[n++] = (__u8)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	rk_buf_put(b, t, n);
+}
+
+static void tag(struct rk_buf *b, __u32 field, __u32 wire)
+{
+	varint(b, (__u64)field << 3 | wire);
+}
+
+static void f_u64(struct rk_buf *b, __u32 field, __u64 v)
+{
+	tag(b, field, 0);
+	varint(b, v);
+}
+
+static void f_bytes(struct rk_buf *b, __u32 field, const void *p, size_t n)
+{
+	tag(b, field, 2);
+	varint(b, n);
+	rk_buf_put(b, p, n);
+}
+
+static void f_str(struct rk_buf *b, __u32 field, const char *s)
+{
+	f_bytes(b, field, s, strlen(s));
+}
+
+/* A nested message: its tag, 4 bytes for its length; Return: where they are. */
+static size_t begin(struct rk_buf *b, __u32 field)
+{
+	static const __u8 pad[4] = { 0x80, 0x80, 0x80, 0x00 };
+
+	tag(b, field, 2);
+	rk_buf_put(b, pad, sizeof(pad));
+	return b->len;
+}
+
+static void end(struct rk_buf *b, size_t at)
+{
+	size_t n = b->len - at;
+
+	if (b->err || n >= 1u << 28) {
+		b->err = b->err ? b->err : -E2BIG;
+		return;
+	}
+	b->p[at - 4] = (__u8)(0x80 | (n & 0x7f));
+	b->p[at - 3] = (__u8)(0x80 | ((n >> 7) & 0x7f));
+	b->p[at - 2] = (__u8)(0x80 | ((n >> 14) & 0x7f));
+	b->p[at - 1] = (__u8)((n >> 21) & 0x7f);
+}
+
+struct out {
+	FILE *f;
+	struct rk_buf pkt;
+	struct rk_perfetto_stats *st;
+	int err;
+};
+
+/* A new packet in o->pkt: timestamp (0: none) and the sequence. */
+static void pkt_start(struct out *o, __u64 ts, __u32 flags)
+{
+	o->pkt.len = 0;
+	if (ts) {
+		f_u64(&o->pkt, TP_TIMESTAMP, ts);
+		f_u64(&o->pkt, TP_CLOCK_ID, CLOCK_MONO);
+	}
+	f_u64(&o->pkt, TP_SEQ_ID, SEQ_ID);
+	if (flags)
+		f_u64(&o->pkt, TP_SEQ_FLAGS, flags);
+}
+
+/* The packet out, as Trace.packet (field 1). */
+static void pkt_flush(struct out *o)
+{
+	struct rk_buf hdr = { 0 };
+
+	if (o->err)
+		return;
+	if (o->pkt.err) {
+		o->err = o->pkt.err;
+		return;
+	}
+	tag(&hdr, 1, 2);
+	varint(&hdr, o->pkt.len);
+	if (hdr.err || fwrite(hdr.p, 1, hdr.len, o->f) != hdr.len ||
+	    fwrite(o->pkt.p, 1, o->pkt.len, o->f) != o->pkt.len)
+		o->err = hdr.err ? hdr.err : -EIO;
+	free(hdr.p);
+	o->st->packets++;
+	o->st->bytes += o->pkt.len;
+}
+
+static __u64 clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* The first packet: the sequence starts clean, the trace's clock is CLOCK_MONOTONIC. */
+static void clock_snapshot(struct out *o)
+{
+	__u64 mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
+	size_t cs, c;
+
+	pkt_start(o, 0, SEQ_INCREMENTAL_STATE_CLEARED);
+	cs = begin(&o->pkt, TP_CLOCK_SNAPSHOT);
+	c = begin(&o->pkt, CS_CLOCKS);
+	f_u64(&o->pkt, CLK_ID, CLOCK_BOOT);
+	f_u64(&o->pkt, CLK_TS, boot);
+	end(&o->pkt, c);
+	c = begin(&o->pkt, CS_CLOCKS);
+	f_u64(&o->pkt, CLK_ID, CLOCK_MONO);
+	f_u64(&o->pkt, CLK_TS, mono);
+	end(&o->pkt, c);
+	f_u64(&o->pkt, CS_PRIMARY, CLOCK_MONO);
+	end(&o->pkt, cs);
+	pkt_flush(o);
+}
+
+/* The name of a process: its leader's, else that of its first thread we have. */
+static const char *process_name(const struct rk_timeline *tl, size_t first)
+{
+	__u32 pid = tl->threads[first].id.tgid;
+	size_t i;
+
+	for (i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].id.tid == pid)
+			return tl->threads[i].id.comm;
+	return tl->threads[first].id.comm;
+}
+
+static void descriptors(struct out *o, const struct rk_timeline *tl)
+{
+	size_t i, j, td, d;
+
+	for (i = 0; i < tl->nthreads; i++) {
+		const struct rk_tl_thread *t = &tl->threads[i];
+
+		/* A process's track, before its first thread's. */
+		for (j = 0; j < i && tl->threads[j].id.tgid != t->id.tgid; j++)
+			;
+		if (j == i) {
+			pkt_start(o, 0, 0);
+			td = begin(&o->pkt, TP_TRACK_DESCRIPTOR);
+			f_u64(&o->pkt, TD_UUID, UUID_PROCESS(t->id.tgid));
+			d = begin(&o->pkt, TD_PROCESS);
+			f_u64(&o->pkt, PD_PID, t->id.tgid);
+			f_str(&o->pkt, PD_NAME, process_name(tl, i));
+			end(&o->pkt, d);
+			end(&o->pkt, td);
+			pkt_flush(o);
+		}
+		pkt_start(o, 0, 0);
+		td = begin(&o->pkt, TP_TRACK_DESCRIPTOR);
+		f_u64(&o->pkt, TD_UUID, UUID_THREAD(i));
+		d = begin(&o->pkt, TD_THREAD);
+		f_u64(&o->pkt, THD_PID, t->id.tgid);
+		f_u64(&o->pkt, THD_TID, t->id.tid);
+		f_str(&o->pkt, THD_NAME, t->id.comm);
+		end(&o->pkt, d);
+		end(&o->pkt, td);
+		pkt_flush(o);
+	}
+}
+
+/* What goes on a thread's track, sorted by time before it is written. */
+enum item_kind {
+	IT_END, /* the open slice ends */
+	IT_RUN, /* "Running" begins: a = CPU */
+	IT_OFF, /* off CPU begins: a = enum rk_offcpu, b = the CPU it left */
+	IT_INSTANT, /* a = the event index in the thread */
+	IT_TP, /* a tracepoint sample: a = the sample index */
+};
+
+struct item {
+	__u64 time;
+	__u32 thread;
+	__u32 kind;
+	__u32 a, b;
+	__u64 seq;
+};
+
+static int cmp_item(const void *x, const void *y)
+{
+	const struct item *a = x, *b = y;
+
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+struct plan {
+	struct item *v;
+	size_t n, cap;
+};
+
+static int plan_add(struct plan *p, __u64 time, size_t thread, __u32 kind, __u32 a, __u32 b)
+{
+	struct item *it;
+
+	if (p->n == p->cap) {
+		size_t c = p->cap ? p->cap * 2 : 4096;
+		struct item *v = realloc(p->v, c * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->v = v;
+		p->cap = c;
+	}
+	it = &p->v[p->n];
+	it->time = time;
+	it->thread = (__u32)thread;
+	it->kind = kind;
+	it->a = a;
+	it->b = b;
+	it->seq = p->n++;
+	return 0;
+}
+
+/* A thread's slices: Running from each in to its out, its off-CPU state from each out to the next in. */
+static int plan_thread(struct plan *p, const struct rk_tl_thread *t, size_t ti)
+{
+	int open = 0, err = 0;
+	size_t i;
+
+	for (i = 0; !err && i < t->nev; i++) {
+		const struct rk_tl_event *e = &t->ev[i];
+
+		switch (e->kind) {
+		case RK_TL_IN:
+		case RK_TL_OUT:
+			if (open)
+				err = plan_add(p, e->time, ti, IT_END, 0, 0);
+			if (!err && e->kind == RK_TL_IN)
+				err = plan_add(p, e->time, ti, IT_RUN, e->cpu, 0);
+			/* A final switch-out: nothing follows it. */
+			else if (!err && rk_offcpu_of(e->arg) != RK_OFF_DEAD)
+				err = plan_add(p, e->time, ti, IT_OFF, rk_offcpu_of(e->arg),
+					       e->cpu);
+			open = e->kind == RK_TL_IN || rk_offcpu_of(e->arg) != RK_OFF_DEAD;
+			break;
+		default:
+			err = plan_add(p, e->time, ti, IT_INSTANT, (__u32)i, 0);
+		}
+	}
+	/* Still on CPU (or off) when the history ends: it ends at the exit if known. */
+	if (!err && open && t->id.exit_ns && t->nev && t->id.exit_ns >= t->ev[t->nev - 1].time)
+		err = plan_add(p, t->id.exit_ns, ti, IT_END, 0, 0);
+	return err;
+}
+
+/* The thread a sample of @tid at @time belongs to (tids are reused): index, or -1. */
+static long thread_of(const struct rk_timeline *tl, __u32 tid, __u64 time)
+{
+	size_t lo = 0, hi = tl->nthreads;
+	long best = -1;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (tl->threads[mid].id.tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < tl->nthreads && tl->threads[lo].id.tid == tid; lo++)
+		if (best < 0 || tl->threads[lo].id.start_ns <= time)
+			best = (long)lo;
+	return best;
+}
+
+static const char *slice_name(enum rk_offcpu s)
+{
+	static const char *const n[RK_OFF_NR] = {
+		"Preempted", "Sleeping", "Blocked (uninterruptible)",	"Idle",
+		"Stopped",   "Dead",	 "Off CPU (state not recorded)"
+	};
+
+	return s < RK_OFF_NR ? n[s] : n[RK_OFF_UNKNOWN];
+}
+
+static void annotation_u64(struct rk_buf *b, const char *name, __u64 v)
+{
+	size_t d = begin(b, TE_DEBUG);
+
+	f_str(b, DA_NAME, name);
+	f_u64(b, DA_UINT, v);
+	end(b, d);
+}
+
+static void annotation_str(struct rk_buf *b, const char *name, const char *v)
+{
+	size_t d = begin(b, TE_DEBUG);
+
+	f_str(b, DA_NAME, name);
+	f_str(b, DA_STRING, v);
+	end(b, d);
+}
+
+static const char *sig_name(int sig)
+{
+	const char *n = sigabbrev_np(sig);
+
+	return n ? n : "?";
+}
+
+/* An instant of the thread's history: its name and annotations. */
+static void instant(struct rk_buf *b, const struct rk_tl_thread *t, const struct rk_tl_event *e)
+{
+	char name[64];
+
+	switch (e->kind) {
+	case RK_TL_FORK:
+		f_str(b, TE_NAME, "fork");
+		annotation_u64(b, "parent_tid", e->arg);
+		break;
+	case RK_TL_EXEC:
+	case RK_TL_COMM:
+		snprintf(name, sizeof(name), "%s %s", e->kind == RK_TL_EXEC ? "exec" : "rename",
+			 e->arg < t->nnames ? t->names[e->arg] : "?");
+		f_str(b, TE_NAME, name);
+		break;
+	case RK_TL_EXIT:
+		f_str(b, TE_NAME, "exit");
+		annotation_u64(b, "exit_code", e->arg);
+		break;
+	case RK_TL_CRASH:
+		snprintf(name, sizeof(name), "crash SIG%s", sig_name((int)e->arg));
+		f_str(b, TE_NAME, name);
+		annotation_u64(b, "signal", e->arg);
+		annotation_u64(b, "crashing_tid", e->arg2);
+		break;
+	default:
+		f_str(b, TE_NAME, "event");
+	}
+	annotation_u64(b, "cpu", e->cpu);
+}
+
+static void track_events(struct out *o, const struct rk_timeline *tl, const struct plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n && !o->err; i++) {
+		const struct item *it = &p->v[i];
+		const struct rk_tl_thread *t = &tl->threads[it->thread];
+		size_t te;
+
+		pkt_start(o, it->time, 0);
+		te = begin(&o->pkt, TP_TRACK_EVENT);
+		f_u64(&o->pkt, TE_TRACK_UUID, UUID_THREAD(it->thread));
+		switch (it->kind) {
+		case IT_END:
+			f_u64(&o->pkt, TE_TYPE, TE_SLICE_END);
+			break;
+		case IT_RUN:
+			f_u64(&o->pkt, TE_TYPE, TE_SLICE_BEGIN);
+			f_str(&o->pkt, TE_NAME, "Running");
+			annotation_u64(&o->pkt, "cpu", it->a);
+			o->st->slices++;
+			break;
+		case IT_OFF:
+			f_u64(&o->pkt, TE_TYPE, TE_SLICE_BEGIN);
+			f_str(&o->pkt, TE_NAME, slice_name(it->a));
+			annotation_str(&o->pkt, "state", rk_offcpu_name(it->a));
+			annotation_u64(&o->pkt, "left_cpu", it->b);
+			o->st->slices++;
+			break;
+		case IT_INSTANT:
+			f_u64(&o->pkt, TE_TYPE, TE_INSTANT);
+			instant(&o->pkt, t, &t->ev[it->a]);
+			o->st->instants++;
+			break;
+		case IT_TP: {
+			const struct rk_tl_sample *s = &tl->samples[it->a];
+
+			f_u64(&o->pkt, TE_TYPE, TE_INSTANT);
+			f_str(&o->pkt, TE_NAME, tl->srcs[s->src]);
+			annotation_u64(&o->pkt, "cpu", s->cpu);
+			annotation_str(&o->pkt, "fields",
+				       s->fields != ~0u ? rk_tl_str(tl, s->fields) :
+							  "(no format for this tracepoint)");
+			o->st->samples++;
+			break;
+		}
+		}
+		end(&o->pkt, te);
+		pkt_flush(o);
+	}
+}
+
+/* Interning of call stacks: frames by (function, file), stacks by their frames. */
+struct intern {
+	__u64 *keys; /* frames: sym << 32 | dso; 0: empty */
+	__u64 *ids;
+	size_t nslot, n;
+};
+
+static __u64 mix(__u64 x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The id of @key (not 0), made if new (*@made set). Return: 0 if out of memory. */
+static __u64 intern_id(struct intern *h, __u64 key, int *made)
+{
+	size_t j;
+
+	*made = 0;
+	if ((h->n + 1) * 2 > h->nslot) {
+		size_t n = h->nslot ? h->nslot * 2 : 1024, i;
+		__u64 *k = calloc(n, sizeof(*k)), *v = calloc(n, sizeof(*v));
+
+		if (!k || !v) {
+			free(k);
+			free(v);
+			return 0;
+		}
+		for (i = 0; i < h->nslot; i++) {
+			if (!h->keys[i])
+				continue;
+			for (j = mix(h->keys[i]) & (n - 1); k[j]; j = (j + 1) & (n - 1))
+				;
+			k[j] = h->keys[i];
+			v[j] = h->ids[i];
+		}
+		free(h->keys);
+		free(h->ids);
+		h->keys = k;
+		h->ids = v;
+		h->nslot = n;
+	}
+	for (j = mix(key) & (h->nslot - 1); h->keys[j]; j = (j + 1) & (h->nslot - 1))
+		if (h->keys[j] == key)
+			return h->ids[j];
+	h->keys[j] = key;
+	h->ids[j] = ++h->n;
+	*made = 1;
+	return h->ids[j];
+}
+
+static void intern_free(struct intern *h)
+{
+	free(h->keys);
+	free(h->ids);
+}
+
+/*
+ * Samples of non-tracepoint sources: one packet of interned data (names,
+ * files, frames, stacks: string ids are offsets in the timeline's table + 1),
+ * then a PerfSample each. Stacks are keyed by a hash of their frame ids,
+ * checked against the frames themselves on a hit.
+ */
+static int perf_samples(struct out *o, const struct rk_timeline *tl)
+{
+	struct intern frames = { 0 }, names = { 0 }, files = { 0 }, stacks = { 0 };
+	struct rk_buf fn = { 0 }, mp = { 0 }, mm = { 0 }, fr = { 0 }, cs = { 0 };
+	__u64 *frame_of = NULL, *stack_of = NULL, *stack_first = NULL;
+	size_t i, j, nstack_first = 0, any = 0;
+	int made, err = 0;
+
+	frame_of = calloc(tl->nframes + 1, sizeof(*frame_of));
+	stack_of = calloc(tl->nsamples + 1, sizeof(*stack_of));
+	stack_first = calloc(tl->nsamples + 1, sizeof(*stack_first));
+	if (!frame_of || !stack_of || !stack_first) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < tl->nsamples && !err; i++) {
+		const struct rk_tl_sample *s = &tl->samples[i];
+		__u64 h = 0x9e3779b97f4a7c15ull, id;
+
+		if (tl->src_is_tp[s->src] || !s->nframes)
+			continue;
+		any = 1;
+		for (j = s->frame0; j < s->frame0 + s->nframes; j++) {
+			const struct rk_tl_frame *f = &tl->frames[j];
+			__u64 fid =
+				intern_id(&frames, (__u64)(f->sym + 1) << 32 | (f->dso + 1), &made);
+			size_t m;
+
+			if (!fid) {
+				err = -ENOMEM;
+				break;
+			}
+			frame_of[j] = fid;
+			if (!made)
+				continue;
+			if (!intern_id(&names, f->sym + 1, &made)) {
+				err = -ENOMEM;
+				break;
+			}
+			if (made) {
+				m = begin(&fn, ID_FUNCTION_NAMES);
+				f_u64(&fn, IS_IID, f->sym + 1);
+				f_str(&fn, IS_STR, rk_tl_str(tl, f->sym));
+				end(&fn, m);
+			}
+			if (!intern_id(&files, f->dso + 1, &made)) {
+				err = -ENOMEM;
+				break;
+			}
+			if (made) {
+				const char *path = rk_tl_str(tl, f->dso);
+
+				/* The reader joins the path's components with '/' after a '/'. */
+				m = begin(&mp, ID_MAPPING_PATHS);
+				f_u64(&mp, IS_IID, f->dso + 1);
+				f_str(&mp, IS_STR, path[0] == '/' ? path + 1 : path);
+				end(&mp, m);
+				m = begin(&mm, ID_MAPPINGS);
+				f_u64(&mm, MAP_IID, f->dso + 1);
+				f_u64(&mm, MAP_PATH_IDS, f->dso + 1);
+				end(&mm, m);
+			}
+			m = begin(&fr, ID_FRAMES);
+			f_u64(&fr, FR_IID, fid);
+			f_u64(&fr, FR_FUNCTION, f->sym + 1);
+			f_u64(&fr, FR_MAPPING, f->dso + 1);
+			f_u64(&fr, FR_REL_PC, f->ip);
+			end(&fr, m);
+		}
+		if (err)
+			break;
+		for (j = s->frame0; j < s->frame0 + s->nframes; j++)
+			h = mix(h ^ frame_of[j]) + j - s->frame0;
+		/* A hash hit is the same stack only if its frames are (else: a stack of its own). */
+		id = intern_id(&stacks, h | 1, &made);
+		if (!id) {
+			err = -ENOMEM;
+			break;
+		}
+		if (!made) {
+			const struct rk_tl_sample *t = &tl->samples[stack_first[id - 1]];
+
+			if (t->nframes != s->nframes ||
+			    memcmp(&frame_of[t->frame0], &frame_of[s->frame0],
+				   s->nframes * sizeof(*frame_of)))
+				made = 2;
+		}
+		if (made == 2) {
+			/* Colliding: a fresh id past every hashed one. */
+			id = tl->nsamples + 1 + i;
+		}
+		if (made) {
+			size_t m = begin(&cs, ID_CALLSTACKS);
+
+			if (made == 1)
+				stack_first[nstack_first++] = i;
+			f_u64(&cs, CSK_IID, id);
+			/* Root first: our frames are leaf first. */
+			for (j = s->nframes; j-- > 0;)
+				f_u64(&cs, CSK_FRAMES, frame_of[s->frame0 + j]);
+			end(&cs, m);
+		}
+		stack_of[i] = id;
+	}
+	if (err || !any)
+		goto out;
+	pkt_start(o, 0, SEQ_NEEDS_INCREMENTAL_STATE);
+	{
+		size_t d = begin(&o->pkt, TP_INTERNED_DATA);
+
+		rk_buf_put(&o->pkt, fn.p, fn.len);
+		rk_buf_put(&o->pkt, mp.p, mp.len);
+		rk_buf_put(&o->pkt, mm.p, mm.len);
+		rk_buf_put(&o->pkt, fr.p, fr.len);
+		rk_buf_put(&o->pkt, cs.p, cs.len);
+		end(&o->pkt, d);
+	}
+	if (fn.err || mp.err || mm.err || fr.err || cs.err)
+		o->pkt.err = -ENOMEM;
+	pkt_flush(o);
+	for (i = 0; i < tl->nsamples && !o->err; i++) {
+		const struct rk_tl_sample *s = &tl->samples[i];
+		size_t d;
+
+		if (tl->src_is_tp[s->src] || !stack_of[i])
+			continue;
+		pkt_start(o, s->time, SEQ_NEEDS_INCREMENTAL_STATE);
+		d = begin(&o->pkt, TP_PERF_SAMPLE);
+		f_u64(&o->pkt, PS_CPU, s->cpu);
+		f_u64(&o->pkt, PS_PID, s->tgid);
+		f_u64(&o->pkt, PS_TID, s->tid);
+		f_u64(&o->pkt, PS_CALLSTACK, stack_of[i]);
+		end(&o->pkt, d);
+		pkt_flush(o);
+		o->st->samples++;
+	}
+out:
+	intern_free(&frames);
+	intern_free(&names);
+	intern_free(&files);
+	intern_free(&stacks);
+	free(fn.p);
+	free(mp.p);
+	free(mm.p);
+	free(fr.p);
+	free(cs.p);
+	free(frame_of);
+	free(stack_of);
+	free(stack_first);
+	return err;
+}
+
+int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st)
+{
+	char tmp[4096];
+	struct plan p = { 0 };
+	struct out o = { .st = st };
+	size_t i;
+	int err = 0, fd;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < tl->nthreads && !err; i++)
+		err = plan_thread(&p, &tl->threads[i], i);
+	for (i = 0; i < tl->nsamples && !err; i++) {
+		const struct rk_tl_sample *s = &tl->samples[i];
+		long t;
+
+		if (!tl->src_is_tp[s->src])
+			continue;
+		t = thread_of(tl, s->tid, s->time);
+		if (t >= 0)
+			err = plan_add(&p, s->time, (size_t)t, IT_TP, (__u32)i, 0);
+	}
+	if (err) {
+		free(p.v);
+		rk_err("out of memory planning %s", path);
+		return err;
+	}
+	qsort(p.v, p.n, sizeof(*p.v), cmp_item);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0 || !(o.f = fdopen(fd, "w"))) {
+		err = -errno;
+		rk_err("cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(p.v);
+		return err;
+	}
+	clock_snapshot(&o);
+	descriptors(&o, tl);
+	track_events(&o, tl, &p);
+	free(p.v);
+	if (!o.err)
+		o.err = perf_samples(&o, tl);
+	free(o.pkt.p);
+	if (fflush(o.f) && !o.err)
+		o.err = -errno;
+	if (fclose(o.f) && !o.err)
+		o.err = -errno;
+	if (!o.err && rename(tmp, path))
+		o.err = -errno;
+	if (o.err) {
+		rk_err("cannot write %s: %s", path, strerror(-o.err));
+		unlink(tmp);
+	}
+	return o.err;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * perfetto.h - a timeline as a Perfetto trace (a stream of TracePacket
+ * protobufs, the format ui.perfetto.dev and trace_processor open).
+ *
+ * Per process a TrackDescriptor (ProcessDescriptor), per thread one
+ * (ThreadDescriptor, named by its last comm) carrying TrackEvent slices:
+ * "Running" while on CPU, then why it was off CPU ("Preempted",
+ * "Sleeping", "Blocked", ...) until the next run, each with its CPU; fork,
+ * exec, rename, exit and crash as instants; tracepoint samples as instants
+ * with their fields. Samples of other -e sources as PerfSample packets with
+ * interned call stacks (the UI's flame graph). Times are CLOCK_MONOTONIC
+ * (the trace's clock, declared by a ClockSnapshot).
+ * May call: timeline, util.
+ */
+#ifndef RK_PERFETTO_H
+#define RK_PERFETTO_H
+
+#include "timeline.h"
+
+/** struct rk_perfetto_stats - what was written. */
+struct rk_perfetto_stats {
+	unsigned long long packets, slices, instants, samples, bytes;
+};
+
+/**
+ * rk_perfetto_write() - write @tl to @path (through a temporary, renamed).
+ * Return: 0, or -errno (reported).
+ */
+int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st);
+
+#endif /* RK_PERFETTO_H */

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * schedsum.c - per-thread scheduling figures from a thread's switch history:
+ * a run is a switch-in followed by a switch-out, an off-CPU period a
+ * switch-out followed by a switch-in (charged to the state the thread left
+ * in). A history's first out, or last in, has only one end: not counted.
+ */
+#include <string.h>
+#include "schedsum.h"
+#include "show.h"
+#include "util.h"
+
+void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
+{
+	const struct rk_tl_event *in = NULL, *out = NULL;
+	__u32 last_cpu = ~0u;
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < t->nev; i++) {
+		const struct rk_tl_event *e = &t->ev[i];
+
+		if (!s->first_ns || e->time < s->first_ns)
+			s->first_ns = e->time;
+		if (e->time > s->last_ns)
+			s->last_ns = e->time;
+		if (e->kind == RK_TL_IN) {
+			if (out && e->time >= out->time) {
+				enum rk_offcpu k = rk_offcpu_of(out->arg);
+				__u64 d = e->time - out->time;
+
+				s->off_ns[k] += d;
+				s->offs[k]++;
+				if (d > s->max_off_ns)
+					s->max_off_ns = d;
+			}
+			if (last_cpu != ~0u && e->cpu != last_cpu)
+				s->migrations++;
+			last_cpu = e->cpu;
+			in = e;
+			out = NULL;
+		} else if (e->kind == RK_TL_OUT) {
+			if (in && e->time >= in->time) {
+				__u64 d = e->time - in->time;
+
+				s->runs++;
+				s->on_ns += d;
+				if (d > s->max_on_ns)
+					s->max_on_ns = d;
+			}
+			out = e;
+			in = NULL;
+		}
+	}
+}
+
+static void ms(FILE *out, unsigned long long ns, int width)
+{
+	fprintf(out, " %*.3f", width, (double)ns / 1e6);
+}
+
+static void json_sum(FILE *out, const struct rk_sched_sum *s)
+{
+	int k;
+
+	fprintf(out,
+		"\"runs\":%llu,\"on_cpu_ns\":%llu,\"avg_on_cpu_ns\":%llu,\"max_on_cpu_ns\":%llu,"
+		"\"off_cpu_ns\":{",
+		s->runs, s->on_ns, s->runs ? s->on_ns / s->runs : 0, s->max_on_ns);
+	for (k = 0; k < RK_OFF_NR; k++)
+		fprintf(out, "%s\"%s\":%llu", k ? "," : "", rk_offcpu_name(k), s->off_ns[k]);
+	fprintf(out, "},\"off_cpu_periods\":{");
+	for (k = 0; k < RK_OFF_NR; k++)
+		fprintf(out, "%s\"%s\":%llu", k ? "," : "", rk_offcpu_name(k), s->offs[k]);
+	fprintf(out, "},\"longest_off_cpu_ns\":%llu,\"migrations\":%llu", s->max_off_ns,
+		s->migrations);
+}
+
+static void add(struct rk_sched_sum *tot, const struct rk_sched_sum *s)
+{
+	int k;
+
+	tot->runs += s->runs;
+	tot->on_ns += s->on_ns;
+	if (s->max_on_ns > tot->max_on_ns)
+		tot->max_on_ns = s->max_on_ns;
+	for (k = 0; k < RK_OFF_NR; k++) {
+		tot->off_ns[k] += s->off_ns[k];
+		tot->offs[k] += s->offs[k];
+	}
+	if (s->max_off_ns > tot->max_off_ns)
+		tot->max_off_ns = s->max_off_ns;
+	tot->migrations += s->migrations;
+}
+
+void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
+{
+	struct rk_sched_sum tot = { 0 }, s;
+	size_t i;
+
+	if (json)
+		fprintf(out, "{\"threads\":[");
+	else
+		fprintf(out,
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s\n"
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s\n",
+			"comm", "tid", "tgid", "runs", "on-CPU", "avg", "max", "preempted",
+			"sleeping", "blocked", "other", "longest off", "migr", "", "", "", "",
+			"(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)", "(ms, off)", "(ms, off)",
+			"(ms)", "");
+	for (i = 0; i < tl->nthreads; i++) {
+		const struct rk_tl_thread *t = &tl->threads[i];
+		unsigned long long other;
+		char comm[RK_COMM_LEN], *c;
+
+		rk_sched_sum_thread(t, &s);
+		add(&tot, &s);
+		if (json) {
+			fprintf(out, "%s{\"tid\":%u,\"tgid\":%u,\"comm\":", i ? "," : "", t->id.tid,
+				t->id.tgid);
+			rk_json_str(out, t->id.comm);
+			fprintf(out, ",");
+			json_sum(out, &s);
+			fprintf(out, ",\"first_ns\":%llu,\"last_ns\":%llu,\"state\":",
+				(unsigned long long)s.first_ns, (unsigned long long)s.last_ns);
+			rk_json_str(out, rk_thread_state_name(t->id.state));
+			fprintf(out, "}");
+			continue;
+		}
+		/* A comm is the thread's to choose: no control characters in our table. */
+		snprintf(comm, sizeof(comm), "%s", t->id.comm);
+		for (c = comm; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
+		other = s.off_ns[RK_OFF_IDLE] + s.off_ns[RK_OFF_STOPPED] + s.off_ns[RK_OFF_DEAD] +
+			s.off_ns[RK_OFF_UNKNOWN];
+		fprintf(out, "%-16s %8u %8u %7llu", comm, t->id.tid, t->id.tgid, s.runs);
+		ms(out, s.on_ns, 11);
+		ms(out, s.runs ? s.on_ns / s.runs : 0, 9);
+		ms(out, s.max_on_ns, 9);
+		ms(out, s.off_ns[RK_OFF_PREEMPTED], 11);
+		ms(out, s.off_ns[RK_OFF_SLEEPING], 11);
+		ms(out, s.off_ns[RK_OFF_BLOCKED], 11);
+		ms(out, other, 11);
+		ms(out, s.max_off_ns, 11);
+		fprintf(out, " %5llu\n", s.migrations);
+	}
+	if (json) {
+		fprintf(out, "],\"total\":{\"threads\":%zu,", tl->nthreads);
+		json_sum(out, &tot);
+		fprintf(out, "}}\n");
+		return;
+	}
+	fprintf(out, "%-16s %8s %8zu %7llu", "total", "threads:", tl->nthreads, tot.runs);
+	ms(out, tot.on_ns, 11);
+	ms(out, tot.runs ? tot.on_ns / tot.runs : 0, 9);
+	ms(out, tot.max_on_ns, 9);
+	ms(out, tot.off_ns[RK_OFF_PREEMPTED], 11);
+	ms(out, tot.off_ns[RK_OFF_SLEEPING], 11);
+	ms(out, tot.off_ns[RK_OFF_BLOCKED], 11);
+	ms(out,
+	   tot.off_ns[RK_OFF_IDLE] + tot.off_ns[RK_OFF_STOPPED] + tot.off_ns[RK_OFF_DEAD] +
+		   tot.off_ns[RK_OFF_UNKNOWN],
+	   11);
+	ms(out, tot.max_off_ns, 11);
+	fprintf(out, " %5llu\n", tot.migrations);
+	if (tot.offs[RK_OFF_UNKNOWN])
+		fprintf(out,
+			"# %llu off-CPU periods of unknown state: recorded by a ringkeeper that "
+			"did not keep it (before December 2026)\n",
+			tot.offs[RK_OFF_UNKNOWN]);
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * schedsum.h - `ringkeeper sched`: a per-thread scheduling summary of a
+ * timeline, like `perf sched timehist -s`.
+ * May call: timeline, show (state names), util.
+ */
+#ifndef RK_SCHEDSUM_H
+#define RK_SCHEDSUM_H
+
+#include <stdio.h>
+#include "timeline.h"
+
+/** struct rk_sched_sum - one thread's figures (ns). */
+struct rk_sched_sum {
+	unsigned long long runs; /* runs on a CPU with both ends recorded */
+	unsigned long long on_ns, max_on_ns;
+	unsigned long long off_ns[RK_OFF_NR]; /* by why the thread left the CPU */
+	unsigned long long offs[RK_OFF_NR]; /* how many such off-CPU periods */
+	unsigned long long max_off_ns; /* the longest off-CPU gap */
+	unsigned long long migrations; /* a run on another CPU than the one before */
+	__u64 first_ns, last_ns; /* the history's first and last event */
+};
+
+/** rk_sched_sum_thread() - @t's figures. */
+void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s);
+
+/** rk_sched_print() - every thread of @tl, then the totals; text or JSON. */
+void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json);
+
+#endif /* RK_SCHEDSUM_H */

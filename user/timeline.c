@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * timeline.c - a session's files read back as per-thread events and samples
+ * (see timeline.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "timeline.h"
+#include "session.h"
+#include "symbols.h"
+#include "tracedata.h"
+#include "util.h"
+
+/* TASK_* of the kernel (stable values; macros, not in BTF). */
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_STOPPED 0x4
+#define TASK_TRACED 0x8
+#define TASK_DEAD 0x80
+#define TASK_NOLOAD 0x400
+
+enum rk_offcpu rk_offcpu_of(__u32 w)
+{
+	__u32 s = w & RK_SWITCH_STATE_MASK;
+
+	if (!(w & RK_SWITCH_STATE))
+		return RK_OFF_UNKNOWN;
+	if (!s)
+		return RK_OFF_PREEMPTED;
+	if (s & TASK_DEAD)
+		return RK_OFF_DEAD;
+	if (s & (TASK_STOPPED | TASK_TRACED))
+		return RK_OFF_STOPPED;
+	if ((s & TASK_UNINTERRUPTIBLE) && (s & TASK_NOLOAD))
+		return RK_OFF_IDLE;
+	if (s & TASK_UNINTERRUPTIBLE)
+		return RK_OFF_BLOCKED;
+	return RK_OFF_SLEEPING;
+}
+
+const char *rk_offcpu_name(enum rk_offcpu s)
+{
+	static const char *const n[RK_OFF_NR] = { "preempted", "sleeping", "blocked", "idle",
+						  "stopped",   "dead",	   "unknown" };
+
+	return s < RK_OFF_NR ? n[s] : "unknown";
+}
+
+/* The walk of one file. */
+struct tl_walk {
+	struct rk_timeline *tl;
+	const struct rk_bufile *bf;
+	struct rk_tl_thread *t; /* sched files */
+	size_t cap_ev, cap_names;
+	/* -e files */
+	__u32 src;
+	struct rk_symbols *syms;
+	const struct rk_tp_format *tpf;
+	size_t cap_samples, cap_frames;
+	int err;
+};
+
+/* Interned strings: an open-addressing table of offsets + 1 (0: empty slot). */
+
+static __u32 str_hash(const char *s)
+{
+	__u32 h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (__u8)*s++) * 16777619u;
+	return h;
+}
+
+static int str_grow(struct rk_timeline *tl)
+{
+	size_t i, n = tl->str_nslot ? tl->str_nslot * 2 : 1024;
+	__u32 *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < tl->str_nslot; i++) {
+		__u32 v = tl->str_slot[i];
+		size_t j;
+
+		if (!v)
+			continue;
+		for (j = str_hash(tl->strs + v - 1) & (n - 1); s[j]; j = (j + 1) & (n - 1))
+			;
+		s[j] = v;
+	}
+	free(tl->str_slot);
+	tl->str_slot = s;
+	tl->str_nslot = n;
+	return 0;
+}
+
+/* The offset of @s in @tl's table (added once). Return: it, or ~0u (no memory). */
+static __u32 intern(struct rk_timeline *tl, const char *s)
+{
+	size_t len = strlen(s) + 1, j;
+
+	if ((tl->str_n + 1) * 2 > tl->str_nslot && str_grow(tl))
+		return ~0u;
+	for (j = str_hash(s) & (tl->str_nslot - 1); tl->str_slot[j];
+	     j = (j + 1) & (tl->str_nslot - 1))
+		if (!strcmp(tl->strs + tl->str_slot[j] - 1, s))
+			return tl->str_slot[j] - 1;
+	if (tl->strs_len + len > tl->str_cap) {
+		size_t c = tl->str_cap ? tl->str_cap * 2 : 65536;
+		char *p;
+
+		while (c < tl->strs_len + len)
+			c *= 2;
+		p = realloc(tl->strs, c);
+		if (!p)
+			return ~0u;
+		tl->strs = p;
+		tl->str_cap = c;
+	}
+	memcpy(tl->strs + tl->strs_len, s, len);
+	tl->str_slot[j] = (__u32)tl->strs_len + 1;
+	tl->str_n++;
+	tl->strs_len += len;
+	return (__u32)(tl->strs_len - len);
+}
+
+/* Grow *@p (of *@cap elements of @size) to hold @n. Return: 0, -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? *cap : 64;
+	void *q;
+
+	if (n <= *cap)
+		return 0;
+	while (c < n)
+		c *= 2;
+	q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* The sample_id at the end of @h: time, cpu, res (0 if the attr has none). */
+static void sample_id_of(const struct rk_bufile *bf, const struct perf_event_header *h, __u64 *time,
+			 __u32 *cpu, __u32 *res)
+{
+	__u64 st = bf->pmu->attr.sample_type;
+	size_t n = rk_sample_id_size(st);
+	const __u8 *p;
+
+	*time = 0;
+	*cpu = *res = 0;
+	if (!bf->pmu->attr.sample_id_all || n + sizeof(*h) > h->size)
+		return;
+	p = (const __u8 *)h + h->size - n;
+	p += st & PERF_SAMPLE_TID ? 8 : 0;
+	if (st & PERF_SAMPLE_TIME) {
+		memcpy(time, p, 8);
+		p += 8;
+	}
+	p += st & PERF_SAMPLE_ID ? 8 : 0;
+	p += st & PERF_SAMPLE_STREAM_ID ? 8 : 0;
+	if (st & PERF_SAMPLE_CPU) {
+		memcpy(cpu, p, 4);
+		memcpy(res, p + 4, 4);
+	}
+}
+
+static int add_name(struct tl_walk *w, const char *comm)
+{
+	struct rk_tl_thread *t = w->t;
+
+	if (grow((void **)&t->names, &w->cap_names, t->nnames + 1, sizeof(*t->names)))
+		return -ENOMEM;
+	memcpy(t->names[t->nnames], comm, RK_COMM_LEN);
+	t->names[t->nnames][RK_COMM_LEN - 1] = '\0';
+	return (int)t->nnames++;
+}
+
+static int add_ev(struct tl_walk *w, __u32 kind, __u64 time, __u32 cpu, __u32 arg, __u32 arg2)
+{
+	struct rk_tl_thread *t = w->t;
+	struct rk_tl_event *e;
+
+	if (grow((void **)&t->ev, &w->cap_ev, t->nev + 1, sizeof(*t->ev)))
+		return -ENOMEM;
+	e = &t->ev[t->nev++];
+	e->time = time;
+	e->kind = kind;
+	e->cpu = cpu;
+	e->arg = arg;
+	e->arg2 = arg2;
+	return 0;
+}
+
+static int on_sched_rec(const struct perf_event_header *h, void *ctx)
+{
+	struct tl_walk *w = ctx;
+	__u64 time;
+	__u32 cpu, res;
+	int n;
+
+	sample_id_of(w->bf, h, &time, &cpu, &res);
+	switch (h->type) {
+	case PERF_RECORD_SWITCH:
+		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT)
+			w->err = add_ev(w, RK_TL_OUT, time, cpu, res, 0);
+		else
+			w->err = add_ev(w, RK_TL_IN, time, cpu, 0, 0);
+		break;
+	case PERF_RECORD_COMM:
+		if (h->size < sizeof(*h) + 8 + RK_COMM_LEN)
+			break;
+		n = add_name(w, (const char *)h + sizeof(*h) + 8);
+		if (n < 0)
+			w->err = n;
+		else
+			w->err = add_ev(
+				w, h->misc & PERF_RECORD_MISC_COMM_EXEC ? RK_TL_EXEC : RK_TL_COMM,
+				time, cpu, (__u32)n, 0);
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (h->size >= sizeof(*h) + 16) {
+			__u32 ptid;
+
+			memcpy(&ptid, (const __u8 *)h + sizeof(*h) + 12, 4);
+			w->err = h->type == PERF_RECORD_FORK ?
+					 add_ev(w, RK_TL_FORK, time, cpu, ptid, 0) :
+					 add_ev(w, RK_TL_EXIT, time, cpu, (__u32)w->t->id.exit_code,
+						0);
+		}
+		break;
+	case RK_RECORD_CRASH:
+		if (h->size >= sizeof(struct rk_crash_record)) {
+			struct rk_crash_record c;
+
+			memcpy(&c, h, sizeof(c));
+			w->err = add_ev(w, RK_TL_CRASH, c.time, cpu, (__u32)c.signo, c.crash_tid);
+		}
+		break;
+	}
+	return w->err;
+}
+
+/* A PERF_RECORD_SAMPLE of our sources (show.c's layout): time, tid, cpu, ip, chain, raw. */
+static int on_sample_rec(const struct perf_event_header *h, void *ctx)
+{
+	struct tl_walk *w = ctx;
+	struct rk_timeline *tl = w->tl;
+	__u64 st = w->bf->pmu->attr.sample_type, ip = 0, time = 0, nr = 0, v;
+	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
+	const __u8 *chain = NULL, *raw = NULL;
+	__u32 pid = 0, tid = 0, cpu = 0, raw_len = 0, nf = 0;
+	struct rk_tl_sample *s;
+	__u64 i;
+
+	if (h->type != PERF_RECORD_SAMPLE)
+		return 0;
+#define TAKE(dst, n)                   \
+	do {                           \
+		if (p + (n) > end)     \
+			return 0;      \
+		memcpy((dst), p, (n)); \
+		p += (n);              \
+	} while (0)
+	if (st & ~(__u64)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+			  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW))
+		return 0;
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		TAKE(&v, 8);
+	if (st & PERF_SAMPLE_IP)
+		TAKE(&ip, 8);
+	if (st & PERF_SAMPLE_TID) {
+		TAKE(&pid, 4);
+		TAKE(&tid, 4);
+	}
+	if (st & PERF_SAMPLE_TIME)
+		TAKE(&time, 8);
+	if (st & PERF_SAMPLE_CPU) {
+		TAKE(&cpu, 4);
+		TAKE(&v, 4);
+	}
+	if (st & PERF_SAMPLE_PERIOD)
+		TAKE(&v, 8);
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		TAKE(&nr, 8);
+		if (nr > (__u64)(end - p) / 8)
+			return 0;
+		chain = p;
+		p += nr * 8;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		TAKE(&raw_len, 4);
+		if (raw_len > (size_t)(end - p))
+			return 0;
+		raw = p;
+	}
+#undef TAKE
+	if (grow((void **)&tl->samples, &w->cap_samples, tl->nsamples + 1, sizeof(*tl->samples)))
+		return w->err = -ENOMEM;
+	s = &tl->samples[tl->nsamples];
+	memset(s, 0, sizeof(*s));
+	s->time = time;
+	s->tid = tid;
+	s->tgid = pid;
+	s->cpu = cpu;
+	s->src = w->src;
+	s->frame0 = tl->nframes;
+	s->fields = ~0u;
+	/* Leaf first: the chain (without its context markers), else the ip alone. */
+	for (i = 0; i < (chain ? nr : (st & PERF_SAMPLE_IP ? 1 : 0)); i++) {
+		char sym[256];
+		const char *dso = "[unknown]";
+		struct rk_tl_frame *f;
+		__u64 a = ip;
+
+		if (chain)
+			memcpy(&a, chain + i * 8, 8);
+		if (a >= (__u64)PERF_CONTEXT_MAX)
+			continue;
+		if (grow((void **)&tl->frames, &w->cap_frames, tl->nframes + 1,
+			 sizeof(*tl->frames)))
+			return w->err = -ENOMEM;
+		if (w->syms)
+			rk_symbols_resolve(w->syms, a, sym, sizeof(sym), &dso);
+		else
+			snprintf(sym, sizeof(sym), "[unknown]");
+		f = &tl->frames[tl->nframes];
+		f->ip = a;
+		f->sym = intern(tl, sym);
+		f->dso = intern(tl, dso);
+		if (f->sym == ~0u || f->dso == ~0u)
+			return w->err = -ENOMEM;
+		tl->nframes++;
+		nf++;
+	}
+	s->nframes = nf;
+	if (raw && w->tpf) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+
+		if (!m)
+			return w->err = -ENOMEM;
+		rk_tp_print_fields(m, w->tpf, raw, raw_len, 0);
+		fclose(m);
+		s->fields = text ? intern(tl, text) : ~0u;
+		free(text);
+	}
+	tl->nsamples++;
+	return 0;
+}
+
+static int wanted(const struct rk_bufile *bf, __u32 tid, __u32 pid)
+{
+	return (!tid || bf->ident->tid == tid) && (!pid || bf->ident->tgid == pid);
+}
+
+/* A file name of a buffer: a tid, maybe with a suffix ("123.1", moved aside). */
+static int buffer_name(const char *name)
+{
+	char *end;
+
+	if (name[0] < '0' || name[0] > '9')
+		return 0;
+	strtoul(name, &end, 10);
+	return !*end || *end == '.';
+}
+
+static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s", session_dir, RK_SCHED_DIR);
+	d = opendir(dir);
+	if (!d) {
+		rk_err("cannot read %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct tl_walk w = { .tl = tl };
+		const char *msg = NULL;
+		struct rk_bufile *bf;
+		struct rk_tl_thread *t;
+		int err;
+
+		if (!buffer_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open(path, &msg);
+		if (!bf) {
+			rk_warn("skipping %s: %s", path,
+				errno == EBADMSG && msg ? msg : strerror(errno));
+			tl->skipped++;
+			continue;
+		}
+		if (!wanted(bf, tid, pid)) {
+			rk_bufile__free(bf);
+			continue;
+		}
+		if (grow((void **)&tl->threads, &cap, tl->nthreads + 1, sizeof(*tl->threads))) {
+			rk_bufile__free(bf);
+			closedir(d);
+			return -ENOMEM;
+		}
+		t = &tl->threads[tl->nthreads++];
+		memset(t, 0, sizeof(*t));
+		t->id = *bf->ident;
+		t->id.comm[RK_COMM_LEN - 1] = '\0';
+		w.bf = bf;
+		w.t = t;
+		err = rk_bufile__for_each(bf, on_sched_rec, &w);
+		rk_bufile__free(bf);
+		if (w.err) {
+			closedir(d);
+			return w.err;
+		}
+		if (err == -EBADMSG) {
+			rk_warn("%s: records past a corrupt one are left out", path);
+			t->broken = 1;
+		}
+		/* No name from a record: the identity's (its last) is all there is. */
+		if (!t->nnames && add_name(&w, t->id.comm) < 0) {
+			closedir(d);
+			return -ENOMEM;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct rk_tl_thread *x = a, *y = b;
+
+	if (x->id.tid != y->id.tid)
+		return x->id.tid < y->id.tid ? -1 : 1;
+	/* The same tid twice (reused, or a file moved aside): the older first. */
+	return x->id.start_ns < y->id.start_ns ? -1 : x->id.start_ns > y->id.start_ns;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct rk_tl_sample *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int load_source(struct rk_timeline *tl, const char *session_dir, const char *src, __u32 tid,
+		       __u32 pid, struct tl_walk *w)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300], sb[PATH_MAX + 300];
+	struct rk_tp_format tpf;
+	struct dirent *de;
+	DIR *d;
+	int err = 0, tp = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s", session_dir, src);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		const char *msg = NULL;
+		struct rk_bufile *bf;
+
+		if (!buffer_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open(path, &msg);
+		if (!bf) {
+			rk_warn("skipping %s: %s", path,
+				errno == EBADMSG && msg ? msg : strerror(errno));
+			tl->skipped++;
+			continue;
+		}
+		if (!wanted(bf, tid, pid)) {
+			rk_bufile__free(bf);
+			continue;
+		}
+		w->bf = bf;
+		w->tpf = NULL;
+		if (bf->pmu->attr.type == PERF_TYPE_TRACEPOINT) {
+			tp = 1;
+			if (!rk_tp_format_lookup(session_dir, src, bf->pmu->attr.config, &tpf))
+				w->tpf = &tpf;
+		}
+		snprintf(sb, sizeof(sb), "%s/%s/%u", session_dir, RK_SIDEBAND_DIR, bf->ident->tgid);
+		w->syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
+				  rk_symbols__new(sb) :
+				  NULL;
+		if (rk_bufile__for_each(bf, on_sample_rec, w) == -EBADMSG)
+			rk_warn("%s: records past a corrupt one are left out", path);
+		rk_symbols__free(w->syms);
+		w->syms = NULL;
+		rk_bufile__free(bf);
+		err = w->err;
+	}
+	closedir(d);
+	tl->src_is_tp[w->src] = tp;
+	return err;
+}
+
+static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
+{
+	struct tl_walk w = { .tl = tl };
+	size_t cap = 0;
+	struct dirent *de;
+	DIR *d = opendir(session_dir);
+	int err = 0;
+
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char p[PATH_MAX + 300];
+		DIR *sub;
+
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, RK_SCHED_DIR) ||
+		    !strcmp(de->d_name, RK_SIDEBAND_DIR) || strlen(de->d_name) >= 64)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", session_dir, de->d_name);
+		sub = opendir(p);
+		if (!sub)
+			continue;
+		closedir(sub);
+		if (grow((void **)&tl->srcs, &cap, tl->nsrcs + 1, sizeof(*tl->srcs)) ||
+		    !(tl->src_is_tp = realloc(tl->src_is_tp, (tl->nsrcs + 1) * sizeof(int)))) {
+			err = -ENOMEM;
+			break;
+		}
+		snprintf(tl->srcs[tl->nsrcs], sizeof(tl->srcs[0]), "%s", de->d_name);
+		tl->src_is_tp[tl->nsrcs] = 0;
+		w.src = (__u32)tl->nsrcs++;
+		err = load_source(tl, session_dir, de->d_name, tid, pid, &w);
+	}
+	closedir(d);
+	if (!err)
+		qsort(tl->samples, tl->nsamples, sizeof(*tl->samples), cmp_sample);
+	return err;
+}
+
+int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid,
+		      int with_samples)
+{
+	int err;
+
+	memset(tl, 0, sizeof(*tl));
+	/* Offset 0 is the empty string. */
+	if (intern(tl, "") == ~0u)
+		return -ENOMEM;
+	err = load_sched(tl, session_dir, tid, pid);
+	if (!err && with_samples)
+		err = load_samples(tl, session_dir, tid, pid);
+	free(tl->str_slot);
+	tl->str_slot = NULL;
+	tl->str_nslot = tl->str_n = 0;
+	if (err == -ENOMEM)
+		rk_err("out of memory reading %s", session_dir);
+	if (err) {
+		rk_timeline__free(tl);
+		return err;
+	}
+	if (!tl->nthreads) {
+		rk_timeline__free(tl);
+		return -ENOENT;
+	}
+	qsort(tl->threads, tl->nthreads, sizeof(*tl->threads), cmp_thread);
+	return 0;
+}
+
+void rk_timeline__free(struct rk_timeline *tl)
+{
+	size_t i;
+
+	for (i = 0; i < tl->nthreads; i++) {
+		free(tl->threads[i].ev);
+		free(tl->threads[i].names);
+	}
+	free(tl->threads);
+	free(tl->srcs);
+	free(tl->src_is_tp);
+	free(tl->samples);
+	free(tl->frames);
+	free(tl->strs);
+	free(tl->str_slot);
+	memset(tl, 0, sizeof(*tl));
+}

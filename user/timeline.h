@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * timeline.h - a session's per-thread histories read back as events: each
+ * thread's runs on a CPU and why each ended, its fork, exec, renames, exit
+ * and crash (its sched file), and the samples of every -e source (their
+ * call chains symbolized through the sideband, tracepoints' fields as text).
+ * What `ringkeeper sched` sums up and `export --perfetto` draws.
+ * Every file is read as hostile: a record that does not parse ends that
+ * file's walk (counted), sizes come from the files' validated geometry.
+ * Owns: nothing past rk_timeline__free().
+ * May call: bufile, symbols, tracedata, util.
+ */
+#ifndef RK_TIMELINE_H
+#define RK_TIMELINE_H
+
+#include <stddef.h>
+#include <linux/types.h>
+#include "bufile.h"
+
+enum rk_tl_kind {
+	RK_TL_IN, /* on CPU */
+	RK_TL_OUT, /* off CPU: @arg is the switch-out's state word (RK_SWITCH_STATE) */
+	RK_TL_FORK, /* born: @arg the parent's tid */
+	RK_TL_EXEC, /* @arg: index of the new name in the thread's names */
+	RK_TL_COMM, /* a rename: @arg as for EXEC */
+	RK_TL_EXIT, /* @arg: the exit code as wait(2) encodes it */
+	RK_TL_CRASH, /* @arg: the signal; @arg2: the tid it was delivered to */
+};
+
+/** struct rk_tl_event - one event of a thread's sched history, oldest first. */
+struct rk_tl_event {
+	__u64 time; /* CLOCK_MONOTONIC ns */
+	__u32 kind; /* enum rk_tl_kind */
+	__u32 cpu;
+	__u32 arg, arg2;
+};
+
+/** struct rk_tl_thread - one thread: its sched history and identity. */
+struct rk_tl_thread {
+	struct rk_thread_ident id; /* a copy; comm is its last name */
+	struct rk_tl_event *ev;
+	size_t nev;
+	char (*names)[RK_COMM_LEN]; /* names[0]: the first one known; EXEC/COMM index the rest */
+	size_t nnames;
+	int broken; /* its ring stopped parsing part-way */
+};
+
+/** struct rk_tl_sample - one sample of an -e source. */
+struct rk_tl_sample {
+	__u64 time;
+	__u32 tid, tgid, cpu;
+	__u32 src; /* index into rk_timeline.srcs */
+	size_t frame0; /* its frames: frames[frame0 .. frame0 + nframes), leaf first */
+	__u32 nframes;
+	__u32 fields; /* tracepoints: offset of its "name=value ..." text in strs; else ~0 */
+};
+
+/** struct rk_tl_frame - a symbolized address: offsets of its strings in strs. */
+struct rk_tl_frame {
+	__u64 ip;
+	__u32 sym, dso; /* "[unknown]" when not resolved */
+};
+
+/** struct rk_timeline - what rk_timeline__load() read. */
+struct rk_timeline {
+	struct rk_tl_thread *threads; /* sorted by tid */
+	size_t nthreads;
+	char (*srcs)[64]; /* the -e sources' names (directory names) */
+	size_t nsrcs;
+	int *src_is_tp; /* per source: a tracepoint */
+	struct rk_tl_sample *samples; /* sorted by time */
+	size_t nsamples;
+	struct rk_tl_frame *frames;
+	size_t nframes;
+	char *strs; /* NUL-terminated strings, interned */
+	size_t strs_len;
+	unsigned long long skipped; /* files that did not open or parse (reported) */
+	/* private: the interning table while loading */
+	__u32 *str_slot;
+	size_t str_nslot, str_n, str_cap;
+};
+
+/**
+ * rk_timeline__load() - read @session_dir (a session, or a core's buffers
+ * extracted as one): threads with @tid / processes with @pid only (0: all).
+ * @with_samples: also the -e sources (and symbolize them).
+ * Return: 0, -ENOENT (no thread matched), or -errno (reported).
+ */
+int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid,
+		      int with_samples);
+
+void rk_timeline__free(struct rk_timeline *tl);
+
+/** rk_tl_str() - the string at @off of @tl's table. */
+static inline const char *rk_tl_str(const struct rk_timeline *tl, __u32 off)
+{
+	return tl->strs + off;
+}
+
+/**
+ * enum rk_offcpu - why a thread was off CPU, from a switch-out's state word
+ * (perf sched timehist's and Perfetto's letters: R, S, D, I, T, X).
+ */
+enum rk_offcpu {
+	RK_OFF_PREEMPTED, /* R: runnable, waiting for a CPU */
+	RK_OFF_SLEEPING, /* S: interruptible sleep */
+	RK_OFF_BLOCKED, /* D: uninterruptible (I/O, locks) */
+	RK_OFF_IDLE, /* I: uninterruptible, not counted as load (TASK_NOLOAD) */
+	RK_OFF_STOPPED, /* T, t: stopped or traced */
+	RK_OFF_DEAD, /* X: its final switch-out */
+	RK_OFF_UNKNOWN, /* recorded before the state was kept */
+	RK_OFF_NR
+};
+
+enum rk_offcpu rk_offcpu_of(__u32 state_word);
+const char *rk_offcpu_name(enum rk_offcpu s);
+
+#endif /* RK_TIMELINE_H */
