@@ -569,7 +569,7 @@ section_system() {
 }
 
 # --- 8. seeing a session: export --perfetto and sched of VIEW_THREADS threads --
-# A session of VIEW_THREADS threads, each born traced and waking 50 times
+# A session of VIEW_THREADS threads, each born traced and waking 20 times
 # (fanout), read back RUNS times by export --perfetto and by sched; the
 # baseline is export --perf-data of the same session, timed alike.
 section_view() {
@@ -577,8 +577,8 @@ section_view() {
 	echo
 	echo "== Seeing a session of $VIEW_THREADS threads: seconds per command (wall, min / median / max"
 	echo "   of $RUNS); baseline: export --perf-data of the same session"
-	"$RK" record --root "$ROOT" --session "$sess" -- "$B/fanout" -t "$VIEW_THREADS" -i 50 \
-		-s 10000 -b 2 </dev/null >/dev/null 2>"$ROOT/$sess.err" || die "record: $(cat "$ROOT/$sess.err")"
+	"$RK" record --root "$ROOT" --session "$sess" -- "$B/fanout" -t "$VIEW_THREADS" -i 20 \
+		-s 100000 -b 2 </dev/null >/dev/null 2>"$ROOT/$sess.err" || die "record: $(cat "$ROOT/$sess.err")"
 	st=$("$RK" stat --root "$ROOT" --json "$sess")
 	for i in $(seq "$RUNS"); do
 		t0=$(date +%s%N)
@@ -594,7 +594,8 @@ section_view() {
 		t1=$(date +%s%N)
 		sc+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
 	done
-	printf "   threads %s, switches recorded %s\n" "$(jfield "$st" threads)" "$(jfield "$st" switches)"
+	printf "   threads %s, switches recorded %s, signals dropped %s\n" "$(jfield "$st" threads)" \
+		"$(jfield "$st" switches)" "$(jfield "$st" bpf_drops)"
 	printf "   %-22s %s s (%s)\n" "export --perf-data" "$(printf '%s\n' "${pd[@]}" | mmm3 | tr ' ' /)" \
 		"$(kib "$(stat -c %s "$ROOT/v.data")")"
 	printf "   %-22s %s s (%s)\n" "export --perfetto" "$(printf '%s\n' "${pf[@]}" | mmm3 | tr ' ' /)" \
