@@ -201,7 +201,8 @@ sanitize:
 # seed corpus (regenerated through the writer) plus the committed findings.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECONDS ?= 45
-FUZZ_SRCS := user/bufile.c user/show.c user/symbols.c user/util.c user/tracedata.c
+FUZZ_SRCS := user/bufile.c user/show.c user/symbols.c user/util.c user/tracedata.c user/timeline.c \
+	user/schedsum.c
 $(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*.h bpf/*.h)
 	$(Q)mkdir -p $(FUZZ_DIR)
 	$(call msg,FUZZ-CC,$@)

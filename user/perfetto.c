@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "perfetto.h"
@@ -705,10 +706,18 @@ int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_
 	char tmp[4096];
 	struct plan p = { 0 };
 	struct out o = { .st = st };
+	struct stat ost;
 	size_t i;
 	int err = 0, fd;
 
 	memset(st, 0, sizeof(*st));
+	/* /dev/null, a FIFO, a directory: never replaced by our regular file. */
+	if (!lstat(path, &ost) && !S_ISREG(ost.st_mode)) {
+		rk_err("%s is not a regular file: not replacing it (the trace is written to a new "
+		       "file and renamed into place)",
+		       path);
+		return -EINVAL;
+	}
 	for (i = 0; i < tl->nthreads && !err; i++)
 		err = plan_thread(&p, &tl->threads[i], i);
 	for (i = 0; i < tl->nsamples && !err; i++) {

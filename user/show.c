@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include "show.h"
+#include "timeline.h"
 #include "util.h"
 
 const char *rk_thread_state_name(__u32 state)
@@ -53,7 +54,7 @@ static void json_sep(struct walk *w)
 /* The sample_id fields we print, parsed from the end of a non-sample record. */
 struct sid {
 	int have_tid, have_time, have_cpu;
-	__u32 pid, tid, cpu;
+	__u32 pid, tid, cpu, res;
 	__u64 time;
 };
 
@@ -83,6 +84,7 @@ static int parse_sample_id(const struct rk_bufile *bf, const struct perf_event_h
 	p += st & PERF_SAMPLE_STREAM_ID ? 8 : 0;
 	if (st & PERF_SAMPLE_CPU) {
 		memcpy(&s->cpu, p, 4);
+		memcpy(&s->res, p + 4, 4);
 		s->have_cpu = 1;
 	}
 	return 0;
@@ -275,8 +277,17 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	case PERF_RECORD_SWITCH:
 		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
 			w->c.switch_out++;
-			snprintf(detail, sizeof(detail), "OUT%s",
-				 h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? " preempt" : "");
+			enum rk_offcpu why = rk_offcpu_of(s.res);
+
+			/* Why it left, where the recorder kept it (a preemption says so already). */
+			snprintf(detail, sizeof(detail), "OUT%s%s",
+				 h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? " preempt" : "",
+				 why == RK_OFF_UNKNOWN || why == RK_OFF_PREEMPTED ? "" :
+				 why == RK_OFF_SLEEPING				  ? " sleeping" :
+				 why == RK_OFF_BLOCKED				  ? " blocked" :
+				 why == RK_OFF_IDLE				  ? " idle" :
+				 why == RK_OFF_STOPPED				  ? " stopped" :
+										    " dead");
 		} else {
 			w->c.switch_in++;
 			snprintf(detail, sizeof(detail), "IN");

@@ -60,7 +60,6 @@ struct tl_walk {
 	__u32 src;
 	struct rk_symbols *syms;
 	const struct rk_tp_format *tpf;
-	size_t cap_samples, cap_frames;
 	int err;
 };
 
@@ -304,7 +303,7 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 		raw = p;
 	}
 #undef TAKE
-	if (grow((void **)&tl->samples, &w->cap_samples, tl->nsamples + 1, sizeof(*tl->samples)))
+	if (grow((void **)&tl->samples, &tl->samples_cap, tl->nsamples + 1, sizeof(*tl->samples)))
 		return w->err = -ENOMEM;
 	s = &tl->samples[tl->nsamples];
 	memset(s, 0, sizeof(*s));
@@ -326,7 +325,7 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 			memcpy(&a, chain + i * 8, 8);
 		if (a >= (__u64)PERF_CONTEXT_MAX)
 			continue;
-		if (grow((void **)&tl->frames, &w->cap_frames, tl->nframes + 1,
+		if (grow((void **)&tl->frames, &tl->frames_cap, tl->nframes + 1,
 			 sizeof(*tl->frames)))
 			return w->err = -ENOMEM;
 		if (w->syms)
@@ -375,11 +374,34 @@ static int buffer_name(const char *name)
 	return !*end || *end == '.';
 }
 
+int rk_timeline__add_sched(struct rk_timeline *tl, const struct rk_bufile *bf)
+{
+	struct tl_walk w = { .tl = tl, .bf = bf };
+	struct rk_tl_thread *t;
+	int err;
+
+	if (grow((void **)&tl->threads, &tl->threads_cap, tl->nthreads + 1, sizeof(*tl->threads)))
+		return -ENOMEM;
+	t = &tl->threads[tl->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->id = *bf->ident;
+	t->id.comm[RK_COMM_LEN - 1] = '\0';
+	w.t = t;
+	err = rk_bufile__for_each(bf, on_sched_rec, &w);
+	if (w.err)
+		return w.err;
+	t->broken = err == -EBADMSG;
+	/* No name from a record: the identity's (its last) is all there is. */
+	if (!t->nnames && add_name(&w, t->id.comm) < 0)
+		return -ENOMEM;
+	return t->broken ? -EBADMSG : 0;
+}
+
 static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300];
-	size_t cap = 0;
 	struct dirent *de;
+	int err = 0;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%s/%s", session_dir, RK_SCHED_DIR);
@@ -388,12 +410,9 @@ static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid
 		rk_err("cannot read %s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	while ((de = readdir(d))) {
-		struct tl_walk w = { .tl = tl };
+	while (err != -ENOMEM && (de = readdir(d))) {
 		const char *msg = NULL;
 		struct rk_bufile *bf;
-		struct rk_tl_thread *t;
-		int err;
 
 		if (!buffer_name(de->d_name))
 			continue;
@@ -405,39 +424,13 @@ static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid
 			tl->skipped++;
 			continue;
 		}
-		if (!wanted(bf, tid, pid)) {
-			rk_bufile__free(bf);
-			continue;
-		}
-		if (grow((void **)&tl->threads, &cap, tl->nthreads + 1, sizeof(*tl->threads))) {
-			rk_bufile__free(bf);
-			closedir(d);
-			return -ENOMEM;
-		}
-		t = &tl->threads[tl->nthreads++];
-		memset(t, 0, sizeof(*t));
-		t->id = *bf->ident;
-		t->id.comm[RK_COMM_LEN - 1] = '\0';
-		w.bf = bf;
-		w.t = t;
-		err = rk_bufile__for_each(bf, on_sched_rec, &w);
+		err = wanted(bf, tid, pid) ? rk_timeline__add_sched(tl, bf) : 0;
 		rk_bufile__free(bf);
-		if (w.err) {
-			closedir(d);
-			return w.err;
-		}
-		if (err == -EBADMSG) {
+		if (err == -EBADMSG)
 			rk_warn("%s: records past a corrupt one are left out", path);
-			t->broken = 1;
-		}
-		/* No name from a record: the identity's (its last) is all there is. */
-		if (!t->nnames && add_name(&w, t->id.comm) < 0) {
-			closedir(d);
-			return -ENOMEM;
-		}
 	}
 	closedir(d);
-	return 0;
+	return err == -ENOMEM ? err : 0;
 }
 
 static int cmp_thread(const void *a, const void *b)
@@ -457,10 +450,25 @@ static int cmp_sample(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
+int rk_timeline__add_samples(struct rk_timeline *tl, const struct rk_bufile *bf, __u32 src,
+			     struct rk_symbols *syms, const struct rk_tp_format *tpf)
+{
+	struct tl_walk w = { .tl = tl, .bf = bf, .src = src, .syms = syms, .tpf = tpf };
+	int err = rk_bufile__for_each(bf, on_sample_rec, &w);
+
+	if (w.err) {
+		tl->oom = 1;
+		return w.err;
+	}
+	return err == -EBADMSG ? err : 0;
+}
+
 static int load_source(struct rk_timeline *tl, const char *session_dir, const char *src, __u32 tid,
-		       __u32 pid, struct tl_walk *w)
+		       __u32 pid, __u32 k)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300], sb[PATH_MAX + 300];
+	const struct rk_tp_format *fmt;
+	struct rk_symbols *syms;
 	struct rk_tp_format tpf;
 	struct dirent *de;
 	DIR *d;
@@ -488,32 +496,29 @@ static int load_source(struct rk_timeline *tl, const char *session_dir, const ch
 			rk_bufile__free(bf);
 			continue;
 		}
-		w->bf = bf;
-		w->tpf = NULL;
+		fmt = NULL;
 		if (bf->pmu->attr.type == PERF_TYPE_TRACEPOINT) {
 			tp = 1;
 			if (!rk_tp_format_lookup(session_dir, src, bf->pmu->attr.config, &tpf))
-				w->tpf = &tpf;
+				fmt = &tpf;
 		}
 		snprintf(sb, sizeof(sb), "%s/%s/%u", session_dir, RK_SIDEBAND_DIR, bf->ident->tgid);
-		w->syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
-				  rk_symbols__new(sb) :
-				  NULL;
-		if (rk_bufile__for_each(bf, on_sample_rec, w) == -EBADMSG)
+		syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
+			       rk_symbols__new(sb) :
+			       NULL;
+		if (rk_timeline__add_samples(tl, bf, k, syms, fmt) == -EBADMSG)
 			rk_warn("%s: records past a corrupt one are left out", path);
-		rk_symbols__free(w->syms);
-		w->syms = NULL;
+		rk_symbols__free(syms);
 		rk_bufile__free(bf);
-		err = w->err;
+		err = tl->oom ? -ENOMEM : 0;
 	}
 	closedir(d);
-	tl->src_is_tp[w->src] = tp;
+	tl->src_is_tp[k] = tp;
 	return err;
 }
 
 static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
 {
-	struct tl_walk w = { .tl = tl };
 	size_t cap = 0;
 	struct dirent *de;
 	DIR *d = opendir(session_dir);
@@ -523,6 +528,7 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 		return -errno;
 	while (!err && (de = readdir(d))) {
 		char p[PATH_MAX + 300];
+		int *is_tp;
 		DIR *sub;
 
 		if (de->d_name[0] == '.' || !strcmp(de->d_name, RK_SCHED_DIR) ||
@@ -534,14 +540,15 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 			continue;
 		closedir(sub);
 		if (grow((void **)&tl->srcs, &cap, tl->nsrcs + 1, sizeof(*tl->srcs)) ||
-		    !(tl->src_is_tp = realloc(tl->src_is_tp, (tl->nsrcs + 1) * sizeof(int)))) {
+		    !(is_tp = realloc(tl->src_is_tp, (tl->nsrcs + 1) * sizeof(int)))) {
 			err = -ENOMEM;
 			break;
 		}
+		tl->src_is_tp = is_tp;
 		snprintf(tl->srcs[tl->nsrcs], sizeof(tl->srcs[0]), "%s", de->d_name);
 		tl->src_is_tp[tl->nsrcs] = 0;
-		w.src = (__u32)tl->nsrcs++;
-		err = load_source(tl, session_dir, de->d_name, tid, pid, &w);
+		tl->nsrcs++;
+		err = load_source(tl, session_dir, de->d_name, tid, pid, (__u32)tl->nsrcs - 1);
 	}
 	closedir(d);
 	if (!err)

@@ -75,9 +75,11 @@ struct rk_timeline {
 	char *strs; /* NUL-terminated strings, interned */
 	size_t strs_len;
 	unsigned long long skipped; /* files that did not open or parse (reported) */
-	/* private: the interning table while loading */
+	/* private: the interning table while loading, capacities */
 	__u32 *str_slot;
 	size_t str_nslot, str_n, str_cap;
+	size_t threads_cap, samples_cap, frames_cap;
+	int oom;
 };
 
 /**
@@ -90,6 +92,21 @@ int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid
 		      int with_samples);
 
 void rk_timeline__free(struct rk_timeline *tl);
+
+struct rk_symbols;
+struct rk_tp_format;
+
+/*
+ * One file into @tl (zeroed, or as loaded so far): a sched file as a
+ * thread; an -e source's (index @src of srcs, which the caller sizes) as
+ * samples, resolved through @syms and @tpf (may be NULL). What the
+ * directory walk does per file; also the fuzzer's way in.
+ * Return: 0; -EBADMSG if records past a corrupt one were left out (what
+ * parsed is in); -ENOMEM.
+ */
+int rk_timeline__add_sched(struct rk_timeline *tl, const struct rk_bufile *bf);
+int rk_timeline__add_samples(struct rk_timeline *tl, const struct rk_bufile *bf, __u32 src,
+			     struct rk_symbols *syms, const struct rk_tp_format *tpf);
 
 /** rk_tl_str() - the string at @off of @tl's table. */
 static inline const char *rk_tl_str(const struct rk_timeline *tl, __u32 off)

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bufile.h"
+#include "schedsum.h"
 #include "show.h"
+#include "timeline.h"
 #include "tracedata.h"
 
 /* sched:sched_wakeup as 6.18 describes it: samples with RAW print these fields. */
@@ -55,6 +57,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rk_bufile__for_each(&bf, touch, &sum);
 		rk_show(null, &bf, "session/cpu-clock/1", 0, NULL, &tpf, NULL);
 		rk_show(null, &bf, "session/cpu-clock/1", 1, NULL, &tpf, NULL);
+		/* sched and export --perfetto read it as a thread's history and as samples. */
+		{
+			static char src[64] = "cpu-clock";
+			static int is_tp;
+			struct rk_timeline tl = { 0 };
+
+			tl.srcs = &src;
+			tl.src_is_tp = &is_tp;
+			tl.nsrcs = 1;
+			rk_timeline__add_sched(&tl, &bf);
+			rk_timeline__add_samples(&tl, &bf, 0, NULL, &tpf);
+			rk_sched_print(null, &tl, 0);
+			rk_sched_print(null, &tl, 1);
+			tl.srcs = NULL;
+			tl.src_is_tp = NULL;
+			rk_timeline__free(&tl);
+		}
 	} else {
 		struct rk_tp_format f;
 		const char *fmt;

@@ -331,4 +331,6 @@ Test(cli, json_outputs_fit_their_schemas)
 	assert_valid(repo, cmd, "show.json", NULL);
 	snprintf(cmd, sizeof(cmd), "%s pmu --json", rk_bin);
 	assert_valid(repo, cmd, "pmu.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j", rk_bin, root);
+	assert_valid(repo, cmd, "sched.json", NULL);
 }

@@ -177,6 +177,17 @@ Test(view, perfetto_export_reads_back_with_the_official_protos)
 	snprintf(checks, sizeof(checks), "--threads 1 --thread %u:workload", tids[2]);
 	perfetto_check(trace, checks);
 
+	/* Not a regular file: never replaced (root renaming over /dev/null would). */
+	snprintf(cmd, sizeof(cmd),
+		 "%s export --root %s --session pf --perfetto /dev/null 2>&1; "
+		 "echo rc=$?; test -c /dev/null && echo still-a-device",
+		 rk_bin, root);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "not a regular file"), "%s", s);
+	cr_assert_not_null(strstr(s, "rc=1"), "%s", s);
+	cr_assert_not_null(strstr(s, "still-a-device"), "%s", s);
+	free(s);
+
 	/* Nothing matched: said, exit 1, no file. */
 	snprintf(cmd, sizeof(cmd),
 		 "rm -f %s; %s export --root %s --session pf --perfetto %s --tid 999999999 2>&1; "
