@@ -702,6 +702,58 @@ ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, _
 	return (ssize_t)n;
 }
 
+int rk_sample_parse(__u64 st, const struct perf_event_header *h, struct rk_sample *s)
+{
+	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
+	__u64 v;
+
+#define TAKE(dst, n)                     \
+	do {                             \
+		if (p + (n) > end)       \
+			return -EBADMSG; \
+		memcpy((dst), p, (n));   \
+		p += (n);                \
+	} while (0)
+	memset(s, 0, sizeof(*s));
+	if (st & ~(__u64)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+			  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW))
+		return -EOPNOTSUPP;
+	if (h->size < sizeof(*h))
+		return -EBADMSG;
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		TAKE(&v, 8);
+	if (st & PERF_SAMPLE_IP)
+		TAKE(&s->ip, 8);
+	if (st & PERF_SAMPLE_TID) {
+		TAKE(&s->pid, 4);
+		TAKE(&s->tid, 4);
+	}
+	if (st & PERF_SAMPLE_TIME)
+		TAKE(&s->time, 8);
+	if (st & PERF_SAMPLE_CPU) {
+		TAKE(&s->cpu, 4);
+		TAKE(&v, 4);
+	}
+	if (st & PERF_SAMPLE_PERIOD)
+		TAKE(&s->period, 8);
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		TAKE(&s->nr, 8);
+		if (s->nr > (__u64)(end - p) / 8)
+			return -EBADMSG;
+		s->chain = p;
+		p += s->nr * 8;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		TAKE(&s->raw_len, 4);
+		if (s->raw_len > (size_t)(end - p))
+			return -EBADMSG;
+		s->raw = p;
+	}
+#undef TAKE
+	return 0;
+}
+
 size_t rk_sample_id_size(__u64 st)
 {
 	size_t n = 0;

@@ -320,6 +320,24 @@ ssize_t rk_bufile__read_aux(const struct rk_bufile *bf, void *buf, size_t len, _
  */
 const char *rk_mmap2_name(const struct perf_event_header *h);
 
+/**
+ * struct rk_sample - a PERF_RECORD_SAMPLE of our sources, parsed; @chain
+ * (@nr u64s, context markers included) and @raw point into the record.
+ */
+struct rk_sample {
+	__u64 ip, time, period, nr;
+	__u32 pid, tid, cpu, raw_len;
+	const __u8 *chain, *raw;
+};
+
+/**
+ * rk_sample_parse() - @h's IDENTIFIER, IP, TID, TIME, CPU, PERIOD,
+ * CALLCHAIN, RAW (those of @sample_type, in the kernel's order) into @s.
+ * Return: 0; -EOPNOTSUPP for another sample_type bit; -EBADMSG if the
+ * record is too short for what it says it holds.
+ */
+int rk_sample_parse(__u64 sample_type, const struct perf_event_header *h, struct rk_sample *s);
+
 /** rk_sample_id_size() - bytes of sample_id for an attr's sample_type. */
 size_t rk_sample_id_size(__u64 sample_type);
 

@@ -885,101 +885,156 @@ static void export_crash_note(const struct rk_export_stats *es)
 }
 
 /*
- * A core's buffers as a session directory in @dir (mkdtemp template, made
- * here; remove_extracted() when done). Return: 0, or 1 (reported).
+ * Where export and sched read from: a session (by name, or the newest) under
+ * a root, or an ELF core dump's buffers (extracted into a directory of the
+ * same layout); which threads (tid, pid: 0 all). The options are theirs.
  */
-static int core_to_dir(const char *core, char *dir)
+struct from {
+	const char *root, *session, *core;
+	unsigned long long tid, pid;
+	char dir[PATH_MAX]; /* the session's directory, or the core's buffers */
+	char cdir[32]; /* the core's buffers (mkdtemp), "" if none */
+};
+
+#define FROM_OPTS "t:p:s:r:"
+#define FROM_LONGOPTS                                                                     \
+	{ "tid", required_argument, NULL, 't' }, { "pid", required_argument, NULL, 'p' }, \
+		{ "session", required_argument, NULL, 's' },                              \
+		{ "root", required_argument, NULL, 'r' },                                 \
+	{                                                                                 \
+		"core", required_argument, NULL, 'C'                                      \
+	}
+
+/* One of from's options: 1 taken, 0 not one of them, -2 a bad value (reported). */
+static int from_opt(struct from *f, int c, const char *arg)
+{
+	unsigned long long v;
+
+	switch (c) {
+	case 't':
+	case 'p':
+		if (rk_parse_uint(arg, INT_MAX, &v) || !v) {
+			rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
+			       c == 't' ? "tid" : "pid", arg);
+			return -2;
+		}
+		*(c == 't' ? &f->tid : &f->pid) = v;
+		return 1;
+	case 's':
+		f->session = arg;
+		return 1;
+	case 'r':
+		f->root = arg;
+		return 1;
+	case 'C':
+		f->core = arg;
+		return 1;
+	}
+	return 0;
+}
+
+/* f->dir from f's options. Return: 0, or 1 (reported). */
+static int from_open(struct from *f)
 {
 	struct rk_core_bufs b;
 	const char *why = NULL;
-	int n, err;
+	struct sess *sv;
+	size_t n, i;
+	int k, err;
 
-	err = rk_core_bufs__load(core, &b, &why);
+	if (!f->core) {
+		if (sessions(f->root, &sv, &n))
+			return 1;
+		for (i = 0; i < n && f->session && strcmp(sv[i].name, f->session); i++)
+			;
+		if (i == n) {
+			if (f->session)
+				rk_err("no session %s in %s (ringkeeper ls lists them)", f->session,
+				       f->root);
+			else
+				rk_err("no sessions in %s", f->root);
+			free(sv);
+			return 1;
+		}
+		snprintf(f->dir, sizeof(f->dir), "%s/%s", f->root, sv[i].name);
+		free(sv);
+		return 0;
+	}
+	err = rk_core_bufs__load(f->core, &b, &why);
 	if (err) {
-		rk_err("--core %s: %s", core, why ? why : strerror(-err));
+		rk_err("--core %s: %s", f->core, why ? why : strerror(-err));
 		return 1;
 	}
-	if (!mkdtemp(dir)) {
+	snprintf(f->cdir, sizeof(f->cdir), "/tmp/ringkeeper-core-XXXXXX");
+	if (!mkdtemp(f->cdir)) {
 		rk_err("cannot make a directory for the core's buffers: %s", strerror(errno));
+		f->cdir[0] = '\0';
 		rk_core_bufs__free(&b);
 		return 1;
 	}
-	n = rk_core_bufs__extract(&b, dir);
+	k = rk_core_bufs__extract(&b, f->cdir);
 	rk_core_bufs__free(&b);
-	if (n <= 0) {
-		rk_err("--core %s: %s", core,
-		       n ? strerror(-n) : "no ringkeeper buffer in it (ringkeeper show --core)");
-		remove_extracted(dir);
+	if (k <= 0) {
+		rk_err("--core %s: %s", f->core,
+		       k ? strerror(-k) : "no ringkeeper buffer in it (ringkeeper show --core)");
 		return 1;
 	}
+	snprintf(f->dir, sizeof(f->dir), "%s", f->cdir);
 	return 0;
 }
 
-/* @root/<session, or the newest> into @dir. Return: 0, or 1 (reported). */
-static int session_dir(const char *root, const char *session, char *dir, size_t len)
+/* What from_open() extracted, removed. */
+static void from_close(struct from *f)
 {
-	struct sess *sv;
-	size_t n, i;
-
-	if (sessions(root, &sv, &n))
-		return 1;
-	for (i = 0; i < n && session && strcmp(sv[i].name, session); i++)
-		;
-	if (i == n) {
-		if (session)
-			rk_err("no session %s in %s (ringkeeper ls lists them)", session, root);
-		else
-			rk_err("no sessions in %s", root);
-		free(sv);
-		return 1;
-	}
-	snprintf(dir, len, "%s/%s", root, sv[i].name);
-	free(sv);
-	return 0;
+	if (f->cdir[0])
+		remove_extracted(f->cdir);
+	f->cdir[0] = '\0';
 }
 
-/* export --perfetto: the timeline of @dir's threads (@from names it in messages). */
-static int export_perfetto(const char *dir, const char *from, const struct rk_export_opts *eo)
+/* export --perfetto: the timeline of f's threads. */
+static int export_perfetto(const struct from *f, const char *out)
 {
 	struct rk_perfetto_stats ps;
 	struct rk_timeline tl;
 	int err;
 
-	err = rk_timeline__load(&tl, dir, (__u32)eo->tid, (__u32)eo->pid, 1);
+	err = rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, 1);
 	if (err == -ENOENT) {
-		rk_err("%s: no thread%s%s to export", from, eo->tid || eo->pid ? " matched --" : "",
-		       eo->tid ? "tid" :
-		       eo->pid ? "pid" :
-				 "");
+		rk_err("%s: no thread%s%s to export", f->core ? f->core : f->dir,
+		       f->tid || f->pid ? " matched --" : "",
+		       f->tid ? "tid" :
+		       f->pid ? "pid" :
+				"");
 		return 1;
 	}
 	if (err)
 		return 1;
-	err = rk_perfetto_write(&tl, eo->out, &ps);
+	err = rk_perfetto_write(&tl, out, &ps);
 	if (!err)
 		fprintf(stderr,
 			"ringkeeper: wrote %s from %s: %zu threads, %llu slices, %llu instants, "
 			"%llu samples, %llu packets, %llu bytes%s\n",
-			eo->out, from, tl.nthreads, ps.slices, ps.instants, ps.samples, ps.packets,
-			ps.bytes, tl.skipped ? " (some files skipped, see above)" : "");
+			out, f->core ? f->core : f->dir, tl.nthreads, ps.slices, ps.instants,
+			ps.samples, ps.packets, ps.bytes,
+			tl.skipped ? " (some files skipped, see above)" : "");
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }
 
-/* export's work on a session directory @dir, in the format asked for. */
-static int export_dir(const char *dir, const char *from, struct rk_export_opts *eo, int perfetto)
+/* export --perf-data: f's threads. */
+static int export_perf(const struct from *f, const char *out)
 {
+	struct rk_export_opts eo = {
+		.session_dir = f->dir, .out = out, .tid = (pid_t)f->tid, .pid = (pid_t)f->pid
+	};
 	struct rk_export_stats es;
 
-	if (perfetto)
-		return export_perfetto(dir, from, eo);
-	eo->session_dir = dir;
-	if (rk_export_perf_data(eo, &es))
+	if (rk_export_perf_data(&eo, &es))
 		return 1;
 	fprintf(stderr,
 		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u "
 		"attrs%s\n",
-		eo->out, from, es.records, es.samples, es.threads, es.attrs,
+		out, f->core ? f->core : f->dir, es.records, es.samples, es.threads, es.attrs,
 		es.skipped ? " (some files skipped, see above)" : "");
 	export_crash_note(&es);
 	return 0;
@@ -1007,51 +1062,29 @@ static int cmd_export(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "session", required_argument, NULL, 's' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "core", required_argument, NULL, 'C' },
+		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *root = RK_DEFAULT_ROOT, *session = NULL, *core = NULL;
-	struct rk_export_opts eo = { 0 };
-	unsigned long long v;
-	char dir[PATH_MAX];
-	int c, err, perfetto = 0;
+	struct from f = { .root = RK_DEFAULT_ROOT };
+	const char *out = NULL;
+	int c, r, perfetto = 0;
 
-	while ((c = getopt_long(argc, argv, "+o:t:p:s:r:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
+		r = from_opt(&f, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
 		switch (c) {
 		case 'o':
 		case 'f':
-			if (eo.out) {
+			if (out) {
 				rk_err("give one of --perf-data and --perfetto");
 				return 2;
 			}
-			eo.out = optarg;
+			out = optarg;
 			perfetto = c == 'f';
-			break;
-		case 't':
-		case 'p':
-			if (rk_parse_uint(optarg, INT_MAX, &v) || !v) {
-				rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
-				       c == 't' ? "tid" : "pid", optarg);
-				return 2;
-			}
-			if (c == 't')
-				eo.tid = (pid_t)v;
-			else
-				eo.pid = (pid_t)v;
-			break;
-		case 's':
-			session = optarg;
-			break;
-		case 'r':
-			root = optarg;
-			break;
-		case 'C':
-			core = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -1061,26 +1094,21 @@ static int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!eo.out || optind != argc || (core && session)) {
+	if (!out || optind != argc || (f.core && f.session)) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (eo.tid && eo.pid) {
+	if (f.tid && f.pid) {
 		rk_err("give --tid or --pid, not both");
 		return 2;
 	}
-	if (core) {
-		char cdir[] = "/tmp/ringkeeper-core-XXXXXX";
-
-		if (core_to_dir(core, cdir))
-			return 1;
-		err = export_dir(cdir, core, &eo, perfetto);
-		remove_extracted(cdir);
-		return err;
-	}
-	if (session_dir(root, session, dir, sizeof(dir)))
+	if (from_open(&f)) {
+		from_close(&f);
 		return 1;
-	return export_dir(dir, dir, &eo, perfetto);
+	}
+	r = perfetto ? export_perfetto(&f, out) : export_perf(&f, out);
+	from_close(&f);
+	return r;
 }
 
 static int cmd_sched(int argc, char **argv)
@@ -1101,42 +1129,23 @@ static int cmd_sched(int argc, char **argv)
 		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "session", required_argument, NULL, 's' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "core", required_argument, NULL, 'C' },
+		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *root = RK_DEFAULT_ROOT, *session = NULL, *core = NULL;
-	char dir[PATH_MAX], cdir[] = "/tmp/ringkeeper-core-XXXXXX";
-	unsigned long long v, tid = 0, pid = 0;
+	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct rk_timeline tl;
-	int c, err, json = 0;
+	int c, r, json = 0;
 
-	while ((c = getopt_long(argc, argv, "jt:p:s:r:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
+		r = from_opt(&f, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
 		switch (c) {
 		case 'j':
 			json = 1;
-			break;
-		case 't':
-		case 'p':
-			if (rk_parse_uint(optarg, INT_MAX, &v) || !v) {
-				rk_err("--%s: not a %s: '%s'", c == 't' ? "tid" : "pid",
-				       c == 't' ? "tid" : "pid", optarg);
-				return 2;
-			}
-			*(c == 't' ? &tid : &pid) = v;
-			break;
-		case 's':
-			session = optarg;
-			break;
-		case 'r':
-			root = optarg;
-			break;
-		case 'C':
-			core = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -1146,30 +1155,26 @@ static int cmd_sched(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc && !session && !core)
-		session = argv[optind++];
-	if (optind != argc || (core && session) || (tid && pid)) {
+	if (optind < argc && !f.session && !f.core)
+		f.session = argv[optind++];
+	if (optind != argc || (f.core && f.session) || (f.tid && f.pid)) {
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (core) {
-		if (core_to_dir(core, cdir))
-			return 1;
-		snprintf(dir, sizeof(dir), "%s", cdir);
-	} else if (session_dir(root, session, dir, sizeof(dir))) {
+	if (from_open(&f)) {
+		from_close(&f);
 		return 1;
 	}
-	err = rk_timeline__load(&tl, dir, (__u32)tid, (__u32)pid, 0);
-	if (core)
-		remove_extracted(cdir);
-	if (err == -ENOENT) {
-		rk_err("%s: no thread%s", core ? core : dir,
-		       tid ? " with that --tid" :
-		       pid ? " of that --pid" :
-			     "s");
+	r = rk_timeline__load(&tl, f.dir, (__u32)f.tid, (__u32)f.pid, 0);
+	from_close(&f);
+	if (r == -ENOENT) {
+		rk_err("%s: no thread%s", f.core ? f.core : f.dir,
+		       f.tid ? " with that --tid" :
+		       f.pid ? " of that --pid" :
+			       "s");
 		return 1;
 	}
-	if (err)
+	if (r)
 		return 1;
 	rk_sched_print(stdout, &tl, json);
 	rk_timeline__free(&tl);

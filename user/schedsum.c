@@ -93,6 +93,24 @@ static void add(struct rk_sched_sum *tot, const struct rk_sched_sum *s)
 	tot->migrations += s->migrations;
 }
 
+/* A text row: its first three columns already printed, then @s's figures. */
+static void text_figures(FILE *out, const struct rk_sched_sum *s)
+{
+	fprintf(out, " %7llu", s->runs);
+	ms(out, s->on_ns, 11);
+	ms(out, s->runs ? s->on_ns / s->runs : 0, 9);
+	ms(out, s->max_on_ns, 9);
+	ms(out, s->off_ns[RK_OFF_PREEMPTED], 11);
+	ms(out, s->off_ns[RK_OFF_SLEEPING], 11);
+	ms(out, s->off_ns[RK_OFF_BLOCKED], 11);
+	ms(out,
+	   s->off_ns[RK_OFF_IDLE] + s->off_ns[RK_OFF_STOPPED] + s->off_ns[RK_OFF_DEAD] +
+		   s->off_ns[RK_OFF_UNKNOWN],
+	   11);
+	ms(out, s->max_off_ns, 11);
+	fprintf(out, " %5llu\n", s->migrations);
+}
+
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 {
 	struct rk_sched_sum tot = { 0 }, s;
@@ -110,7 +128,6 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 			"(ms)", "");
 	for (i = 0; i < tl->nthreads; i++) {
 		const struct rk_tl_thread *t = &tl->threads[i];
-		unsigned long long other;
 		char comm[RK_COMM_LEN], *c;
 
 		rk_sched_sum_thread(t, &s);
@@ -132,18 +149,8 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		for (c = comm; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
 				*c = '?';
-		other = s.off_ns[RK_OFF_IDLE] + s.off_ns[RK_OFF_STOPPED] + s.off_ns[RK_OFF_DEAD] +
-			s.off_ns[RK_OFF_UNKNOWN];
-		fprintf(out, "%-16s %8u %8u %7llu", comm, t->id.tid, t->id.tgid, s.runs);
-		ms(out, s.on_ns, 11);
-		ms(out, s.runs ? s.on_ns / s.runs : 0, 9);
-		ms(out, s.max_on_ns, 9);
-		ms(out, s.off_ns[RK_OFF_PREEMPTED], 11);
-		ms(out, s.off_ns[RK_OFF_SLEEPING], 11);
-		ms(out, s.off_ns[RK_OFF_BLOCKED], 11);
-		ms(out, other, 11);
-		ms(out, s.max_off_ns, 11);
-		fprintf(out, " %5llu\n", s.migrations);
+		fprintf(out, "%-16s %8u %8u", comm, t->id.tid, t->id.tgid);
+		text_figures(out, &s);
 	}
 	if (json) {
 		fprintf(out, "],\"total\":{\"threads\":%zu,", tl->nthreads);
@@ -151,19 +158,8 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		fprintf(out, "}}\n");
 		return;
 	}
-	fprintf(out, "%-16s %8s %8zu %7llu", "total", "threads:", tl->nthreads, tot.runs);
-	ms(out, tot.on_ns, 11);
-	ms(out, tot.runs ? tot.on_ns / tot.runs : 0, 9);
-	ms(out, tot.max_on_ns, 9);
-	ms(out, tot.off_ns[RK_OFF_PREEMPTED], 11);
-	ms(out, tot.off_ns[RK_OFF_SLEEPING], 11);
-	ms(out, tot.off_ns[RK_OFF_BLOCKED], 11);
-	ms(out,
-	   tot.off_ns[RK_OFF_IDLE] + tot.off_ns[RK_OFF_STOPPED] + tot.off_ns[RK_OFF_DEAD] +
-		   tot.off_ns[RK_OFF_UNKNOWN],
-	   11);
-	ms(out, tot.max_off_ns, 11);
-	fprintf(out, " %5llu\n", tot.migrations);
+	fprintf(out, "%-16s %8s %8zu", "total", "threads:", tl->nthreads);
+	text_figures(out, &tot);
 	if (tot.offs[RK_OFF_UNKNOWN])
 		fprintf(out,
 			"# %llu off-CPU periods of unknown state: recorded by a ringkeeper that "

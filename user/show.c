@@ -149,56 +149,15 @@ static void print_addr(struct walk *w, __u64 ip, const char *indent, int first)
  */
 static int show_sample(struct walk *w, const struct perf_event_header *h)
 {
-	__u64 st = w->bf->pmu->attr.sample_type, ip = 0, time = 0, period = 0, nr = 0, v;
-	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
-	__u32 pid = 0, tid = 0, cpu = 0;
-	const __u8 *chain = NULL, *raw = NULL;
-	size_t raw_len = 0;
+	struct rk_sample smp;
+	int err = rk_sample_parse(w->bf->pmu->attr.sample_type, h, &smp);
+	__u64 ip = smp.ip, time = smp.time, period = smp.period, nr = smp.nr, v;
+	__u32 pid = smp.pid, tid = smp.tid, cpu = smp.cpu;
+	const __u8 *chain = smp.chain, *raw = smp.raw;
+	size_t raw_len = smp.raw_len;
 
-#define TAKE(dst, n)                     \
-	do {                             \
-		if (p + (n) > end)       \
-			return -EBADMSG; \
-		memcpy((dst), p, (n));   \
-		p += (n);                \
-	} while (0)
-	if (st & ~(__u64)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-			  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW))
-		return -EOPNOTSUPP;
-	if (st & PERF_SAMPLE_IDENTIFIER)
-		TAKE(&v, 8);
-	if (st & PERF_SAMPLE_IP)
-		TAKE(&ip, 8);
-	if (st & PERF_SAMPLE_TID) {
-		TAKE(&pid, 4);
-		TAKE(&tid, 4);
-	}
-	if (st & PERF_SAMPLE_TIME)
-		TAKE(&time, 8);
-	if (st & PERF_SAMPLE_CPU) {
-		TAKE(&cpu, 4);
-		TAKE(&v, 4);
-	}
-	if (st & PERF_SAMPLE_PERIOD)
-		TAKE(&period, 8);
-	if (st & PERF_SAMPLE_CALLCHAIN) {
-		TAKE(&nr, 8);
-		if (nr > (__u64)(end - p) / 8)
-			return -EBADMSG;
-		chain = p;
-		p += nr * 8;
-	}
-	if (st & PERF_SAMPLE_RAW) {
-		__u32 n;
-
-		TAKE(&n, 4);
-		if (n > (size_t)(end - p))
-			return -EBADMSG;
-		raw = p;
-		raw_len = n;
-	}
-#undef TAKE
+	if (err)
+		return err;
 	if (tid != w->bf->ident->tid)
 		w->c.foreign++;
 	w->c.samples++;

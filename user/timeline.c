@@ -253,64 +253,28 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 {
 	struct tl_walk *w = ctx;
 	struct rk_timeline *tl = w->tl;
-	__u64 st = w->bf->pmu->attr.sample_type, ip = 0, time = 0, nr = 0, v;
-	const __u8 *p = (const __u8 *)h + sizeof(*h), *end = (const __u8 *)h + h->size;
-	const __u8 *chain = NULL, *raw = NULL;
-	__u32 pid = 0, tid = 0, cpu = 0, raw_len = 0, nf = 0;
+	struct rk_sample smp;
+	__u64 st = w->bf->pmu->attr.sample_type, ip, nr;
+	const __u8 *chain, *raw;
+	__u32 raw_len, nf = 0;
 	struct rk_tl_sample *s;
 	__u64 i;
 
-	if (h->type != PERF_RECORD_SAMPLE)
+	if (h->type != PERF_RECORD_SAMPLE || rk_sample_parse(st, h, &smp))
 		return 0;
-#define TAKE(dst, n)                   \
-	do {                           \
-		if (p + (n) > end)     \
-			return 0;      \
-		memcpy((dst), p, (n)); \
-		p += (n);              \
-	} while (0)
-	if (st & ~(__u64)(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-			  PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-			  PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW))
-		return 0;
-	if (st & PERF_SAMPLE_IDENTIFIER)
-		TAKE(&v, 8);
-	if (st & PERF_SAMPLE_IP)
-		TAKE(&ip, 8);
-	if (st & PERF_SAMPLE_TID) {
-		TAKE(&pid, 4);
-		TAKE(&tid, 4);
-	}
-	if (st & PERF_SAMPLE_TIME)
-		TAKE(&time, 8);
-	if (st & PERF_SAMPLE_CPU) {
-		TAKE(&cpu, 4);
-		TAKE(&v, 4);
-	}
-	if (st & PERF_SAMPLE_PERIOD)
-		TAKE(&v, 8);
-	if (st & PERF_SAMPLE_CALLCHAIN) {
-		TAKE(&nr, 8);
-		if (nr > (__u64)(end - p) / 8)
-			return 0;
-		chain = p;
-		p += nr * 8;
-	}
-	if (st & PERF_SAMPLE_RAW) {
-		TAKE(&raw_len, 4);
-		if (raw_len > (size_t)(end - p))
-			return 0;
-		raw = p;
-	}
-#undef TAKE
+	ip = smp.ip;
+	nr = smp.nr;
+	chain = smp.chain;
+	raw = smp.raw;
+	raw_len = smp.raw_len;
 	if (grow((void **)&tl->samples, &tl->samples_cap, tl->nsamples + 1, sizeof(*tl->samples)))
 		return w->err = -ENOMEM;
 	s = &tl->samples[tl->nsamples];
 	memset(s, 0, sizeof(*s));
-	s->time = time;
-	s->tid = tid;
-	s->tgid = pid;
-	s->cpu = cpu;
+	s->time = smp.time;
+	s->tid = smp.tid;
+	s->tgid = smp.pid;
+	s->cpu = smp.cpu;
 	s->src = w->src;
 	s->frame0 = tl->nframes;
 	s->fields = ~0u;
@@ -397,16 +361,34 @@ int rk_timeline__add_sched(struct rk_timeline *tl, const struct rk_bufile *bf)
 	return t->broken ? -EBADMSG : 0;
 }
 
-static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
+/* A source's buffers, each as wanted (tid, pid), given to @fn with its path. */
+struct walk_dir {
+	struct rk_timeline *tl;
+	const char *session_dir, *src;
+	__u32 tid, pid;
+	int (*fn)(struct walk_dir *wd, const struct rk_bufile *bf);
+	__u32 k; /* load_source: the source's index */
+	int tp; /* load_source: it is a tracepoint */
+};
+
+/*
+ * Every buffer file of @wd->src that opens and is wanted, to @wd->fn: what
+ * does not open is reported, counted and passed over; a ring that stops
+ * parsing is reported. Return: 0, -ENOMEM, or -errno if the directory
+ * cannot be read and @must.
+ */
+static int walk_dir(struct walk_dir *wd, int must)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300];
 	struct dirent *de;
 	int err = 0;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/%s", session_dir, RK_SCHED_DIR);
+	snprintf(dir, sizeof(dir), "%s/%s", wd->session_dir, wd->src);
 	d = opendir(dir);
 	if (!d) {
+		if (!must)
+			return 0;
 		rk_err("cannot read %s: %s", dir, strerror(errno));
 		return -errno;
 	}
@@ -421,16 +403,56 @@ static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid
 		if (!bf) {
 			rk_warn("skipping %s: %s", path,
 				errno == EBADMSG && msg ? msg : strerror(errno));
-			tl->skipped++;
+			wd->tl->skipped++;
 			continue;
 		}
-		err = wanted(bf, tid, pid) ? rk_timeline__add_sched(tl, bf) : 0;
+		err = wanted(bf, wd->tid, wd->pid) ? wd->fn(wd, bf) : 0;
 		rk_bufile__free(bf);
 		if (err == -EBADMSG)
 			rk_warn("%s: records past a corrupt one are left out", path);
 	}
 	closedir(d);
 	return err == -ENOMEM ? err : 0;
+}
+
+static int sched_file(struct walk_dir *wd, const struct rk_bufile *bf)
+{
+	return rk_timeline__add_sched(wd->tl, bf);
+}
+
+/* A sample file: resolved through its process's sideband, a tracepoint's through its format. */
+static int sample_file(struct walk_dir *wd, const struct rk_bufile *bf)
+{
+	const struct rk_tp_format *fmt = NULL;
+	char sb[PATH_MAX + 300];
+	struct rk_symbols *syms;
+	struct rk_tp_format tpf;
+	int err;
+
+	if (bf->pmu->attr.type == PERF_TYPE_TRACEPOINT) {
+		wd->tp = 1;
+		if (!rk_tp_format_lookup(wd->session_dir, wd->src, bf->pmu->attr.config, &tpf))
+			fmt = &tpf;
+	}
+	snprintf(sb, sizeof(sb), "%s/%s/%u", wd->session_dir, RK_SIDEBAND_DIR, bf->ident->tgid);
+	syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
+		       rk_symbols__new(sb) :
+		       NULL;
+	err = rk_timeline__add_samples(wd->tl, bf, wd->k, syms, fmt);
+	rk_symbols__free(syms);
+	return err;
+}
+
+static int load_sched(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid)
+{
+	struct walk_dir wd = { .tl = tl,
+			       .session_dir = session_dir,
+			       .src = RK_SCHED_DIR,
+			       .tid = tid,
+			       .pid = pid,
+			       .fn = sched_file };
+
+	return walk_dir(&wd, 1);
 }
 
 static int cmp_thread(const void *a, const void *b)
@@ -466,54 +488,16 @@ int rk_timeline__add_samples(struct rk_timeline *tl, const struct rk_bufile *bf,
 static int load_source(struct rk_timeline *tl, const char *session_dir, const char *src, __u32 tid,
 		       __u32 pid, __u32 k)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 300], sb[PATH_MAX + 300];
-	const struct rk_tp_format *fmt;
-	struct rk_symbols *syms;
-	struct rk_tp_format tpf;
-	struct dirent *de;
-	DIR *d;
-	int err = 0, tp = 0;
+	struct walk_dir wd = { .tl = tl,
+			       .session_dir = session_dir,
+			       .src = src,
+			       .tid = tid,
+			       .pid = pid,
+			       .fn = sample_file,
+			       .k = k };
+	int err = walk_dir(&wd, 0);
 
-	snprintf(dir, sizeof(dir), "%s/%s", session_dir, src);
-	d = opendir(dir);
-	if (!d)
-		return 0;
-	while (!err && (de = readdir(d))) {
-		const char *msg = NULL;
-		struct rk_bufile *bf;
-
-		if (!buffer_name(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		bf = rk_bufile__open(path, &msg);
-		if (!bf) {
-			rk_warn("skipping %s: %s", path,
-				errno == EBADMSG && msg ? msg : strerror(errno));
-			tl->skipped++;
-			continue;
-		}
-		if (!wanted(bf, tid, pid)) {
-			rk_bufile__free(bf);
-			continue;
-		}
-		fmt = NULL;
-		if (bf->pmu->attr.type == PERF_TYPE_TRACEPOINT) {
-			tp = 1;
-			if (!rk_tp_format_lookup(session_dir, src, bf->pmu->attr.config, &tpf))
-				fmt = &tpf;
-		}
-		snprintf(sb, sizeof(sb), "%s/%s/%u", session_dir, RK_SIDEBAND_DIR, bf->ident->tgid);
-		syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
-			       rk_symbols__new(sb) :
-			       NULL;
-		if (rk_timeline__add_samples(tl, bf, k, syms, fmt) == -EBADMSG)
-			rk_warn("%s: records past a corrupt one are left out", path);
-		rk_symbols__free(syms);
-		rk_bufile__free(bf);
-		err = tl->oom ? -ENOMEM : 0;
-	}
-	closedir(d);
-	tl->src_is_tp[k] = tp;
+	tl->src_is_tp[k] = wd.tp;
 	return err;
 }
 
