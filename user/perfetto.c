@@ -735,7 +735,8 @@ int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_
 		rk_err("out of memory planning %s", path);
 		return err;
 	}
-	qsort(p.v, p.n, sizeof(*p.v), cmp_item);
+	if (p.n)
+		qsort(p.v, p.n, sizeof(*p.v), cmp_item);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0 || !(o.f = fdopen(fd, "w"))) {

@@ -535,7 +535,8 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 		err = load_source(tl, session_dir, de->d_name, tid, pid, (__u32)tl->nsrcs - 1);
 	}
 	closedir(d);
-	if (!err)
+	/* qsort() of no array is undefined (its pointer is NULL then). */
+	if (!err && tl->nsamples)
 		qsort(tl->samples, tl->nsamples, sizeof(*tl->samples), cmp_sample);
 	return err;
 }
