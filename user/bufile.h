@@ -47,6 +47,12 @@
 #define RK_THREAD_LEFT 7
 
 /*
+ * rk_thread_ident.flags: traced for --cgroup only (leaving the subtrees
+ * ends it). Was the upper half of a __u64 pinned (0/1): 0 in older files.
+ */
+#define RK_IDENT_VIA_CGROUP 1u
+
+/*
  * A record type of ringkeeper's own in a sched ring (perf's kernel types are
  * < 64, its user-space ones < 128): a crash. When a traced process gets a
  * core-dumping signal, each of its threads' histories ends with one, after
@@ -99,6 +105,8 @@ struct rk_page_ext {
  * @state: RK_THREAD_*; @exit_code: as wait(2) encodes it.
  * @start_ns, @exit_ns: CLOCK_MONOTONIC.
  * @pinned: 1 while the loader holds the buffer mlocked (live view only).
+ * @flags: RK_IDENT_* (the recorder's own facts about the thread, for a
+ *	   resume; files are root's, readers may only read them).
  * @overwritten: records dropped from the tail to make room.
  * @lost: records that could not be stored at all (larger than the ring).
  */
@@ -115,7 +123,8 @@ struct rk_thread_ident {
 	__u64 exit_ns;
 	__s32 exit_code;
 	__u32 state;
-	__u64 pinned;
+	__u32 pinned;
+	__u32 flags;
 	__u64 overwritten;
 	__u64 lost;
 };

@@ -46,7 +46,7 @@ struct rk_pin_item {
 	size_t len;
 	uid_t uid;
 	void *owner;
-	__u64 *pinned_flag; /* if set, the pool stores 1/0 here (live view) */
+	__u32 *pinned_flag; /* if set, the pool stores 1/0 here (live view) */
 	/*
 	 * If set, the event source's "wake me at this thread's next switch-in"
 	 * flag (0: wake; 1: not needed): the pool stores 1 when it learns of a

@@ -65,7 +65,7 @@ static void adopted(struct rk_rec *r, struct rk_thread *t, int new_process)
 {
 	char msg[256];
 
-	t->via_cgroup = r->o->ncgroups > 0;
+	rec_thread_via_cgroup(t, r->o->ncgroups > 0);
 	if (!r->drain)
 		return;
 	if (rk_drain_open_task(r->drain, (int)t->tid, msg, sizeof(msg)) && rk_verbose)
@@ -101,7 +101,7 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 	if (s->flags & RK_SIGF_ADOPTED)
 		adopted(r, t, !!(s->flags & RK_SIGF_NEW_PROCESS));
 	else if (parent)
-		t->via_cgroup = parent->via_cgroup;
+		rec_thread_via_cgroup(t, parent->via_cgroup);
 	fr.h.type = PERF_RECORD_FORK;
 	fr.h.size = sizeof(fr);
 	fr.pid = s->tgid;

@@ -272,6 +272,8 @@ int rec_adopt_files(struct rk_rec *r)
 		t->tid = tid;
 		t->tgid = bf->ident->tgid;
 		t->uid = bf->ident->uid;
+		/* Our own mark in our own (root's) file: what --cgroup traced may still leave. */
+		t->via_cgroup = r->o->ncgroups > 0 && (bf->id.flags & RK_IDENT_VIA_CGROUP);
 		/* Its pin state died with the old recorder. */
 		bf->ident->pinned = 0;
 		t->b[0].bf = bf;

@@ -226,7 +226,7 @@ int rec_adopt_pid(struct rk_rec *r, pid_t pid, int cgroup)
 		return err == -ESRCH ? 0 : err;
 	for (t = r->all; cgroup && t; t = t->all_next)
 		if (t->tgid == (__u32)pid && !t->dead)
-			t->via_cgroup = 1;
+			rec_thread_via_cgroup(t, 1);
 	if (r->drain && !known)
 		rec_synthesize(r, pid);
 	return 0;

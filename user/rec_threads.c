@@ -626,9 +626,25 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 	else
 		r->st->creds_rotated++;
 	n->last_switch = last;
+	/* Why it is traced goes on with it: one traced for --cgroup may still leave. */
+	rec_thread_via_cgroup(n, t->via_cgroup);
 	if (last == RK_SIG_SWITCH_IN)
 		rec_thread_pin(r, n, RK_PIN_ON, time_ns);
 	return n;
+}
+
+void rec_thread_via_cgroup(struct rk_thread *t, int on)
+{
+	struct rk_bufile *bf = SCHED_BF(t);
+
+	t->via_cgroup = on;
+	if (!bf)
+		return;
+	if (on)
+		bf->id.flags |= RK_IDENT_VIA_CGROUP;
+	else
+		bf->id.flags &= ~RK_IDENT_VIA_CGROUP;
+	rk_bufile__publish_ident(bf);
 }
 
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -38,10 +39,61 @@ void rk_test_setup(void)
 	cr_assert_not_null(mkdtemp(root));
 }
 
+/* What spawn() started, for the teardown: nothing a failed test started outlives it. */
+static pid_t spawned[256];
+static size_t nspawned;
+
+/* Does a recorder hold the lock (a service's, or one a test started)? */
+static int recorder_running(void)
+{
+	int fd = open("/run/ringkeeper.lock", O_RDONLY | O_CLOEXEC), held;
+
+	if (fd < 0)
+		return 0;
+	held = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+/*
+ * A child still running at the end of a test (the test failed before it
+ * stopped it): SIGINT (a recorder then ends its session and unpins), then
+ * SIGKILL. If a recorder had to be killed, its pins go too: the next test's
+ * recorder must find /sys/fs/bpf/ringkeeper free, as a stopped one leaves it.
+ */
+static void reap_leftovers(void)
+{
+	int killed = 0, st;
+	size_t i;
+
+	for (i = 0; i < nspawned; i++) {
+		uint64_t end = now_ms() + 10000;
+		pid_t p = spawned[i];
+
+		if (waitpid(p, &st, WNOHANG) != 0)
+			continue; /* reaped by the test, or just now */
+		kill(p, SIGINT);
+		while (waitpid(p, &st, WNOHANG) == 0 && now_ms() < end)
+			usleep(10000);
+		if (waitpid(p, &st, WNOHANG) == 0) {
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+			killed = 1;
+		}
+	}
+	nspawned = 0;
+	if (!access("/sys/fs/bpf/ringkeeper", F_OK) && (killed || !recorder_running())) {
+		fprintf(stderr, "teardown: pins left by a killed recorder; removing them\n");
+		if (system("rm -f /sys/fs/bpf/ringkeeper/* && rmdir /sys/fs/bpf/ringkeeper"))
+			fprintf(stderr, "cannot remove /sys/fs/bpf/ringkeeper\n");
+	}
+}
+
 void rk_test_teardown(void)
 {
 	char cmd[128];
 
+	reap_leftovers();
 	if (!root[0])
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
@@ -76,6 +128,8 @@ pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
 		execv(argv[0], argv);
 		_exit(126);
 	}
+	if (nspawned < sizeof(spawned) / sizeof(spawned[0]))
+		spawned[nspawned++] = pid;
 	return pid;
 }
 

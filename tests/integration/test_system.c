@@ -288,6 +288,112 @@ Test(system, cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out)
 	       (unsigned long long)st.bpf_adopted, (unsigned long long)st.threads);
 }
 
+/* Wait (bounded) until @pid runs as @uid: its exec under setpriv is done. */
+static void wait_uid(pid_t pid, unsigned int uid)
+{
+	uint64_t end = now_ms() + 20000;
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	for (;;) {
+		FILE *f = fopen(path, "re");
+		unsigned int u = ~0u;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "Uid: %u", &u) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (u == uid)
+			return;
+		cr_assert_lt(now_ms(), end, "pid %d never became uid %u", pid, uid);
+		usleep(10000);
+	}
+}
+
+/*
+ * --cgroup: a process whose file was rotated (its reader changed: root ->
+ * nobody, by setpriv and an exec) is still one traced for the cgroup only,
+ * and leaving the cgroup ends its tracing in the new file too.
+ */
+Test(system, cgroup_leave_after_a_reader_change_ends_tracing)
+{
+	const char *extra[] = { "--cgroup", cg, NULL };
+	char cmd[PATH_MAX * 2], line[64], aside[PATH_MAX];
+	pid_t p, rk;
+	int ready;
+
+	cg_make();
+	extra[1] = cg;
+	rk = start_recorder_on(0, "cgrot", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 20000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd),
+		 "echo $$ > %s/cgroup.procs && exec setpriv --reuid=65534 --regid=65534 "
+		 "--clear-groups sleep 3",
+		 cg);
+	p = sh_bg("rot", cmd);
+	wait_uid(p, 65534);
+	usleep(300000); /* the loader's drain ticks are 5 ms */
+	cg_move(cg_parent, p);
+	usleep(300000);
+	cr_assert_eq(file_state("cgrot", (unsigned int)p), RK_THREAD_LEFT,
+		     "the rotated file after leaving: state %u",
+		     file_state("cgrot", (unsigned int)p));
+	snprintf(aside, sizeof(aside), "%s/cgrot/sched/%d.1", root, p);
+	cr_assert_eq(access(aside, F_OK), 0, "no rotation happened (%s)", aside);
+	wait_for(p, 30000);
+	stop_recorder(rk);
+}
+
+/*
+ * --cgroup, kill -9, --resume: what the dead recorder traced for the cgroup
+ * is still so after the resume (the mark is in the file): leaving ends it.
+ */
+Test(system, cgroup_leave_after_a_resume_ends_tracing)
+{
+	const char *extra[] = { "--cgroup", cg, NULL };
+	char cmd[PATH_MAX * 2], line[64], fd[16], o[128], e[128];
+	int ready, rp[2], st;
+	pid_t p, rk;
+
+	cg_make();
+	extra[1] = cg;
+	rk = start_recorder_on(0, "cgres", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 20000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	close(ready);
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec sleep 4", cg);
+	p = sh_bg("res", cmd);
+	cg_wait_member(cg, p);
+	usleep(300000);
+	cr_assert(has_file("cgres", (unsigned int)p), "the process in the cgroup is not traced");
+	kill(rk, SIGKILL);
+	st = wait_for(rk, 10000);
+	cr_assert(WIFSIGNALED(st));
+	cr_assert_eq(pipe(rp), 0);
+	snprintf(fd, sizeof(fd), "%d", rp[1]);
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	{
+		char *argv[] = { (char *)rk_bin, "record",     "--root", root, "--resume",
+				 "cgres",	 "--ready-fd", fd,	 NULL };
+
+		rk = spawn(argv, o, e, rp[1]);
+	}
+	close(rp[1]);
+	cr_assert_eq(read_line_within(rp[0], line, sizeof(line), 20000), 0,
+		     "resumed recorder not ready: %s", rk_err_text());
+	close(rp[0]);
+	cg_move(cg_parent, p);
+	usleep(300000);
+	cr_assert_eq(file_state("cgres", (unsigned int)p), RK_THREAD_LEFT,
+		     "after the resume and the move: state %u",
+		     file_state("cgres", (unsigned int)p));
+	wait_for(p, 30000);
+	stop_recorder(rk);
+}
+
 /* -a: a process started after the recorder is traced; kernel threads and the recorder are not. */
 Test(system, all_traces_processes_born_later_not_kthreads_nor_itself)
 {

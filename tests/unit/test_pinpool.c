@@ -316,7 +316,7 @@ Test(pinpool, lock_failure_is_counted_and_unaccounted)
 	struct rk_pin_pool *p = pool(2 * L, 1000 * MS, 1);
 	struct rk_pin_item a;
 	struct rk_pin_stats st;
-	__u64 flag = 7;
+	__u32 flag = 7;
 
 	item(&a, 0, 0);
 	a.pinned_flag = &flag;
