@@ -11,7 +11,8 @@ and print what the tests check, as one JSON object:
   nonmonotonic: track events whose time is before the previous one's on
              their track
   dangling:  references to an id that was never defined (track uuids,
-             interned callstacks, frames, function names, mappings, paths)
+             interned event and annotation names, annotation strings,
+             callstacks, frames, function names, mappings, paths)
   unbalanced: slice ends with no open slice on their track
 
 Usage: perfetto_check.py TRACE [checks]
@@ -40,6 +41,7 @@ def read(path):
     tracks = {}  # uuid -> tid or None (process)
     threads, processes = {}, {}
     funcs, frames, stacks, mappings, paths = {}, {}, {}, {}, set()
+    event_names, annotation_names, annotation_strings = {}, {}, {}
     last_ts, depth = {}, {}
     out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={},
                nonmonotonic=0, dangling=0, unbalanced=0, packets=0)
@@ -58,6 +60,12 @@ def read(path):
             if not seq_clean:
                 out["dangling"] += 1  # interned data before the sequence was cleared
             d = p.interned_data
+            for e in d.event_names:
+                event_names[e.iid] = e.name
+            for e in d.debug_annotation_names:
+                annotation_names[e.iid] = e.name
+            for e in d.debug_annotation_string_values:
+                annotation_strings[e.iid] = e.str.decode()
             for s in d.function_names:
                 funcs[s.iid] = s.str.decode()
             for s in d.mapping_paths:
@@ -104,6 +112,28 @@ def read(path):
                 leaf = base[-1]  # root first: the leaf is last
                 out["leaf"][leaf] = out["leaf"].get(leaf, 0) + 1
 
+    def name_of(te):
+        """A track event's name, inline or interned (None: a dangling iid)."""
+        if te.HasField("name_iid"):
+            return event_names.get(te.name_iid)
+        return te.name
+
+    def annotations_of(te):
+        """{name: value} of a track event's annotations (None for a dangling iid)."""
+        a = {}
+        for d in te.debug_annotations:
+            n = annotation_names.get(d.name_iid) if d.HasField("name_iid") else d.name
+            if d.HasField("string_value_iid"):
+                v = annotation_strings.get(d.string_value_iid)
+            elif d.HasField("string_value"):
+                v = d.string_value
+            else:
+                v = d.uint_value if d.HasField("uint_value") else d.int_value
+            if n is None or v is None:
+                out["dangling"] += 1
+            a[n] = v
+        return a
+
     for ts, te in pending:
         uuid = te.track_uuid
         if uuid not in tracks:
@@ -113,10 +143,15 @@ def read(path):
             out["nonmonotonic"] += 1
         last_ts[uuid] = ts
         t = thread_of(uuid)
+        name = name_of(te)
+        annotations = annotations_of(te)
+        if te.type != pb.TrackEvent.TYPE_SLICE_END and name is None:
+            out["dangling"] += 1
+            name = ""
         if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
             depth[uuid] = depth.get(uuid, 0) + 1
             if t is not None:
-                if te.name == "Running":
+                if name == "Running":
                     t["running"] += 1
                 else:
                     t["off"] += 1
@@ -126,12 +161,11 @@ def read(path):
             else:
                 depth[uuid] -= 1
         elif te.type == pb.TrackEvent.TYPE_INSTANT and t is not None:
-            annotations = {a.name for a in te.debug_annotations}
             if "fields" in annotations:
                 t["tp"] += 1
                 out["tp_samples"] += 1
             else:
-                word = te.name.split(" ")[0]
+                word = name.split(" ")[0]
                 t["instants"][word] = t["instants"].get(word, 0) + 1
 
     out["threads"] = threads

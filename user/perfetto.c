@@ -51,11 +51,14 @@
 #define TE_TYPE 9
 #define TE_TRACK_UUID 11
 #define TE_NAME 23
+#define TE_NAME_IID 10
 #define TE_DEBUG 4
 #define TE_SLICE_BEGIN 1
 #define TE_SLICE_END 2
 #define TE_INSTANT 3
 #define DA_NAME 10
+#define DA_NAME_IID 1
+#define DA_STRING_IID 17
 #define DA_UINT 3
 #define DA_INT 4
 #define DA_STRING 6
@@ -64,7 +67,12 @@
 #define PS_PID 2
 #define PS_TID 3
 #define PS_CALLSTACK 4
+#define ID_EVENT_NAMES 2
+#define ID_ANNOTATION_NAMES 3
 #define ID_FUNCTION_NAMES 5
+#define ID_ANNOTATION_STRINGS 29
+#define EN_IID 1
+#define EN_NAME 2
 #define ID_FRAMES 6
 #define ID_CALLSTACKS 7
 #define ID_MAPPING_PATHS 17
@@ -81,8 +89,47 @@
 #define CSK_FRAMES 2
 
 #define SEQ_ID 1
-#define UUID_PROCESS(pid) ((1ull << 62) | (__u64)(pid))
-#define UUID_THREAD(i) ((2ull << 62) | (__u64)(i))
+/* Small (short varints, in every packet), never 0, processes odd, threads even. */
+#define UUID_PROCESS(pid) (2ull * (__u64)(pid) + 1)
+#define UUID_THREAD(i) (2ull * (__u64)(i) + 2)
+
+/*
+ * Interned names of the track events (InternedData.event_names) and of
+ * their annotations (debug_annotation_names, and the off-CPU states as
+ * debug_annotation_string_values): a slice's packet says a small id, not
+ * the name. Emitted once, before the first track event.
+ */
+enum {
+	EV_RUNNING = 1,
+	EV_OFF, /* + enum rk_offcpu */
+	EV_FORK = EV_OFF + RK_OFF_NR,
+	EV_EXIT,
+	EV_EVENT,
+	EV_SRC, /* + the source's index */
+};
+enum {
+	AN_CPU = 1,
+	AN_STATE,
+	AN_LEFT_CPU,
+	AN_PARENT_TID,
+	AN_EXIT_CODE,
+	AN_SIGNAL,
+	AN_CRASHING_TID,
+	AN_FIELDS,
+	AN_NR,
+};
+static const char *const annotation_names[AN_NR] = {
+	[AN_CPU] = "cpu",
+	[AN_STATE] = "state",
+	[AN_LEFT_CPU] = "left_cpu",
+	[AN_PARENT_TID] = "parent_tid",
+	[AN_EXIT_CODE] = "exit_code",
+	[AN_SIGNAL] = "signal",
+	[AN_CRASHING_TID] = "crashing_tid",
+	[AN_FIELDS] = "fields",
+};
+/* debug_annotation_string_values: the off-CPU state names, 1 + enum rk_offcpu. */
+#define SV_STATE(s) (1u + (__u32)(s))
 
 static void varint(struct rk_buf *b, __u64 v)
 {
@@ -375,22 +422,57 @@ static const char *slice_name(enum rk_offcpu s)
 	return s < RK_OFF_NR ? n[s] : n[RK_OFF_UNKNOWN];
 }
 
-static void annotation_u64(struct rk_buf *b, const char *name, __u64 v)
+static void annotation_u64(struct rk_buf *b, __u32 name, __u64 v)
 {
 	size_t d = begin(b, TE_DEBUG);
 
-	f_str(b, DA_NAME, name);
+	f_u64(b, DA_NAME_IID, name);
 	f_u64(b, DA_UINT, v);
 	end(b, d);
 }
 
-static void annotation_str(struct rk_buf *b, const char *name, const char *v)
+static void annotation_str(struct rk_buf *b, __u32 name, const char *v)
 {
 	size_t d = begin(b, TE_DEBUG);
 
-	f_str(b, DA_NAME, name);
+	f_u64(b, DA_NAME_IID, name);
 	f_str(b, DA_STRING, v);
 	end(b, d);
+}
+
+/* An interned string: {iid, name} as message @field of InternedData. */
+static void interned(struct rk_buf *b, __u32 field, __u64 iid, const char *str)
+{
+	size_t m = begin(b, field);
+
+	f_u64(b, EN_IID, iid);
+	f_str(b, EN_NAME, str);
+	end(b, m);
+}
+
+/* The interned names track_events() refers to, in one packet. */
+static void interned_names(struct out *o, const struct rk_timeline *tl)
+{
+	size_t id, i;
+
+	pkt_start(o, 0, SEQ_NEEDS_INCREMENTAL_STATE);
+	id = begin(&o->pkt, TP_INTERNED_DATA);
+	interned(&o->pkt, ID_EVENT_NAMES, EV_RUNNING, "Running");
+	for (i = 0; i < RK_OFF_NR; i++)
+		interned(&o->pkt, ID_EVENT_NAMES, EV_OFF + i, slice_name((enum rk_offcpu)i));
+	interned(&o->pkt, ID_EVENT_NAMES, EV_FORK, "fork");
+	interned(&o->pkt, ID_EVENT_NAMES, EV_EXIT, "exit");
+	interned(&o->pkt, ID_EVENT_NAMES, EV_EVENT, "event");
+	for (i = 0; i < tl->nsrcs; i++)
+		interned(&o->pkt, ID_EVENT_NAMES, EV_SRC + i, tl->srcs[i]);
+	for (i = 1; i < AN_NR; i++)
+		interned(&o->pkt, ID_ANNOTATION_NAMES, i, annotation_names[i]);
+	/* InternedString: {iid, str}, the same field numbers. */
+	for (i = 0; i < RK_OFF_NR; i++)
+		interned(&o->pkt, ID_ANNOTATION_STRINGS, SV_STATE(i),
+			 rk_offcpu_name((enum rk_offcpu)i));
+	end(&o->pkt, id);
+	pkt_flush(o);
 }
 
 static const char *sig_name(int sig)
@@ -407,8 +489,8 @@ static void instant(struct rk_buf *b, const struct rk_tl_thread *t, const struct
 
 	switch (e->kind) {
 	case RK_TL_FORK:
-		f_str(b, TE_NAME, "fork");
-		annotation_u64(b, "parent_tid", e->arg);
+		f_u64(b, TE_NAME_IID, EV_FORK);
+		annotation_u64(b, AN_PARENT_TID, e->arg);
 		break;
 	case RK_TL_EXEC:
 	case RK_TL_COMM:
@@ -417,31 +499,32 @@ static void instant(struct rk_buf *b, const struct rk_tl_thread *t, const struct
 		f_str(b, TE_NAME, name);
 		break;
 	case RK_TL_EXIT:
-		f_str(b, TE_NAME, "exit");
-		annotation_u64(b, "exit_code", e->arg);
+		f_u64(b, TE_NAME_IID, EV_EXIT);
+		annotation_u64(b, AN_EXIT_CODE, e->arg);
 		break;
 	case RK_TL_CRASH:
 		snprintf(name, sizeof(name), "crash SIG%s", sig_name((int)e->arg));
 		f_str(b, TE_NAME, name);
-		annotation_u64(b, "signal", e->arg);
-		annotation_u64(b, "crashing_tid", e->arg2);
+		annotation_u64(b, AN_SIGNAL, e->arg);
+		annotation_u64(b, AN_CRASHING_TID, e->arg2);
 		break;
 	default:
-		f_str(b, TE_NAME, "event");
+		f_u64(b, TE_NAME_IID, EV_EVENT);
 	}
-	annotation_u64(b, "cpu", e->cpu);
+	annotation_u64(b, AN_CPU, e->cpu);
 }
 
 static void track_events(struct out *o, const struct rk_timeline *tl, const struct plan *p)
 {
 	size_t i;
 
+	interned_names(o, tl);
 	for (i = 0; i < p->n && !o->err; i++) {
 		const struct item *it = &p->v[i];
 		const struct rk_tl_thread *t = &tl->threads[it->thread];
 		size_t te;
 
-		pkt_start(o, it->time, 0);
+		pkt_start(o, it->time, SEQ_NEEDS_INCREMENTAL_STATE);
 		te = begin(&o->pkt, TP_TRACK_EVENT);
 		f_u64(&o->pkt, TE_TRACK_UUID, UUID_THREAD(it->thread));
 		switch (it->kind) {
@@ -450,15 +533,23 @@ static void track_events(struct out *o, const struct rk_timeline *tl, const stru
 			break;
 		case IT_RUN:
 			f_u64(&o->pkt, TE_TYPE, TE_SLICE_BEGIN);
-			f_str(&o->pkt, TE_NAME, "Running");
-			annotation_u64(&o->pkt, "cpu", it->a);
+			f_u64(&o->pkt, TE_NAME_IID, EV_RUNNING);
+			annotation_u64(&o->pkt, AN_CPU, it->a);
 			o->st->slices++;
 			break;
 		case IT_OFF:
 			f_u64(&o->pkt, TE_TYPE, TE_SLICE_BEGIN);
-			f_str(&o->pkt, TE_NAME, slice_name(it->a));
-			annotation_str(&o->pkt, "state", rk_offcpu_name(it->a));
-			annotation_u64(&o->pkt, "left_cpu", it->b);
+			f_u64(&o->pkt, TE_NAME_IID,
+			      EV_OFF + (it->a < RK_OFF_NR ? it->a : RK_OFF_UNKNOWN));
+			{
+				size_t d = begin(&o->pkt, TE_DEBUG);
+
+				f_u64(&o->pkt, DA_NAME_IID, AN_STATE);
+				f_u64(&o->pkt, DA_STRING_IID,
+				      SV_STATE(it->a < RK_OFF_NR ? it->a : RK_OFF_UNKNOWN));
+				end(&o->pkt, d);
+			}
+			annotation_u64(&o->pkt, AN_LEFT_CPU, it->b);
 			o->st->slices++;
 			break;
 		case IT_INSTANT:
@@ -470,9 +561,9 @@ static void track_events(struct out *o, const struct rk_timeline *tl, const stru
 			const struct rk_tl_sample *s = &tl->samples[it->a];
 
 			f_u64(&o->pkt, TE_TYPE, TE_INSTANT);
-			f_str(&o->pkt, TE_NAME, tl->srcs[s->src]);
-			annotation_u64(&o->pkt, "cpu", s->cpu);
-			annotation_str(&o->pkt, "fields",
+			f_u64(&o->pkt, TE_NAME_IID, EV_SRC + s->src);
+			annotation_u64(&o->pkt, AN_CPU, s->cpu);
+			annotation_str(&o->pkt, AN_FIELDS,
 				       s->fields != ~0u ? rk_tl_str(tl, s->fields) :
 							  "(no format for this tracepoint)");
 			o->st->samples++;
