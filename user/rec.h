@@ -68,7 +68,8 @@ struct rk_thread {
 struct rk_proc {
 	struct rk_proc *next;
 	__u32 pid;
-	struct rk_bufile *bf;
+	struct rk_bufile *bf; /* NULL once done */
+	uint64_t done_ns; /* its last live thread finished (the file unmapped); 0: not */
 };
 
 struct rk_rec {

@@ -592,6 +592,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		rec_sample_vmlck(r);
 		if (++ticks % 20 == 0) {
 			rec_retention_tick(r, now);
+			rec_sideband_reap(r, now);
 			rec_publish(r);
 			rec_reclaim(r);
 		}

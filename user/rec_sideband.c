@@ -34,9 +34,18 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 	char path[PATH_MAX + 64];
 	struct rk_proc *p;
 
-	for (p = r->procs; p; p = p->next)
-		if (p->pid == pid)
+	for (p = r->procs; p; p = p->next) {
+		if (p->pid != pid)
+			continue;
+		if (!p->done_ns)
 			return p->bf;
+		/* A late record of the finished process: not worth a new file (counted lost). */
+		if (!rec_live_threads_of(r, pid))
+			return NULL;
+		/* A new process with the pid: its own file; the old one moves aside below. */
+		p->pid = 0;
+		break;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -64,6 +73,55 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 	p->next = r->procs;
 	r->procs = p;
 	return p->bf;
+}
+
+/*
+ * @pid has no live traced thread left: its sideband is finished like its
+ * threads' files (state, exit time; removed with them by --keep-exited,
+ * --max-shm, or at once with --on-exit drop) and unmapped. Under -a a
+ * recorder sees processes come and go for days: a mapping and a list entry
+ * kept per process ever seen would run out (vm.max_map_count, and the
+ * lookup here is a list walk). The entry stays a while as a marker, so a
+ * record the CPU rings deliver late makes no second file (rec_sideband_reap).
+ */
+void rec_sideband_done(struct rk_rec *r, __u32 pid, __u32 state)
+{
+	char path[PATH_MAX + 64];
+	struct rk_proc *p;
+
+	for (p = r->procs; p && (p->pid != pid || p->done_ns); p = p->next)
+		;
+	if (!p)
+		return;
+	p->done_ns = rk_now_mono_ns();
+	p->bf->id.state = state;
+	p->bf->id.exit_ns = p->done_ns;
+	rk_bufile__publish_ident(p->bf);
+	rk_bufile__free(p->bf);
+	p->bf = NULL;
+	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
+	if (r->o->on_exit_drop && state == RK_THREAD_EXITED) {
+		if (!unlink(path))
+			r->st->dropped++;
+		return;
+	}
+	/* Not counted in --max-shm's bytes when made: 0 bytes when it goes. */
+	rec_gone_push_path(r, path, 0);
+}
+
+/* Markers of processes done more than 10 s ago go: the CPU rings are drained every tick. */
+void rec_sideband_reap(struct rk_rec *r, uint64_t now)
+{
+	struct rk_proc **pp = &r->procs, *p;
+
+	while ((p = *pp)) {
+		if ((p->done_ns && p->done_ns + 10000000000ull <= now) || (!p->pid && !p->bf)) {
+			*pp = p->next;
+			free(p);
+			continue;
+		}
+		pp = &p->next;
+	}
 }
 
 void rec_put_sideband(struct rk_rec *r, __u32 pid, const struct perf_event_header *h)

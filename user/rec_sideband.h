@@ -15,6 +15,10 @@
 
 struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid);
 void rec_put_sideband(struct rk_rec *r, __u32 pid, const struct perf_event_header *h);
+/* @pid has no live traced thread left (@state: why): its sideband file is finished. */
+void rec_sideband_done(struct rk_rec *r, __u32 pid, __u32 state);
+/* Forget processes finished long enough ago (from the loop's slow tick). */
+void rec_sideband_reap(struct rk_rec *r, uint64_t now);
 size_t rec_synth_sample_id(struct rk_rec *r, __u8 *p, __u32 pid, __u32 tid);
 void rec_synthesize(struct rk_rec *r, pid_t pid);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "rec_bpf.h"
 #include "rec_threads.h"
+#include "rec_sideband.h"
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -215,38 +216,43 @@ static void gone_pop(struct rk_rec *r)
 	r->gone_n--;
 }
 
+void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes)
+{
+	struct rk_gone *g;
+
+	if (!r->o->max_shm && !r->o->keep_exited_ns)
+		return;
+	if (r->gone_n == r->gone_cap) {
+		size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
+		struct rk_gone *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return; /* kept: only the limits are not enforced on it */
+		for (i = 0; i < r->gone_n; i++)
+			n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
+		free(r->gone);
+		r->gone = n;
+		r->gone_cap = cap;
+		r->gone_head = 0;
+	}
+	g = &r->gone[(r->gone_head + r->gone_n) % r->gone_cap];
+	g->path = strdup(path);
+	if (!g->path)
+		return;
+	g->exit_ns = rk_now_mono_ns();
+	g->bytes = bytes;
+	r->gone_n++;
+}
+
 /* @t finished: its files join the retention queue (unless already removed). */
 static void gone_push(struct rk_rec *r, struct rk_thread *t)
 {
 	char path[PATH_MAX + 96];
 	int k;
 
-	if (!r->o->max_shm && !r->o->keep_exited_ns)
-		return;
 	for (k = 0; k < rec_nsrc(r); k++) {
-		struct rk_gone *g;
-
-		if (r->gone_n == r->gone_cap) {
-			size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
-			struct rk_gone *n = malloc(cap * sizeof(*n));
-
-			if (!n)
-				return; /* kept: only the limits are not enforced on it */
-			for (i = 0; i < r->gone_n; i++)
-				n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
-			free(r->gone);
-			r->gone = n;
-			r->gone_cap = cap;
-			r->gone_head = 0;
-		}
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
-		g = &r->gone[(r->gone_head + r->gone_n) % r->gone_cap];
-		g->path = strdup(path);
-		if (!g->path)
-			return;
-		g->exit_ns = rk_now_mono_ns();
-		g->bytes = rec_thread_bytes(r) / (uint64_t)rec_nsrc(r);
-		r->gone_n++;
+		rec_gone_push_path(r, path, rec_thread_bytes(r) / (uint64_t)rec_nsrc(r));
 	}
 }
 
@@ -523,6 +529,10 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 	/* The workers unlock and unmap the files; we never touch them again. */
 	for (k = 0; k < rec_nsrc(r); k++)
 		rk_pin_retire(r->pool, &t->b[k].pin);
+	/* Its process's last thread: the process's sideband is finished too. */
+	if (r->o->nev && (state == RK_THREAD_EXITED || state == RK_THREAD_LEFT) &&
+	    !rec_live_threads_of(r, t->tgid))
+		rec_sideband_done(r, t->tgid, state);
 }
 
 /*

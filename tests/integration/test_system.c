@@ -422,20 +422,25 @@ Test(system, all_traces_processes_born_later_not_kthreads_nor_itself)
 	       (unsigned long long)st.signals);
 }
 
-static size_t count_files(const char *session)
+static size_t count_in(const char *session, const char *sub)
 {
 	char dir[256];
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
+	snprintf(dir, sizeof(dir), "%s/%s/%s", root, session, sub);
 	d = opendir(dir);
 	cr_assert_not_null(d);
 	while ((de = readdir(d)))
 		n += de->d_name[0] != '.';
 	closedir(d);
 	return n;
+}
+
+static size_t count_files(const char *session)
+{
+	return count_in(session, "sched");
 }
 
 /*
@@ -503,6 +508,63 @@ Test(system, keep_exited_removes_old_exited_files)
 		      (unsigned long long)st.retention_removed);
 	cr_assert(has_file("kx", (unsigned int)st.target_pid), "the live shell's file was removed");
 	cr_assert_leq(count_files("kx"), 3);
+}
+
+/*
+ * With -e, every process gets a sideband file (its mmaps, comm, exit): once
+ * its last thread exits the file is finished, unmapped by the recorder, and
+ * removed by --keep-exited like its threads' files. Before, 30 processes
+ * that came and went left 30 mappings in the recorder (an always-on one
+ * would reach vm.max_map_count) and 30 files that retention never removed.
+ */
+Test(system, exited_processes_sidebands_are_unmapped_and_removed)
+{
+	char cmd[PATH_MAX], mapsf[128];
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "sb",
+			 "-m",
+			 "16K",
+			 "-e",
+			 "cpu-clock",
+			 "--keep-exited",
+			 "1s",
+			 "--",
+			 "/bin/sh",
+			 "-c",
+			 cmd,
+			 NULL };
+	struct rk_session_stat st;
+	char *err = NULL;
+	unsigned int mapped = ~0u;
+	FILE *f;
+	int rc;
+
+	snprintf(mapsf, sizeof(mapsf), "%s/.maps.n", root);
+	/* $PPID: the recorder, which forked the command. */
+	snprintf(cmd, sizeof(cmd),
+		 "for i in $(seq 30); do /bin/true; done; sleep 0.5; "
+		 "grep -c /sideband/ /proc/$PPID/maps > %s; sleep 2.5",
+		 mapsf);
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	f = fopen(mapsf, "re");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "%u", &mapped), 1);
+	fclose(f);
+	read_stat("sb", &st);
+	printf("sidebands: %u mapped while 30 processes had come and gone; %zu files left, "
+	       "%llu files removed\n",
+	       mapped, count_in("sb", "sideband"), (unsigned long long)st.retention_removed);
+	cr_assert_leq(mapped, 2, "the recorder still maps %u sideband files", mapped);
+	cr_assert_leq(count_in("sb", "sideband"), 2, "%zu sideband files left",
+		      count_in("sb", "sideband"));
+	cr_assert_geq(st.retention_removed, 60, "%llu removed",
+		      (unsigned long long)st.retention_removed);
 }
 
 /*
