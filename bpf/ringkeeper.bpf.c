@@ -55,14 +55,24 @@ struct {
 } signals SEC(".maps");
 
 /*
- * What a traced task's readers were last decided from: its credentials
- * (the real_cred pointer: commit_creds() always installs a new one) and its
- * process's dumpability. Task-local: one O(1) lookup at a switch-out.
+ * What a traced task's readers were last decided from, as one __u64:
+ * its credentials (the real_cred pointer: commit_creds() always installs a
+ * new one) shifted left by 2, ORed with its process's dumpability (0-2).
+ * A kernel pointer's top bits are all ones, so the shift loses nothing;
+ * 0: not seen yet. One slot per tid, an inlined array access (sized by the
+ * loader from pid_max, at most RK_CREDS_MAX_TIDS); a larger tid has it in
+ * task-local storage (a helper call). The final switch-out clears a slot,
+ * and fork and exec write it: a reused tid starts unseen.
  */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} creds SEC(".maps");
+
 struct rk_task {
-	__u64 cred;
-	__u32 dumpable;
-	__u32 seen;
+	__u64 creds; /* as in the creds map */
 };
 
 struct {
@@ -253,40 +263,64 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 	return (__u32)(f & RK_MMF_DUMPABLE_MASK);
 }
 
+/* @t's slot in creds (NULL: none, no memory). */
+static __always_inline __u64 *creds_slot(struct task_struct *t)
+{
+	__u32 tid = t->pid;
+	__u64 *v = bpf_map_lookup_elem(&creds, &tid);
+	struct rk_task *c;
+
+	if (v)
+		return v;
+	c = task_store(t);
+	return c ? &c->creds : NULL;
+}
+
+/* @tid will not run again (or is another task from now on): its slot starts unseen. */
+static __always_inline void creds_forget(__u32 tid)
+{
+	__u64 *v = bpf_map_lookup_elem(&creds, &tid);
+
+	if (v)
+		*v = 0;
+}
+
 /*
- * Remember @t's credentials and dumpability (in @c, its storage; NULL: look
- * it up); Return: 0 unchanged (or first seen), 1 credentials changed, 2
- * dumpability changed (3: both). A task without an mm (exiting, kernel), or
- * in an exec (@at_exec: the exec hook itself), is not looked at.
+ * Remember @t's credentials and dumpability. Return: 0 unchanged (or first
+ * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
+ * without an mm (exiting, kernel), or in an exec (@at_exec: the exec hook
+ * itself), is not looked at.
  */
-static __always_inline int creds_update(struct task_struct *t, struct rk_task *c, int at_exec)
+static __always_inline int creds_update(struct task_struct *t, int at_exec)
 {
 	struct mm_struct *mm = t->mm;
-	__u64 cred;
-	__u32 d;
-	int changed;
+	__u64 *slot, was, now;
 
 	if (!mm)
 		return 0;
 	/* Mid-exec: the exec signal decides, and the exec hook refreshes what is kept. */
 	if (!at_exec && bpf_core_field_exists(t->in_execve) && BPF_CORE_READ_BITFIELD(t, in_execve))
 		return 0;
-	if (!c)
-		c = task_store(t);
-	if (!c)
+	slot = creds_slot(t);
+	if (!slot)
 		return 0;
 	/*
 	 * The objective credentials (what ptrace and /proc check): cred, the
 	 * subjective ones, is swapped for a while by override_creds() (file
 	 * systems do), which is not a change of who the task is.
 	 */
-	cred = (__u64)t->real_cred;
-	d = mm_dumpable(mm);
-	changed = c->seen ? (c->cred != cred) | (c->dumpable != d) << 1 : 0;
-	c->cred = cred;
-	c->dumpable = d;
-	c->seen = 1;
-	return changed;
+	was = *slot;
+	/*
+	 * The verifier allows no shift of a pointer: it goes through the slot
+	 * (allowed with CAP_PERFMON, as any kernel pointer into a map) and
+	 * comes back as a number.
+	 */
+	*(volatile __u64 *)slot = (__u64)t->real_cred;
+	now = *(volatile __u64 *)slot << 2 | mm_dumpable(mm);
+	*slot = now;
+	if (!was)
+		return 0;
+	return ((was >> 2) != (now >> 2)) | ((was & 3) != (now & 3)) << 1;
 }
 
 /* task_struct::state was renamed __state in v5.14 (bcc core_fixes.bpf.h). */
@@ -381,7 +415,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	cpu = bpf_get_smp_processor_id();
 	if (prev_tracked) {
 		__u32 state = task_state(prev);
-		int changed = creds_update(prev, NULL, 0);
+		int changed = creds_update(prev, 0);
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
@@ -424,6 +458,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
 			tid_set_traced(prev->pid, 0);
+			creds_forget(prev->pid);
 			key.tid = prev->pid;
 			/* The counter lives in a register: the verifier bounds it. */
 			for (__u32 i = 0; i < RK_MAX_SRC; i++) {
@@ -489,7 +524,7 @@ int BPF_PROG(rk_fork, struct task_struct *parent, struct task_struct *child)
 	count(RK_CNT_FORKS);
 	tid_set_traced(child->pid, 1);
 signal:
-	creds_update(child, NULL, 0); /* its first credentials: no signal */
+	creds_update(child, 0); /* its first credentials: no signal */
 	s = reserve();
 	if (!s)
 		return 0;
@@ -542,10 +577,11 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		}
 		/* The old leader, still to switch out for good, now has old_pid: not ours. */
 		tid_set_traced(old_pid, 0);
+		creds_forget(old_pid);
 		tid_set_traced(p->pid, 1);
 	}
 	/* The exec's new credentials are the exec signal's to handle. */
-	creds_update(p, NULL, 1);
+	creds_update(p, 1);
 	s = reserve();
 	if (!s)
 		return 0;

@@ -230,6 +230,9 @@ struct rk_pmu_entry {
  * The loader sets 1 when it handles a switch-in and 0 when it wants the next.
  */
 #define RK_ASKED_PER 64
+
+/* The creds map's tids at most (8 bytes each: 8 MiB); above, task-local storage. */
+#define RK_CREDS_MAX_TIDS (1u << 20)
 struct rk_asked {
 	__u8 b[RK_ASKED_PER];
 };

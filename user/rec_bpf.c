@@ -30,10 +30,13 @@
  * sources per thread), load it and pin its maps.
  * Return: 0, or -errno (reported).
  */
+static unsigned long tid_maps_size(void);
+
 int rec_bpf_load(struct rk_rec *r)
 {
 	const struct rk_record_opts *o = r->o;
 	__u32 nsrc = 1 + (__u32)o->nev;
+	unsigned long tids;
 	int err;
 
 	libbpf_set_print(rec_libbpf_print);
@@ -57,12 +60,17 @@ int rec_bpf_load(struct rk_rec *r)
 				 (o->max_threads ? o->max_threads : RK_MAX_ENTRIES) * nsrc);
 	/*
 	 * A byte per possible tid (pid_max now; a tid above it is locked at
-	 * the drain tick, and looked up in pmu_info at its switches).
+	 * the drain tick, and looked up in pmu_info at its switches), and
+	 * 8 bytes per tid for creds up to RK_CREDS_MAX_TIDS (8 MiB; a larger
+	 * tid keeps them in task-local storage).
 	 */
+	tids = tid_maps_size();
 	bpf_map__set_max_entries(r->skel->maps.pin_asked,
-				 (__u32)((rec_pid_max() + RK_ASKED_PER - 1) / RK_ASKED_PER));
+				 (__u32)((tids + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	bpf_map__set_max_entries(r->skel->maps.traced,
-				 (__u32)((rec_pid_max() + RK_ASKED_PER - 1) / RK_ASKED_PER));
+				 (__u32)((tids + RK_ASKED_PER - 1) / RK_ASKED_PER));
+	bpf_map__set_max_entries(r->skel->maps.creds,
+				 (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS));
 	err = ringkeeper_bpf__load(r->skel);
 	if (err) {
 		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
@@ -96,6 +104,26 @@ unsigned long rec_pid_max(void)
 		fclose(f);
 	}
 	return v && v <= 4194304 ? v : 4194304;
+}
+
+/*
+ * How many tids the per-tid maps cover: pid_max, or fewer with
+ * RINGKEEPER_TEST_TID_MAPS (tests: so most tids take the paths of a tid
+ * beyond them). It can only make them smaller.
+ */
+static unsigned long tid_maps_size(void)
+{
+	const char *e = getenv("RINGKEEPER_TEST_TID_MAPS");
+	unsigned long v = rec_pid_max(), t;
+	char *end;
+
+	if (e && *e) {
+		errno = 0;
+		t = strtoul(e, &end, 10);
+		if (!errno && !*end && t && t < v)
+			v = t;
+	}
+	return v;
 }
 
 /*
@@ -381,10 +409,6 @@ void rec_find_progs(struct rk_rec *r)
 	}
 }
 
-/*
- * After a change of ours to pmu_info: a new generation, so every task's
- * cached "traced or not" (the BPF side's task storage) is looked up again.
- */
 /*
  * What -a and --cgroup need before the programs attach: the pmu_info value
  * of each source for a task they adopt, the cgroup ids, and our own tgid

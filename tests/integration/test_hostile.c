@@ -256,7 +256,7 @@ Test(hostile, setuid_exec_continues_in_a_root_only_file)
  * on, in a new file), then not dumpable again (root's, in a third). Each
  * part of its history keeps the readers it had when it was recorded.
  */
-Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
+static void credential_changes(const char *tid_maps)
 {
 	char *argv[] = { (char *)rk_bin, "record",	   "--root", root,    "--session", "c",
 			 "--",		 (char *)workload, "-D",     "65534", NULL };
@@ -267,10 +267,16 @@ Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
 	int status;
 
 	cr_assert_eq(chmod(root, 0755), 0);
+	if (tid_maps)
+		setenv("RINGKEEPER_TEST_TID_MAPS", tid_maps, 1);
 	status = run_rk(argv, &out, &err);
+	unsetenv("RINGKEEPER_TEST_TID_MAPS");
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s", out, err);
 	cr_assert_not_null(strstr(out, "step 3"), "%s", out);
 	cr_assert_eq(sscanf(out, "main %u", &tid), 1, "%s", out);
+	/* The maps cover fewer tids: this one takes the paths of a tid beyond them. */
+	if (tid_maps)
+		cr_assert_geq(tid, strtoul(tid_maps, NULL, 10), "tid %u is in the maps", tid);
 	read_stat("c", &st);
 	cr_assert_geq(st.creds_changes, 3, "setresuid, dumpable 1, dumpable 0: %llu seen",
 		      (unsigned long long)st.creds_changes);
@@ -297,6 +303,21 @@ Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
 	rk_bufile__free(bf);
 	free(out);
 	free(err);
+}
+
+Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
+{
+	credential_changes(NULL);
+}
+
+/*
+ * The same with per-tid maps of 300 tids (as after pid_max was raised):
+ * "traced" from pmu_info, credentials from task-local storage, pins at the
+ * drain tick.
+ */
+Test(hostile, credential_changes_beyond_the_per_tid_maps)
+{
+	credential_changes("300");
 }
 
 /*
