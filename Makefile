@@ -67,7 +67,7 @@ CRASHER := $(OUTPUT)/tests/crasher
 MAN := $(OUTPUT)/man/ringkeeper.8
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
-	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts
+	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts $(BENCH_DIR)/statson
 
 .PHONY: FORCE
 .PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
@@ -131,6 +131,10 @@ $(BENCH_DIR)/noop.bpf.o: tests/bench/noop.bpf.c | $(BENCH_DIR)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BENCH_DIR)/noop_attach: tests/bench/noop_attach.c | $(BENCH_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -o $@
+
+$(BENCH_DIR)/statson: tests/bench/statson.c | $(BENCH_DIR)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -o $@
 

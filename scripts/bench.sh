@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch pin rate scale system coredump view" \
+#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch progtime pin rate scale system coredump view" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch pin rate scale system coredump view"}
+SECTIONS=${SECTIONS:-"mem switch progtime pin rate scale system coredump view"}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
@@ -221,6 +221,70 @@ measure_cfg() {
 	case $cfg in noop | untracked | cgroup-out) stop_bg "$bgpid" ;; esac
 	[ -n "$sl" ] && kill "$sl" 2>/dev/null && wait "$sl" 2>/dev/null
 	return 0
+}
+# ns per run of the sched_switch program of configuration $2 (noop, untracked,
+# tracked) over workload $1, the kernel's run_time_ns / run_cnt with run-time
+# stats on for that run only (statson: no sysctl changed); into MEASURED.
+prog_ns() {
+	local w=$1 cfg=$2 cmd sess=pt-$1-$2-$RANDOM$RANDOM out=$ROOT/pt.out sl= st
+	cmd=$(workload_cmd "$w")
+	MEASURED=
+	case $cfg in
+	noop)
+		start_ready noop-st "$B/statson" "$B/noop_attach" "$B/noop.bpf.o" ||
+			die "noop_attach failed"
+		$cmd >"$out" 2>&1
+		stop_bg "$LAST"
+		MEASURED=$(awk '/^runs/ && $2 > 0 { printf "%.1f", $4 / $2 }' "$ROOT/noop-st.out")
+		return 0 ;;
+	untracked)
+		sleep 1000 &
+		sl=$!
+		BG+=("$sl")
+		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" --ready-fd 3 -p "$sl" \
+			3>"$ROOT/$sess.ready" >"$ROOT/$sess.out" 2>"$ROOT/$sess.err" &
+		LAST=$!
+		wait_ready "$ROOT/$sess.ready" "$ROOT/$sess.err" || die "recorder failed"
+		$cmd >"$out" 2>&1
+		stop_bg "$LAST"
+		kill "$sl" 2>/dev/null
+		wait "$sl" 2>/dev/null ;;
+	tracked)
+		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" -- $cmd >"$out" 2>&1 ;;
+	esac
+	st=$("$RK" stat --root "$ROOT" --json "$sess")
+	MEASURED=$(awk -v n="$(jfield "$st" switch_prog_runs)" -v t="$(jfield "$st" switch_prog_ns)" \
+		'BEGIN { if (n > 0) printf "%.1f", t / n }')
+	rm -rf "${ROOT:?}/$sess"
+}
+# The program's own time, against the empty program's, interleaved as above.
+section_progtime() {
+	local w cfg rep m lo hi reps=$(( RUNS > 9 ? RUNS : 9 ))
+	echo
+	echo "== The sched_switch program's own time: the kernel's run_time_ns / run_cnt, run-time stats"
+	echo "   on for those runs only (BPF_ENABLE_STATS; their clock reads are in every figure and"
+	echo "   cancel in the differences); $reps repetitions of noop, untracked, tracked in turn;"
+	echo "   'over noop' = median of (config - noop of the same repetition), min / max"
+	for w in pipe futex; do
+		echo "-- workload: $(workload_cmd "$w")"
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in noop untracked tracked; do
+				prog_ns "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
+			done
+		done
+		read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do echo "${val[noop,$rep]}"; done | mmm)"
+		printf "   %-18s %s / %s / %s ns per run\n" noop "$lo" "$m" "$hi"
+		for cfg in untracked tracked; do
+			read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do
+				awk -v a="${val[$cfg,$rep]}" -v b="${val[noop,$rep]}" \
+					'BEGIN { if (a != "" && b != "") printf "%.1f\n", a - b }'
+			done | mmm)"
+			printf "   %-18s %+6.0f ns over noop (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
+		done
+		unset val
+	done
 }
 section_switch() {
 	local w cfg rep bare m lo hi

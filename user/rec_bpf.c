@@ -372,8 +372,14 @@ void rec_prog_misses(struct rk_rec *r)
 		if (r->prog_fds[i] < 0)
 			continue;
 		memset(&info, 0, sizeof(info));
-		if (!bpf_obj_get_info_by_fd(r->prog_fds[i], &info, &len))
-			sum += info.recursion_misses;
+		if (bpf_obj_get_info_by_fd(r->prog_fds[i], &info, &len))
+			continue;
+		sum += info.recursion_misses;
+		/* Counted by the kernel only while run-time stats are on (make bench). */
+		if (!strcmp(info.name, "rk_sched_switch")) {
+			r->st->switch_prog_runs = info.run_cnt;
+			r->st->switch_prog_ns = info.run_time_ns;
+		}
 	}
 	r->st->bpf_prog_misses = sum;
 }

@@ -117,7 +117,9 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(oncpu_ns, "on-CPU time, per buffer")                \
 	X(oncpu_pinned_ns, "  of which pinned")               \
 	X(loader_cpu_ns, "loader CPU time")                   \
-	X(attach_cpu_ns, "  of which until tracing was on")
+	X(attach_cpu_ns, "  of which until tracing was on")   \
+	X(switch_prog_runs, "sched_switch runs, timed")       \
+	X(switch_prog_ns, "  their BPF run time")
 
 static void put_escaped(FILE *f, const char *s)
 {

@@ -129,6 +129,13 @@ struct rk_session_stat {
 	__u64 retention_removed; /* exited threads' files removed to keep within the limits */
 	__u64 retention_bytes; /* their bytes */
 	__u64 keep_exited_ns; /* --keep-exited (0: none) */
+	/*
+	 * The sched_switch program's runs and kernel-measured run time while
+	 * run-time stats were on (kernel.bpf_stats_enabled or BPF_ENABLE_STATS;
+	 * 0 otherwise, and in older stat files)
+	 */
+	__u64 switch_prog_runs;
+	__u64 switch_prog_ns;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

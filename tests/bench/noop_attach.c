@@ -2,13 +2,17 @@
 /*
  * noop_attach.c - load and attach noop.bpf.o (an empty sched_switch
  * program), print "ready", stay until SIGINT/SIGTERM: the benchmark's floor
- * for what any sched_switch observer costs.
+ * for what any sched_switch observer costs. At exit it prints the program's
+ * "runs N ns T" (the kernel's run_cnt and run_time_ns: 0 unless run-time
+ * stats were on, e.g. under statson).
  *
  *   noop_attach OBJ
  */
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -41,6 +45,16 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	sigwait(&set, &sig);
+	{
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			printf("runs %llu ns %llu\n", (unsigned long long)info.run_cnt,
+			       (unsigned long long)info.run_time_ns);
+		fflush(stdout);
+	}
 	bpf_link__destroy(link);
 	bpf_object__close(obj);
 	return 0;

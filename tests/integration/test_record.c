@@ -402,6 +402,65 @@ Test(record, a_thread_is_locked_while_it_runs_and_wakeups_are_few)
 	}
 }
 
+/*
+ * make bench's program-time rows read stat's switch_prog_runs and
+ * switch_prog_ns: the kernel's counters of the sched_switch program, which
+ * count only while run-time stats are on. BPF_ENABLE_STATS turns them on for
+ * as long as its descriptor is open (no sysctl to restore).
+ */
+Test(record, the_switch_programs_run_time_is_in_stat_while_stats_are_on)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "ps",
+			 "--",
+			 "/bin/sh",
+			 "-c",
+			 "for i in 1 2 3 4 5 6 7 8; do /bin/sleep 0.01; done",
+			 NULL };
+	char *argv_off[] = { (char *)rk_bin, "record", "--root",     root,   "--session",
+			     "ps0",	     "--",     "/bin/sleep", "0.05", NULL };
+	struct rk_session_stat st;
+	char *err = NULL;
+	int fd, rc;
+	FILE *f;
+	int sysctl_on = 1;
+
+	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	cr_assert_geq(fd, 0, "BPF_ENABLE_STATS: %s", strerror(-fd));
+	rc = run_rk(argv, NULL, &err);
+	close(fd);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	read_stat("ps", &st);
+	printf("switch program: %llu runs, %llu ns\n", (unsigned long long)st.switch_prog_runs,
+	       (unsigned long long)st.switch_prog_ns);
+	/* sh and eight sleeps switch in and out at least once each. */
+	cr_assert_geq(st.switch_prog_runs, 16, "%llu runs counted",
+		      (unsigned long long)st.switch_prog_runs);
+	cr_assert_gt(st.switch_prog_ns, 0, "no run time");
+	cr_assert_lt(st.switch_prog_ns / st.switch_prog_runs, 1000000ull, "%llu ns per run",
+		     (unsigned long long)(st.switch_prog_ns / st.switch_prog_runs));
+
+	/* Off again (unless the sysctl keeps them on): nothing counted. */
+	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
+	if (f) {
+		if (fscanf(f, "%d", &sysctl_on) != 1)
+			sysctl_on = 1;
+		fclose(f);
+	}
+	rc = run_rk(argv_off, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	read_stat("ps0", &st);
+	if (!sysctl_on)
+		cr_assert_eq(st.switch_prog_runs, 0, "%llu runs counted with stats off",
+			     (unsigned long long)st.switch_prog_runs);
+}
+
 Test(record, small_ring_keeps_the_newest_records)
 {
 	char *argv[] = {
