@@ -222,6 +222,20 @@ measure_cfg() {
 	[ -n "$sl" ] && kill "$sl" 2>/dev/null && wait "$sl" 2>/dev/null
 	return 0
 }
+# Over repetitions 1..REPS of the caller's table val[CFG,rep]: min, median and
+# max of CFG's figures (col_mmm CFG REPS), or of CFG's differences to BASE of
+# the same repetition (diff_mmm CFG BASE REPS).
+col_mmm() {
+	local rep
+	for rep in $(seq 1 "$2"); do echo "${val[$1,$rep]}"; done | awk NF | mmm
+}
+diff_mmm() {
+	local rep
+	for rep in $(seq 1 "$3"); do
+		awk -v a="${val[$1,$rep]}" -v b="${val[$2,$rep]}" \
+			'BEGIN { if (a != "" && b != "") printf "%.1f\n", a - b }'
+	done | mmm
+}
 # ns per run of the sched_switch program of configuration $2 (noop, untracked,
 # tracked) over workload $1, the kernel's run_time_ns / run_cnt with run-time
 # stats on for that run only (statson: no sysctl changed); into MEASURED.
@@ -274,13 +288,10 @@ section_progtime() {
 				val[$cfg,$rep]=$MEASURED
 			done
 		done
-		read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do echo "${val[noop,$rep]}"; done | mmm)"
+		read -r lo m hi <<<"$(col_mmm noop "$reps")"
 		printf "   %-18s %s / %s / %s ns per run\n" noop "$lo" "$m" "$hi"
 		for cfg in untracked tracked; do
-			read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do
-				awk -v a="${val[$cfg,$rep]}" -v b="${val[noop,$rep]}" \
-					'BEGIN { if (a != "" && b != "") printf "%.1f\n", a - b }'
-			done | mmm)"
+			read -r lo m hi <<<"$(diff_mmm "$cfg" noop "$reps")"
 			printf "   %-18s %+6.0f ns over noop (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
 		done
 		unset val
@@ -310,15 +321,12 @@ section_switch() {
 				val[$cfg,$rep]=$MEASURED
 			done
 		done
-		read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do echo "${val[bare,$rep]}"; done | mmm)"
+		read -r lo m hi <<<"$(col_mmm bare "$reps")"
 		printf "   %-18s %-30s\n" config "over bare: median (min / max)"
 		printf "   %-18s %s / %s / %s ns per switch\n" bare "$lo" "$m" "$hi"
 		for cfg in $cfgs; do
 			[ "$cfg" = bare ] && continue
-			read -r lo m hi <<<"$(for rep in $(seq 1 "$reps"); do
-				awk -v a="${val[$cfg,$rep]}" -v b="${val[bare,$rep]}" \
-					'BEGIN { if (a != "" && b != "") printf "%.1f\n", a - b }'
-			done | mmm)"
+			read -r lo m hi <<<"$(diff_mmm "$cfg" bare "$reps")"
 			printf "   %-18s %+6.0f ns (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
 		done
 		unset val
