@@ -425,3 +425,16 @@ void source_tree(char *repo, size_t len, char *output, size_t olen)
 		snprintf(output, olen, "%s", strrchr(bdir, '/') ? strrchr(bdir, '/') + 1 : bdir);
 	snprintf(repo, len, "%s", dirname(bdir));
 }
+
+void read_sysctl(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}

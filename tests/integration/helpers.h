@@ -72,6 +72,8 @@ pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
  * from RK_BIN = REPO/OUTPUT/ringkeeper; @output may be NULL.
  */
 void source_tree(char *repo, size_t len, char *output, size_t olen);
+/* A sysctl's value without its newline ("" if it cannot be read). */
+void read_sysctl(const char *path, char *buf, size_t len);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
 

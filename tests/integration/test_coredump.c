@@ -313,19 +313,6 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 static char saved_pattern[256], saved_limit[32];
 static int saved;
 
-static void read_sysctl(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-
-	buf[0] = '\0';
-	if (f) {
-		if (!fgets(buf, (int)len, f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 static void write_sysctl(const char *path, const char *v)
 {
 	FILE *f = fopen(path, "we");

@@ -424,10 +424,8 @@ Test(record, the_switch_programs_run_time_is_in_stat_while_stats_are_on)
 	char *argv_off[] = { (char *)rk_bin, "record", "--root",     root,   "--session",
 			     "ps0",	     "--",     "/bin/sleep", "0.05", NULL };
 	struct rk_session_stat st;
-	char *err = NULL;
+	char *err = NULL, sysctl[16];
 	int fd, rc;
-	FILE *f;
-	int sysctl_on = 1;
 
 	fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	cr_assert_geq(fd, 0, "BPF_ENABLE_STATS: %s", strerror(-fd));
@@ -446,17 +444,12 @@ Test(record, the_switch_programs_run_time_is_in_stat_while_stats_are_on)
 		     (unsigned long long)(st.switch_prog_ns / st.switch_prog_runs));
 
 	/* Off again (unless the sysctl keeps them on): nothing counted. */
-	f = fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
-	if (f) {
-		if (fscanf(f, "%d", &sysctl_on) != 1)
-			sysctl_on = 1;
-		fclose(f);
-	}
+	read_sysctl("/proc/sys/kernel/bpf_stats_enabled", sysctl, sizeof(sysctl));
 	rc = run_rk(argv_off, NULL, &err);
 	cr_assert_eq(rc, 0, "record failed: %s", err);
 	free(err);
 	read_stat("ps0", &st);
-	if (!sysctl_on)
+	if (!strcmp(sysctl, "0"))
 		cr_assert_eq(st.switch_prog_runs, 0, "%llu runs counted with stats off",
 			     (unsigned long long)st.switch_prog_runs);
 }
