@@ -357,10 +357,11 @@ int rec_pin_maps(struct rk_rec *r)
 }
 
 /*
- * Runs of our programs the kernel skipped (recursion on a CPU): their
- * events were not seen at all, so they are counted, never silent.
+ * What the kernel counts of our programs, into stat: runs it skipped
+ * (recursion on a CPU: their events were not seen at all, so they are
+ * counted, never silent), and sched_switch's runs and run time.
  */
-void rec_prog_misses(struct rk_rec *r)
+void rec_prog_stats(struct rk_rec *r)
 {
 	__u64 sum = 0;
 	int i;
@@ -375,7 +376,7 @@ void rec_prog_misses(struct rk_rec *r)
 		if (bpf_obj_get_info_by_fd(r->prog_fds[i], &info, &len))
 			continue;
 		sum += info.recursion_misses;
-		/* Counted by the kernel only while run-time stats are on (make bench). */
+		/* Counted only while run-time stats are on (make bench). */
 		if (!strcmp(info.name, "rk_sched_switch")) {
 			r->st->switch_prog_runs = info.run_cnt;
 			r->st->switch_prog_ns = info.run_time_ns;

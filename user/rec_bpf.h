@@ -20,7 +20,7 @@ void rec_unpin_links(void);
 void rec_unpin_maps(void);
 int rec_pin_links(struct rk_rec *r);
 int rec_pin_maps(struct rk_rec *r);
-void rec_prog_misses(struct rk_rec *r);
+void rec_prog_stats(struct rk_rec *r);
 void rec_find_progs(struct rk_rec *r);
 
 int rec_bpf_load(struct rk_rec *r);

@@ -78,7 +78,7 @@ void rec_publish(struct rk_rec *r)
 			break;
 		}
 	}
-	rec_prog_misses(r);
+	rec_prog_stats(r);
 	rk_pin_pool__stats(r->pool, &ps);
 	r->st->pins = ps.pins;
 	r->st->unpins = ps.unpins;
