@@ -21,6 +21,7 @@ SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
 cd "$(dirname "$0")/.."
 RK=$PWD/build/ringkeeper
+WRAP= # set for one start_recorder call only; never taken from the environment
 B=$PWD/build/bench
 NCPU=$(nproc)
 ROOT=$(mktemp -d /dev/shm/rk-bench.XXXXXX)
@@ -84,10 +85,11 @@ start_ready() {
 	LAST=$!
 	wait_ready "$ROOT/$name.out" "$ROOT/$name.err"
 }
-# A recorder started in the background: its --ready-fd goes to a file.
+# A recorder started in the background: its --ready-fd goes to a file. WRAP:
+# a program to run it under (statson), none if unset.
 start_recorder() {
 	local name=$1; shift
-	"$RK" record --root "$ROOT" --session "$name" --ready-fd 3 "$@" \
+	${WRAP:-} "$RK" record --root "$ROOT" --session "$name" --ready-fd 3 "$@" \
 		3>"$ROOT/$name.ready" >"$ROOT/$name.out" 2>"$ROOT/$name.err" &
 	LAST=$!
 	wait_ready "$ROOT/$name.ready" "$ROOT/$name.err"
@@ -255,10 +257,7 @@ prog_ns() {
 		sleep 1000 &
 		sl=$!
 		BG+=("$sl")
-		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" --ready-fd 3 -p "$sl" \
-			3>"$ROOT/$sess.ready" >"$ROOT/$sess.out" 2>"$ROOT/$sess.err" &
-		LAST=$!
-		wait_ready "$ROOT/$sess.ready" "$ROOT/$sess.err" || die "recorder failed"
+		WRAP=$B/statson start_recorder "$sess" -p "$sl" || die "recorder failed"
 		$cmd >"$out" 2>&1
 		stop_bg "$LAST"
 		kill "$sl" 2>/dev/null
