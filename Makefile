@@ -47,10 +47,11 @@ endif
 USER_SRCS := user/cli_record.c user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
 	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c \
 	user/rec_threads.c user/rec_loop.c user/rec_bpf.c user/rec_sideband.c user/rec_target.c \
-	user/rec_session.c user/tracedata.c user/timeline.c user/schedsum.c user/perfetto.c
+	user/rec_session.c user/tracedata.c user/timeline.c user/schedsum.c user/perfetto.c \
+	user/swring.c
 LIB_SRCS := user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
 	user/drain.c user/export.c user/symbols.c user/pt.c user/tracedata.c user/timeline.c \
-	user/schedsum.c user/perfetto.c
+	user/schedsum.c user/perfetto.c user/swring.c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o

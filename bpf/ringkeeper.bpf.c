@@ -5,11 +5,14 @@
  *
  * The tracked set is the pmu_info map itself: a thread is traced iff it has
  * an entry (mirrored in the traced array, one byte per tid: an untracked
- * switch costs two inlined array reads). Signals go through one BPF ringbuf without
- * a wakeup per record (each wakeup costs ~16 us of the producing CPU,
- * PERF-NOTES.md): the loader drains on a timer, and we force a wakeup only
- * past a watermark, for rare lifecycle events, and for a switch-in whose
- * buffer the loader asked to lock (pin_asked: at most one per unlock).
+ * switch costs two inlined array reads). sched_switch writes its signals
+ * to its CPU's switch ring (plain stores, struct rk_swrec), the other hooks
+ * to one BPF ringbuf; neither wakes the loader per record (each wakeup costs
+ * ~16 us of the producing CPU, PERF-NOTES.md): the loader drains on a
+ * timer, and we force a wakeup only past a watermark, for rare lifecycle
+ * events, and for a switch-in whose buffer the loader asked to lock
+ * (pin_asked: at most one per unlock). A switch's wakeup is an
+ * RK_SIG_WAKE record in the ringbuf.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -30,6 +33,9 @@ const volatile __u32 cfg_nr_src = 1;
 const volatile __u8 cfg_all = 0;
 /* --cgroup: tasks in one of the first cfg_ncgroups subtrees of the cgroups map. */
 const volatile __u32 cfg_ncgroups = 0;
+/* Records per switch ring (a power of two), and the fill that wakes the loader. */
+const volatile __u32 cfg_sw_slots = 1024;
+const volatile __u32 cfg_sw_wake = 512;
 
 /* PF_KTHREAD: stable since v2.6; a macro, not in BTF. */
 #define RK_PF_KTHREAD 0x00200000
@@ -41,6 +47,24 @@ struct {
 	__type(key, struct rk_pmu_key);
 	__type(value, struct rk_pmu_entry);
 } pmu_info SEC(".maps");
+
+/* The switch rings (struct rk_swrec): cfg_sw_slots per possible CPU, sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rk_swrec);
+} swring SEC(".maps");
+
+/* Their heads (entry 2 * cpu) and tails (2 * cpu + 1): struct rk_swpos. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct rk_swpos);
+} swpos SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -389,6 +413,55 @@ static __always_inline void submit(struct rk_signal *s, int urgent)
 	bpf_ringbuf_submit(s, flags);
 }
 
+/* Wake the loader: what the switch rings hold is wanted now. */
+static __always_inline void wake_loader(void)
+{
+	struct rk_signal *s = bpf_ringbuf_reserve(&signals, sizeof(*s), 0);
+
+	if (!s)
+		return; /* the ringbuf is full: the loader is past its watermark anyway */
+	__builtin_memset(s, 0, sizeof(*s));
+	s->kind = RK_SIG_WAKE;
+	bpf_ringbuf_submit(s, BPF_RB_FORCE_WAKEUP);
+}
+
+/*
+ * The next record of @cpu's switch ring, or NULL (ring full: counted as a
+ * drop, as a full ringbuf is). *@head: its head, for sw_commit(); *@wake:
+ * set when the ring reaches its watermark (and every 64th record past it).
+ */
+static __always_inline struct rk_swrec *sw_reserve(__u32 cpu, struct rk_swpos **head, int *wake)
+{
+	__u32 hk = cpu * 2, tk = cpu * 2 + 1, slot;
+	struct rk_swpos *h = bpf_map_lookup_elem(&swpos, &hk);
+	struct rk_swpos *t = bpf_map_lookup_elem(&swpos, &tk);
+	__u64 fill;
+
+	if (!h || !t)
+		return NULL;
+	/* The tail is the loader's: read once. */
+	fill = h->pos - *(volatile __u64 *)&t->pos;
+	if (fill >= cfg_sw_slots) {
+		count(RK_CNT_DROPS);
+		return NULL;
+	}
+	if (fill == cfg_sw_wake || (fill > cfg_sw_wake && !(h->pos & 63)))
+		*wake = 1;
+	*head = h;
+	slot = cpu * cfg_sw_slots + (__u32)(h->pos & (cfg_sw_slots - 1));
+	return bpf_map_lookup_elem(&swring, &slot);
+}
+
+/*
+ * Publish the record sw_reserve() gave: a fully ordered atomic add (BPF's
+ * fetch atomics are), so the loader that sees the new head sees the record.
+ */
+static __always_inline void sw_commit(struct rk_swpos *h)
+{
+	if (__sync_fetch_and_add(&h->pos, 1) == ~0ull)
+		count(RK_CNT_DROPS); /* never: 2^64 records; the value must be used for a fetch */
+}
+
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
 {
 	s->tid = BPF_CORE_READ(t, pid);
@@ -401,8 +474,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
-	struct rk_signal *s;
-	int prev_tracked, next_tracked, wake;
+	struct rk_swpos *head = NULL;
+	struct rk_swrec *w;
+	int prev_tracked, next_tracked, wake = 0;
 	__u64 now;
 	__u32 cpu;
 
@@ -419,41 +493,46 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
-			s = reserve();
-			if (s) {
-				s->kind = RK_SIG_CREDS;
-				s->cpu = cpu;
-				s->tid = prev->pid;
-				s->tgid = prev->tgid;
-				s->time_ns = now;
-				if (changed & 2)
-					s->flags |= RK_SIGF_DUMPABLE;
-				submit(s, 0);
+			w = sw_reserve(cpu, &head, &wake);
+			if (w) {
+				w->time_ns = now;
+				w->tid = prev->pid;
+				w->tgid = prev->tgid;
+				w->ptid = 0;
+				w->next_tgid = 0;
+				w->prev_state = 0;
+				w->kind = RK_SIG_CREDS;
+				w->flags = changed & 2 ? RK_SIGF_DUMPABLE : 0;
+				sw_commit(head);
 			}
 		}
 
-		s = reserve();
-		if (s) {
-			s->kind = RK_SIG_SWITCH_OUT;
-			s->cpu = cpu;
-			s->tid = prev->pid;
-			s->tgid = prev->tgid;
-			s->ptid = next->pid;
-			s->prev_state = state;
-			s->time_ns = now;
+		w = sw_reserve(cpu, &head, &wake);
+		if (w) {
+			__u16 flags = 0;
+
+			w->time_ns = now;
+			w->tid = prev->pid;
+			w->tgid = prev->tgid;
+			w->ptid = next->pid;
+			w->next_tgid = 0;
+			w->prev_state = state;
+			w->kind = RK_SIG_SWITCH_OUT;
 			if (preempt || state == 0)
-				s->flags |= RK_SIGF_PREEMPT;
-			if (state & RK_TASK_DEAD)
-				s->flags |= RK_SIGF_DEAD;
+				flags |= RK_SIGF_PREEMPT;
+			if (state & RK_TASK_DEAD) {
+				flags |= RK_SIGF_DEAD;
+				wake = 1;
+			}
 			/* Between two tracked tasks, one record says both (half the cost). */
-			wake = state & RK_TASK_DEAD;
 			if (next_tracked) {
-				s->flags |= RK_SIGF_NEXT_IN;
-				s->next_tgid = next->tgid;
+				flags |= RK_SIGF_NEXT_IN;
+				w->next_tgid = next->tgid;
 				next_tracked = 0;
 				wake |= pin_wanted(next->pid);
 			}
-			submit(s, wake);
+			w->flags = flags;
+			sw_commit(head);
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
@@ -470,17 +549,22 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 	if (next_tracked) {
-		s = reserve();
-		if (s) {
-			s->kind = RK_SIG_SWITCH_IN;
-			s->cpu = cpu;
-			s->tid = next->pid;
-			s->tgid = next->tgid;
-			s->ptid = prev->pid;
-			s->time_ns = now;
-			submit(s, pin_wanted(next->pid));
+		w = sw_reserve(cpu, &head, &wake);
+		if (w) {
+			w->time_ns = now;
+			w->tid = next->pid;
+			w->tgid = next->tgid;
+			w->ptid = prev->pid;
+			w->next_tgid = 0;
+			w->prev_state = 0;
+			w->kind = RK_SIG_SWITCH_IN;
+			w->flags = 0;
+			wake |= pin_wanted(next->pid);
+			sw_commit(head);
 		}
 	}
+	if (wake)
+		wake_loader();
 	return 0;
 }
 

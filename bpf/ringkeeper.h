@@ -42,6 +42,12 @@
 #define RK_SIG_CGROUP_IN 9
 /* A traced task moved out of every --cgroup subtree: the loader decides (-p, -a keep it). */
 #define RK_SIG_CGROUP_OUT 10
+/*
+ * Nothing but a wakeup (ringbuf, forced): what sched_switch wrote to its
+ * CPU's switch ring is wanted now (a lock asked for, a final switch-out, a
+ * ring past its watermark). The loader reads the rings and drops it.
+ */
+#define RK_SIG_WAKE 11
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -56,7 +62,7 @@
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */
-#define RK_CNT_DROPS 1 /* ringbuf reserve failures: signals lost */
+#define RK_CNT_DROPS 1 /* ringbuf reserve failures or full switch rings: signals lost */
 #define RK_CNT_FORKS 2 /* children added to the tracked set */
 #define RK_CNT_FORK_FAIL 3 /* children that could not be added (map full) */
 #define RK_CNT_EXITS 4
@@ -238,6 +244,42 @@ struct rk_asked {
 };
 
 /**
+ * struct rk_swrec - what sched_switch says (the switch and creds signals),
+ * in its CPU's switch ring: the fields of struct rk_signal it uses, the CPU
+ * being the ring's.
+ *
+ * The switch rings are one mmap-able array (swring) of `slots` records
+ * (a power of two) per possible CPU: CPU c's record number h is entry
+ * c * slots + (h & (slots - 1)). Their positions are a second array (swpos)
+ * of struct rk_swpos, a cache line each: entry 2c CPU c's head (records
+ * written; BPF stores the record, then adds 1 with a fully ordered atomic),
+ * entry 2c + 1 its tail (records the loader is done with; it stores it
+ * after reading them). BPF writes a record only while head - tail < slots:
+ * a full ring drops it (RK_CNT_DROPS). One writer per ring: sched_switch
+ * runs with interrupts off and never nests on a CPU.
+ *
+ * Why not the ringbuf: a reserve and a submit are two helper calls with a
+ * lock between them, ~65 ns of a ~280 ns tracked switch on this machine
+ * (BENCHMARKS.md 2b); plain stores and one atomic cost ~15. The loader
+ * merges the rings and the ringbuf by time (rec_intake.c).
+ */
+struct rk_swrec {
+	__u64 time_ns;
+	__u32 tid;
+	__u32 tgid;
+	__u32 ptid;
+	__u32 next_tgid;
+	__u32 prev_state;
+	__u16 kind;
+	__u16 flags;
+};
+
+struct rk_swpos {
+	__u64 pos;
+	__u64 pad[7];
+};
+
+/**
  * struct rk_signal - one BPF -> loader signal (BPF ringbuf record).
  * @kind: RK_SIG_*.
  * @flags: RK_SIGF_*.
@@ -275,6 +317,8 @@ _Static_assert(sizeof(struct rk_pmu_key) == 8, "key size");
 _Static_assert(sizeof(struct rk_pmu_entry) == 8 + RK_PERF_ATTR_SIZE + RK_PMU_DESC_MAX,
 	       "entry size");
 _Static_assert(sizeof(struct rk_signal) == 56, "signal size");
+_Static_assert(sizeof(struct rk_swrec) == 32, "switch record size");
+_Static_assert(sizeof(struct rk_swpos) == 64, "ring position: a cache line");
 _Static_assert(sizeof(struct rk_pt_desc) == 232, "pt descriptor size");
 _Static_assert(sizeof(struct rk_pt_desc) <= RK_PMU_DESC_MAX, "pt descriptor fits");
 

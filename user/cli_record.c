@@ -502,8 +502,9 @@ static const struct rec_opt opts[] = {
 	  "shorter than US on CPU (from a wakeup to its next sleep,\n"
 	  "preemptions included): the lock would land late in the\n"
 	  "run, for more than the run costs (0: lock every run)" },
-	{ "tick-ms", 0, "MS", o_tick, "5", "drain period of the BPF ringbuf" },
-	{ "ringbuf-size", 0, "SZ", o_ringbuf, "4M", "BPF signal ringbuf size, power of two" },
+	{ "tick-ms", 0, "MS", o_tick, "5", "drain period of the BPF signal rings" },
+	{ "ringbuf-size", 0, "SZ", o_ringbuf, "4M",
+	  "BPF signal ringbuf size, power of two (the per-CPU switch rings take as much again)" },
 	{ "realtime", 'r', "PRIO", o_realtime, "1",
 	  "run the event loop and pin workers at SCHED_FIFO PRIO\n"
 	  "(0: normal), so thousands of busy threads cannot starve\n"
@@ -534,7 +535,7 @@ static const struct rec_opt opts[] = {
 	{ "resume", 0, "SESSION", o_resume, NULL,
 	  "continue a session whose recorder was killed: its BPF\n"
 	  "programs stayed attached (pinned in bpffs) and their\n"
-	  "signals waited in the pinned ringbuf; the live threads'\n"
+	  "signals waited in the pinned rings; the live threads'\n"
 	  "files are taken over as they are (sched-only sessions)" },
 	{ "resume-or-start", 0, NULL, o_resume_or_start, NULL,
 	  "resume the newest session whose recorder was killed\n"

@@ -22,6 +22,7 @@
 #include "pinpool.h"
 #include "record.h"
 #include "session.h"
+#include "swring.h"
 
 #define RK_NLINKS 7
 
@@ -76,6 +77,13 @@ struct rk_rec {
 	const struct rk_record_opts *o;
 	struct ringkeeper_bpf *skel;
 	struct ring_buffer *rb;
+	/*
+	 * sched_switch's per-CPU switch rings, mapped (swring read only, swpos
+	 * read-write), merged with the ringbuf by time (swring.h).
+	 */
+	struct rk_swring sw;
+	void *sw_ring_map, *sw_pos_map; /* NULL: not mapped */
+	size_t sw_ring_len, sw_pos_len;
 	struct rk_pin_pool *pool;
 	struct rk_thread *buckets[NBUCKETS];
 	struct rk_thread *all;

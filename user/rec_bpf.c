@@ -31,6 +31,7 @@
  * Return: 0, or -errno (reported).
  */
 static unsigned long tid_maps_size(void);
+static int sw_size(struct rk_rec *r, uint64_t bytes);
 
 int rec_bpf_load(struct rk_rec *r)
 {
@@ -71,6 +72,9 @@ int rec_bpf_load(struct rk_rec *r)
 				 (__u32)((tids + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	bpf_map__set_max_entries(r->skel->maps.creds,
 				 (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS));
+	err = sw_size(r, o->ringbuf_size);
+	if (err)
+		return err;
 	err = ringkeeper_bpf__load(r->skel);
 	if (err) {
 		rk_err("cannot load the BPF programs: %s (the verifier log is above; "
@@ -85,8 +89,11 @@ int rec_bpf_load(struct rk_rec *r)
 	err = rec_bytes_map(&r->asked, dup(bpf_map__fd(r->skel->maps.pin_asked)), 1);
 	if (!err)
 		err = rec_bytes_map(&r->traced, dup(bpf_map__fd(r->skel->maps.traced)), 1);
+	if (!err)
+		err = rec_swring_map(r, dup(bpf_map__fd(r->skel->maps.swring)),
+				     dup(bpf_map__fd(r->skel->maps.swpos)));
 	if (err) {
-		rk_err("cannot map pin_asked or traced: %s", strerror(-err));
+		rk_err("cannot map pin_asked, traced or the switch rings: %s", strerror(-err));
 		return err;
 	}
 	return rec_pin_maps(r);
@@ -124,6 +131,89 @@ static unsigned long tid_maps_size(void)
 			v = t;
 	}
 	return v;
+}
+
+/*
+ * The switch rings: as many records per possible CPU as fit @bytes (the
+ * ringbuf's size, --ringbuf-size) over all CPUs, a power of two, at least
+ * 64; the loader is woken at a quarter full (as by the ringbuf).
+ */
+static int sw_size(struct rk_rec *r, uint64_t bytes)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t want;
+	__u32 slots = 64;
+
+	if (ncpu <= 0) {
+		rk_err("cannot count the possible CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	want = bytes / (uint64_t)ncpu / sizeof(struct rk_swrec);
+	while ((uint64_t)slots * 2 <= want && (uint64_t)slots * 2 * (uint64_t)ncpu <= (1u << 30))
+		slots *= 2;
+	r->skel->rodata->cfg_sw_slots = slots;
+	r->skel->rodata->cfg_sw_wake = slots / 4;
+	bpf_map__set_max_entries(r->skel->maps.swring, slots * (__u32)ncpu);
+	bpf_map__set_max_entries(r->skel->maps.swpos, 2 * (__u32)ncpu);
+	return 0;
+}
+
+/*
+ * Map the switch rings (@ring_fd swring, @pos_fd swpos, or -1: none; both
+ * taken) and read them from their tails on. Their geometry is the maps'
+ * own, checked against each other and the possible CPUs.
+ * Return: 0, -ENOENT (not both there), -EINVAL (not ours), -errno.
+ */
+int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd)
+{
+	struct bpf_map_info ri, pi;
+	__u32 len = sizeof(ri), slots = 0;
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	void *p;
+
+	memset(&ri, 0, sizeof(ri));
+	memset(&pi, 0, sizeof(pi));
+	if (ring_fd < 0 || pos_fd < 0)
+		err = -ENOENT;
+	else if (bpf_obj_get_info_by_fd(ring_fd, &ri, &len) ||
+		 (len = sizeof(pi), bpf_obj_get_info_by_fd(pos_fd, &pi, &len)))
+		err = -errno;
+	else if (ncpu <= 0 || ri.value_size != sizeof(struct rk_swrec) ||
+		 pi.value_size != sizeof(struct rk_swpos) || pi.max_entries != 2 * (__u32)ncpu ||
+		 !(ri.map_flags & BPF_F_MMAPABLE) || !(pi.map_flags & BPF_F_MMAPABLE) ||
+		 ri.max_entries % (__u32)ncpu)
+		err = -EINVAL;
+	else
+		slots = ri.max_entries / (__u32)ncpu;
+	if (!err) {
+		r->sw_ring_len = (size_t)ri.max_entries * sizeof(struct rk_swrec);
+		p = mmap(NULL, r->sw_ring_len, PROT_READ, MAP_SHARED, ring_fd, 0);
+		r->sw_ring_map = p == MAP_FAILED ? NULL : p;
+		r->sw_pos_len = (size_t)pi.max_entries * sizeof(struct rk_swpos);
+		p = mmap(NULL, r->sw_pos_len, PROT_READ | PROT_WRITE, MAP_SHARED, pos_fd, 0);
+		r->sw_pos_map = p == MAP_FAILED ? NULL : p;
+		if (!r->sw_ring_map || !r->sw_pos_map)
+			err = -errno;
+	}
+	if (!err)
+		err = rk_swring_init(&r->sw, r->sw_ring_map, r->sw_pos_map, (__u32)ncpu, slots);
+	if (ring_fd >= 0)
+		close(ring_fd);
+	if (pos_fd >= 0)
+		close(pos_fd);
+	if (err)
+		rec_swring_unmap(r);
+	return err;
+}
+
+void rec_swring_unmap(struct rk_rec *r)
+{
+	rk_swring_free(&r->sw);
+	if (r->sw_ring_map)
+		munmap(r->sw_ring_map, r->sw_ring_len);
+	if (r->sw_pos_map)
+		munmap(r->sw_pos_map, r->sw_pos_len);
+	r->sw_ring_map = r->sw_pos_map = NULL;
 }
 
 /*
@@ -268,8 +358,8 @@ void rec_unpin_links(void)
 }
 
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
-static const char *const pinned_maps[] = { "pmu_info", "counters",  "signals",
-					   "self",     "pin_asked", "traced" };
+static const char *const pinned_maps[] = { "pmu_info",	"counters", "signals", "self",
+					   "pin_asked", "traced",   "swring",  "swpos" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -322,6 +412,7 @@ int rec_pin_maps(struct rk_rec *r)
 	struct bpf_map *maps[] = {
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
 		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
+		r->skel->maps.swring,	r->skel->maps.swpos,
 	};
 	char path[128];
 	size_t i;

@@ -38,4 +38,8 @@ void rec_bytes_unmap(struct rk_bytes *m);
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid);
 void rec_set_traced(struct rk_rec *r, __u32 tid, int on);
 
+/* The switch rings (swring, swpos): mapped, and read from their tails on (swring.h). */
+int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd);
+void rec_swring_unmap(struct rk_rec *r);
+
 #endif /* RK_REC_BPF_H */

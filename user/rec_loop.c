@@ -29,13 +29,13 @@
 #include "rec_threads.h"
 #include "rec_target.h"
 #include "rec_bpf.h"
-int rec_on_signal(void *ctx, void *data, size_t size)
+/* One signal, in time order (a ringbuf record or a switch ring's). */
+static void on_signal(void *ctx, const struct rk_signal *s)
 {
 	struct rk_rec *r = ctx;
-	const struct rk_signal *s = data;
 
-	if (size < sizeof(*s))
-		return 0;
+	if (s->kind == RK_SIG_WAKE)
+		return; /* it only woke us */
 	r->st->signals++;
 	if (s->kind == RK_SIG_SWITCH_OUT && s->flags & RK_SIGF_NEXT_IN) {
 		/* One record for both sides of a switch between two tracked tasks. */
@@ -51,10 +51,29 @@ int rec_on_signal(void *ctx, void *data, size_t size)
 		in.time_ns = s->time_ns;
 		rec_handle_signal(r, &out);
 		rec_handle_signal(r, &in);
-		return 0;
+		return;
 	}
 	rec_handle_signal(r, s);
+}
+
+/* The ringbuf consumer's callback: the record waits in the merge. */
+int rec_on_ringbuf(void *ctx, void *data, size_t size)
+{
+	struct rk_rec *r = ctx;
+
+	/* Too short: not ours. No memory: lost, and counted. */
+	if (rk_swring_pend(&r->sw, data, size) == -ENOMEM)
+		r->st->lost++;
 	return 0;
+}
+
+void rec_intake(struct rk_rec *r, int all)
+{
+	rk_swring_snapshot(&r->sw, all ? UINT64_MAX : rk_now_mono_ns());
+	/* After the heads: a child's switch in them has its fork record in here. */
+	if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
+		rk_warn("ring_buffer__consume: %s", strerror(errno));
+	rk_swring_merge(&r->sw, on_signal, r);
 }
 
 /*
@@ -516,7 +535,7 @@ void rec_drain(struct rk_rec *r)
 	if (r->drain) {
 		rk_drain_all(r->drain, rec_route, r);
 		/* Signals of threads born while we drained. */
-		ring_buffer__consume(r->rb);
+		rec_intake(r, 0);
 	}
 	rec_apply_deferred(r, gen);
 }
@@ -583,9 +602,8 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 				break;
 			}
 		}
-		/* Consume everything, including rings epoll did not report (NO_WAKEUP). */
-		if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
-			rk_warn("ring_buffer__consume: %s", strerror(errno));
+		/* Everything, including what woke nobody (NO_WAKEUP, the switch rings). */
+		rec_intake(r, 0);
 		rec_drain(r);
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);

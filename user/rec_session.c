@@ -56,10 +56,12 @@ void rec_publish(struct rk_rec *r)
 			sum += vals[c];
 		switch (k) {
 		case RK_CNT_SIGNALS:
-			r->st->bpf_signals = sum;
+			/* The ringbuf's, and every record the switch rings took. */
+			r->st->bpf_signals = sum + rk_swring_written(&r->sw);
 			break;
 		case RK_CNT_DROPS:
-			r->st->bpf_drops = sum;
+			/* A head beyond its ring (never by our BPF) counts as drops too. */
+			r->st->bpf_drops = sum + r->sw.lost;
 			break;
 		case RK_CNT_FORKS:
 			r->st->bpf_forks = sum;
@@ -158,7 +160,7 @@ int rec_resume_session(struct rk_rec *r)
 	struct rk_session_stat cur;
 	char path[128];
 	size_t i;
-	int err;
+	int err, sw_err;
 
 	snprintf(r->session, sizeof(r->session), "%s", o->resume);
 	snprintf(r->dir, sizeof(r->dir), "%s/%s", o->root, r->session);
@@ -191,10 +193,13 @@ int rec_resume_session(struct rk_rec *r)
 		rec_bytes_unmap(&r->asked);
 	if (rec_bytes_map(&r->traced, bpf_obj_get(RK_BPFFS_DIR "/traced"), 0))
 		rec_bytes_unmap(&r->traced);
+	/* The switch rings: read on from where the killed recorder stopped. */
+	sw_err = rec_swring_map(r, bpf_obj_get(RK_BPFFS_DIR "/swring"),
+				bpf_obj_get(RK_BPFFS_DIR "/swpos"));
 	if (r->pmu_fd >= 0 && r->cnt_fd >= 0 && r->sig_fd >= 0 &&
-	    (!r->traced.b || r->self_fd < 0)) {
-		rk_err("session %s's programs are an older ringkeeper's (no traced or self map "
-		       "pinned in %s): resume it with that version",
+	    (!r->traced.b || r->self_fd < 0 || sw_err)) {
+		rk_err("session %s's programs are an older ringkeeper's (no traced, self or switch "
+		       "ring maps pinned in %s): resume it with that version",
 		       r->session, RK_BPFFS_DIR);
 		return -EPROTO;
 	}

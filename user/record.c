@@ -339,7 +339,7 @@ static int loop_fds(struct rk_rec *r)
 {
 	struct itimerspec its = { 0 };
 
-	r->rb = ring_buffer__new(r->sig_fd, rec_on_signal, r, NULL);
+	r->rb = ring_buffer__new(r->sig_fd, rec_on_ringbuf, r, NULL);
 	if (!r->rb) {
 		int err = -errno;
 
@@ -394,7 +394,7 @@ static int resume_catch_up(struct rk_rec *r)
 	/* Inherited from a traced parent (systemd, with -a): we never trace ourselves. */
 	rec_untrack_self(r);
 	rec_adopt_config(r);
-	ring_buffer__consume(r->rb);
+	rec_intake(r, 0);
 	rec_drain(r);
 	rec_finish_vanished(r);
 	r->target = r->o->pid;
@@ -413,7 +413,7 @@ static int resume_catch_up(struct rk_rec *r)
 			(unsigned long long)r->st->outage_exited);
 	fprintf(stderr, "\n");
 	if (r->st->outage_drops)
-		rk_warn("%llu signals were dropped while no recorder ran (the pinned ringbuf was "
+		rk_warn("%llu signals were dropped while no recorder ran (the pinned rings were "
 			"full): switches and exits of that time are missing (--ringbuf-size)",
 			(unsigned long long)r->st->outage_drops);
 	return 0;
@@ -508,7 +508,7 @@ static void stop(struct rk_rec *r)
 	for (k = 0; k < r->nlinks; k++)
 		close(r->link_fds[k]);
 	r->nlinks = 0;
-	ring_buffer__consume(r->rb);
+	rec_intake(r, 1);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
 }
@@ -610,6 +610,7 @@ static void bpf_release(struct rk_rec *r)
 	/* After the pin workers (threads_stop): they store into it. */
 	rec_bytes_unmap(&r->asked);
 	rec_bytes_unmap(&r->traced);
+	rec_swring_unmap(r);
 }
 
 /* A resume that did not take over: its session and pins stay as they are. */
@@ -631,6 +632,7 @@ static void resume_abandon(struct rk_rec *r)
 		close(r->self_fd);
 	rec_bytes_unmap(&r->asked);
 	rec_bytes_unmap(&r->traced);
+	rec_swring_unmap(r);
 }
 
 /* Undo what was set up, whatever step failed. */

@@ -63,7 +63,7 @@ static const char *state_name(const struct rk_session_stat *st)
 
 #define FIELDS(X)                                             \
 	X(bpf_signals, "signals (BPF)")                       \
-	X(bpf_drops, "signals dropped (BPF ringbuf full)")    \
+	X(bpf_drops, "signals dropped (BPF rings full)")      \
 	X(bpf_forks, "children added (BPF)")                  \
 	X(bpf_fork_fail, "children not added (map full)")     \
 	X(bpf_exits, "exits (BPF)")                           \
@@ -285,7 +285,7 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 	} hints[] = {
 #define HINT(field, what) { offsetof(struct rk_session_stat, field), what }
 		HINT(bpf_drops,
-		     "signals dropped by the BPF side (ringbuf full): raise --ringbuf-size"),
+		     "signals dropped by the BPF side (ringbuf or switch ring full): raise --ringbuf-size"),
 		HINT(bpf_fork_fail, "children not traced (the pmu_info map was full)"),
 		HINT(perf_lost,
 		     "perf records lost in the kernel's per-CPU rings: raise --cpu-ring"),

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* swring.c - the BPF signals in time order (see swring.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "swring.h"
+
+int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_swpos *pos,
+		   __u32 ncpu, __u32 slots)
+{
+	__u32 c;
+
+	memset(w, 0, sizeof(*w));
+	if (!ncpu || !slots || (slots & (slots - 1)))
+		return -EINVAL;
+	w->cur = calloc(ncpu, sizeof(*w->cur));
+	w->heads = calloc(ncpu, sizeof(*w->heads));
+	if (!w->cur || !w->heads) {
+		rk_swring_free(w);
+		return -ENOMEM;
+	}
+	w->ring = ring;
+	w->pos = pos;
+	w->ncpu = ncpu;
+	w->slots = slots;
+	for (c = 0; c < ncpu; c++) {
+		w->cur[c] = __atomic_load_n(&pos[2 * c + 1].pos, __ATOMIC_RELAXED);
+		w->heads[c] = w->cur[c];
+	}
+	return 0;
+}
+
+void rk_swring_free(struct rk_swring *w)
+{
+	free(w->cur);
+	free(w->heads);
+	free(w->pend);
+	memset(w, 0, sizeof(*w));
+}
+
+void rk_swring_snapshot(struct rk_swring *w, uint64_t now)
+{
+	__u32 c;
+
+	w->horizon = now;
+	for (c = 0; c < w->ncpu; c++) {
+		/* Acquire: the records below the head are written (BPF's add is fully ordered). */
+		__u64 h = __atomic_load_n(&w->pos[2 * c].pos, __ATOMIC_ACQUIRE);
+
+		/*
+		 * Our BPF never runs a head past the tail by more than the
+		 * ring, nor backwards; anything else is not read, and counted.
+		 */
+		if (h - w->cur[c] > w->slots) {
+			if (h > w->cur[c]) {
+				w->lost += h - w->cur[c] - w->slots;
+				w->cur[c] = h - w->slots;
+			} else {
+				w->cur[c] = h;
+			}
+		}
+		w->heads[c] = h;
+	}
+}
+
+int rk_swring_pend(struct rk_swring *w, const void *data, size_t size)
+{
+	if (size < sizeof(struct rk_signal))
+		return -EINVAL;
+	if (w->npend == w->cappend) {
+		size_t cap = w->cappend ? 2 * w->cappend : 256;
+		struct rk_signal *p = realloc(w->pend, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		w->pend = p;
+		w->cappend = cap;
+	}
+	memcpy(&w->pend[w->npend++], data, sizeof(struct rk_signal));
+	return 0;
+}
+
+/*
+ * The ringbuf is in reservation order, not quite time order (a hook may be
+ * preempted between its clock read and its reserve): a stable insertion
+ * sort, cheap on what is almost sorted.
+ */
+static void sort_pend(struct rk_signal *p, size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		struct rk_signal s;
+
+		if (p[i - 1].time_ns <= p[i].time_ns)
+			continue;
+		s = p[i];
+		for (j = i; j > 0 && p[j - 1].time_ns > s.time_ns; j--)
+			p[j] = p[j - 1];
+		p[j] = s;
+	}
+}
+
+/* A source of the merge: 0 the ringbuf records, 1 + c CPU c's ring; key its next record's time. */
+struct src {
+	uint64_t t;
+	__u32 id;
+};
+
+static int before(const struct src *a, const struct src *b)
+{
+	return a->t < b->t || (a->t == b->t && a->id < b->id);
+}
+
+static void sift_down(struct src *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		struct src tmp;
+
+		if (l < n && before(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && before(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		tmp = h[i];
+		h[i] = h[m];
+		h[m] = tmp;
+		i = m;
+	}
+}
+
+static const struct rk_swrec *rec_at(const struct rk_swring *w, __u32 c, __u64 n)
+{
+	return &w->ring[(size_t)c * w->slots + (n & (w->slots - 1))];
+}
+
+/* Source @id's next time below the horizon into @s. Return: 1, or 0 (nothing more now). */
+static int next_of(const struct rk_swring *w, size_t pi, __u32 id, struct src *s)
+{
+	uint64_t t;
+
+	if (id == 0) {
+		if (pi == w->npend)
+			return 0;
+		t = w->pend[pi].time_ns;
+	} else {
+		__u32 c = id - 1;
+
+		if (w->cur[c] == w->heads[c])
+			return 0;
+		t = rec_at(w, c, w->cur[c])->time_ns;
+	}
+	if (t >= w->horizon)
+		return 0;
+	s->t = t;
+	s->id = id;
+	return 1;
+}
+
+size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
+{
+	struct src *h = malloc((w->ncpu + 1) * sizeof(*h));
+	size_t n = 0, pi = 0, done = 0;
+	__u32 id, c;
+
+	sort_pend(w->pend, w->npend);
+	if (!h)
+		return 0; /* the next intake tries again: nothing is lost */
+	for (id = 0; id <= w->ncpu; id++)
+		if (next_of(w, pi, id, &h[n]))
+			n++;
+	for (size_t i = n / 2; i-- > 0;)
+		sift_down(h, n, i);
+	while (n) {
+		struct rk_signal s;
+
+		id = h[0].id;
+		if (id == 0) {
+			s = w->pend[pi++];
+		} else {
+			/* A copy: the slot is BPF's again once the tail passes it. */
+			struct rk_swrec r = *rec_at(w, id - 1, w->cur[id - 1]);
+
+			memset(&s, 0, sizeof(s));
+			s.kind = r.kind;
+			s.flags = r.flags;
+			s.cpu = id - 1;
+			s.tid = r.tid;
+			s.tgid = r.tgid;
+			s.ptid = r.ptid;
+			s.prev_state = r.prev_state;
+			s.time_ns = r.time_ns;
+			s.next_tgid = r.next_tgid;
+			w->cur[id - 1]++;
+		}
+		fn(ctx, &s);
+		done++;
+		if (!next_of(w, pi, id, &h[0]))
+			h[0] = h[--n];
+		sift_down(h, n, 0);
+	}
+	free(h);
+	memmove(w->pend, w->pend + pi, (w->npend - pi) * sizeof(*w->pend));
+	w->npend -= pi;
+	/* Release: our reads of the slots come before BPF may write them again. */
+	for (c = 0; c < w->ncpu; c++)
+		__atomic_store_n(&w->pos[2 * c + 1].pos, w->cur[c], __ATOMIC_RELEASE);
+	return done;
+}
+
+__u64 rk_swring_written(const struct rk_swring *w)
+{
+	__u64 sum = 0;
+	__u32 c;
+
+	for (c = 0; c < w->ncpu; c++)
+		sum += w->heads[c];
+	return sum;
+}
