@@ -135,6 +135,10 @@ $(BENCH_DIR)/noop_attach: tests/bench/noop_attach.c | $(BENCH_DIR)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -o $@
 
+$(BENCH_DIR)/pingpong: tests/bench/pingpong.c | $(BENCH_DIR)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -lpthread -o $@
+
 $(BENCH_DIR)/statson: tests/bench/statson.c | $(BENCH_DIR)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $< -lbpf -lelf -lz -o $@

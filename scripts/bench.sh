@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 NTHREADS="16 256 4096" SECTIONS="mem switch progtime pin rate scale system coredump view" \
+#   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SECTIONS="mem switch switchab progtime pin rate scale system coredump view" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,11 +14,13 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch progtime pin rate scale system coredump view"}
+SECTIONS=${SECTIONS:-"mem switch switchab progtime pin rate scale system coredump view"}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
 RATE_SECS=${RATE_SECS:-5}
+AB_ROUNDS=${AB_ROUNDS:-300000}
+AB_SEG=${AB_SEG:-3000}
 cd "$(dirname "$0")/.."
 RK=$PWD/build/ringkeeper
 WRAP= # set for one start_recorder call only; never taken from the environment
@@ -328,6 +330,52 @@ section_switch() {
 			read -r lo m hi <<<"$(diff_mmm "$cfg" bare "$reps")"
 			printf "   %-18s %+6.0f ns (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
 		done
+		unset val
+	done
+}
+
+# One within-run A/B of workload $1: "noop" (bare vs noop) or "tracked"
+# (untracked vs tracked); its median B - A into MEASURED.
+measure_ab() {
+	local w=$1 kind=$2 out=$ROOT/ab.out
+	local pp="$B/pingpong -m $w -n $AB_ROUNDS -S $AB_SEG"
+	case $kind in
+	noop) $pp -b "$B/noop.bpf.o" >"$out" 2>&1 ;;
+	tracked) "$RK" record --root "$ROOT" --session "ab-$w-$RANDOM$RANDOM" -- $pp -t >"$out" 2>&1 ;;
+	esac
+	MEASURED=$(awk '/^ab_diff_ns/ { print $2; exit }' "$out")
+	[ -n "$MEASURED" ] || die "pingpong -S ($kind) failed: $(tail -3 "$out")"
+}
+# --- 2a. the switch cost, A/B inside one run -------------------------------------
+# The differences of section 2, each measured inside one run, where drift cancels.
+section_switchab() {
+	local w kind rep lo m hi
+	local reps=$(( RUNS > 3 ? RUNS : 3 ))
+	echo
+	echo "== The same, A/B inside one run: pingpong -S splits $AB_ROUNDS round trips into segments of"
+	echo "   $AB_SEG and flips the state between two segments (B first and last); each interior segment"
+	echo "   gives B - A against the mean of its two neighbours, and a run's figure is the median of"
+	echo "   those (~$(( AB_ROUNDS / AB_SEG )) segments). noop - bare: the empty program attached and"
+	echo "   detached; tracked - untracked: ringkeeper records the ping-pong, and pingpong sets and"
+	echo "   clears its two threads' bytes in the pinned traced map (untracked: sched_switch's early"
+	echo "   return, the loader hears nothing). Median (min / max) over $reps runs, interleaved."
+	echo "   untracked - noop is the program's own +~10 ns (section 2b): tracked over bare ~= the sum."
+	for w in pipe futex; do
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for kind in noop tracked; do
+				measure_ab "$w" "$kind"
+				val[$kind,$rep]=$MEASURED
+			done
+		done
+		echo "-- workload: $B/pingpong -m $w"
+		read -r lo m hi <<<"$(col_mmm noop "$reps")"
+		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "noop - bare" "$m" "$lo" "$hi"
+		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
+		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "tracked - untracked" "$m" "$lo" "$hi"
+		printf "   %-22s %+6.0f ns\n" "sum" \
+			"$(awk -v a="$(col_mmm noop "$reps" | cut -d' ' -f2)" \
+				-v b="$(col_mmm tracked "$reps" | cut -d' ' -f2)" 'BEGIN { print a + b }')"
 		unset val
 	done
 }
