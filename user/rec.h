@@ -76,14 +76,14 @@ struct rk_proc {
 struct rk_rec {
 	const struct rk_record_opts *o;
 	struct ringkeeper_bpf *skel;
-	struct ring_buffer *rb;
 	/*
-	 * sched_switch's per-CPU switch rings, mapped (swring read only, swpos
-	 * read-write), merged with the ringbuf by time (swring.h).
+	 * The signal rings, mapped: sched_switch's per-CPU switch rings
+	 * (swring read only, swpos read-write) and the ringbuf (its consumer
+	 * page read-write, the rest read only), read in time order (swring.h).
 	 */
 	struct rk_swring sw;
-	void *sw_ring_map, *sw_pos_map; /* NULL: not mapped */
-	size_t sw_ring_len, sw_pos_len;
+	void *sw_ring_map, *sw_pos_map, *rb_cons_map, *rb_prod_map; /* NULL: not mapped */
+	size_t sw_ring_len, sw_pos_len, rb_prod_len;
 	struct rk_pin_pool *pool;
 	struct rk_thread *buckets[NBUCKETS];
 	struct rk_thread *all;

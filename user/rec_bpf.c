@@ -158,17 +158,52 @@ static int sw_size(struct rk_rec *r, uint64_t bytes)
 	return 0;
 }
 
+/* The signal ringbuf (r->sig_fd) mapped as libbpf's consumer maps one, into @rb. */
+static int map_ringbuf(struct rk_rec *r, struct rk_rbuf *rb)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	memset(&info, 0, sizeof(info));
+	if (r->sig_fd < 0)
+		return -ENOENT;
+	if (bpf_obj_get_info_by_fd(r->sig_fd, &info, &len))
+		return -errno;
+	if (info.type != BPF_MAP_TYPE_RINGBUF || !info.max_entries ||
+	    (info.max_entries & (info.max_entries - 1)))
+		return -EINVAL;
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, r->sig_fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->rb_cons_map = p;
+	/* The producer page, then the data twice in a row (a record across the end reads on). */
+	r->rb_prod_len = page + 2 * (size_t)info.max_entries;
+	p = mmap(NULL, r->rb_prod_len, PROT_READ, MAP_SHARED, r->sig_fd, (off_t)page);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->rb_prod_map = p;
+	rb->cons = r->rb_cons_map;
+	rb->prod = r->rb_prod_map;
+	rb->data = (const __u8 *)r->rb_prod_map + page;
+	rb->size = info.max_entries;
+	return 0;
+}
+
 /*
- * Map the switch rings (@ring_fd swring, @pos_fd swpos, or -1: none; both
- * taken) and read them from their tails on. Their geometry is the maps'
- * own, checked against each other and the possible CPUs.
- * Return: 0, -ENOENT (not both there), -EINVAL (not ours), -errno.
+ * Map the signal rings: the switch rings (@ring_fd swring, @pos_fd swpos,
+ * or -1: none; both taken) and the ringbuf (r->sig_fd, kept), and read them
+ * from where their consumer positions are. The switch rings' geometry is
+ * the maps' own, checked against each other and the possible CPUs.
+ * Return: 0, -ENOENT (not all there), -EINVAL (not ours), -errno.
  */
 int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd)
 {
 	struct bpf_map_info ri, pi;
 	__u32 len = sizeof(ri), slots = 0;
 	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	struct rk_rbuf rb;
 	void *p;
 
 	memset(&ri, 0, sizeof(ri));
@@ -196,7 +231,10 @@ int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd)
 			err = -errno;
 	}
 	if (!err)
-		err = rk_swring_init(&r->sw, r->sw_ring_map, r->sw_pos_map, (__u32)ncpu, slots);
+		err = map_ringbuf(r, &rb);
+	if (!err)
+		err = rk_swring_init(&r->sw, r->sw_ring_map, r->sw_pos_map, (__u32)ncpu, slots,
+				     &rb);
 	if (ring_fd >= 0)
 		close(ring_fd);
 	if (pos_fd >= 0)
@@ -208,12 +246,18 @@ int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd)
 
 void rec_swring_unmap(struct rk_rec *r)
 {
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
 	rk_swring_free(&r->sw);
 	if (r->sw_ring_map)
 		munmap(r->sw_ring_map, r->sw_ring_len);
 	if (r->sw_pos_map)
 		munmap(r->sw_pos_map, r->sw_pos_len);
-	r->sw_ring_map = r->sw_pos_map = NULL;
+	if (r->rb_cons_map)
+		munmap(r->rb_cons_map, page);
+	if (r->rb_prod_map)
+		munmap(r->rb_prod_map, r->rb_prod_len);
+	r->sw_ring_map = r->sw_pos_map = r->rb_cons_map = r->rb_prod_map = NULL;
 }
 
 /*

@@ -38,7 +38,10 @@ void rec_bytes_unmap(struct rk_bytes *m);
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid);
 void rec_set_traced(struct rk_rec *r, __u32 tid, int on);
 
-/* The switch rings (swring, swpos): mapped, and read from their tails on (swring.h). */
+/*
+ * The signal rings (swring, swpos, and the ringbuf r->sig_fd): mapped, and
+ * read from their consumer positions on (swring.h).
+ */
 int rec_swring_map(struct rk_rec *r, int ring_fd, int pos_fd);
 void rec_swring_unmap(struct rk_rec *r);
 

@@ -56,23 +56,9 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 	rec_handle_signal(r, s);
 }
 
-/* The ringbuf consumer's callback: the record waits in the merge. */
-int rec_on_ringbuf(void *ctx, void *data, size_t size)
-{
-	struct rk_rec *r = ctx;
-
-	/* Too short: not ours. No memory: lost, and counted. */
-	if (rk_swring_pend(&r->sw, data, size) == -ENOMEM)
-		r->st->lost++;
-	return 0;
-}
-
 void rec_intake(struct rk_rec *r, int all)
 {
 	rk_swring_snapshot(&r->sw, all ? UINT64_MAX : rk_now_mono_ns());
-	/* After the heads: a child's switch in them has its fork record in here. */
-	if (ring_buffer__consume(r->rb) < 0 && errno != EINTR)
-		rk_warn("ring_buffer__consume: %s", strerror(errno));
 	rk_swring_merge(&r->sw, on_signal, r);
 }
 
@@ -552,7 +538,8 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		return -errno;
 	ev.events = EPOLLIN;
 	ev.data.u32 = 0;
-	epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(r->rb), &ev);
+	/* The ringbuf's map polls readable when BPF forces a wakeup. */
+	epoll_ctl(ep, EPOLL_CTL_ADD, r->sig_fd, &ev);
 	ev.data.u32 = 1;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
 	ev.data.u32 = 2;

@@ -15,11 +15,10 @@
 
 #include "rec.h"
 
-int rec_on_ringbuf(void *ctx, void *data, size_t size);
 /*
- * The signals so far, in time order: the switch rings' heads, the ringbuf,
- * then the merge (swring.h); with @all, everything (the programs are
- * detached), else what is older than now.
+ * The signals so far, in time order: the switch rings' heads, then the
+ * merge with the ringbuf (swring.h); with @all, everything (the programs
+ * are detached), else what is older than now.
  */
 void rec_intake(struct rk_rec *r, int all);
 void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s);

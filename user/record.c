@@ -334,18 +334,11 @@ static int workers_start(struct rk_rec *r)
 	return 0;
 }
 
-/* The BPF ringbuf consumer, the signalfd and the drain timer. */
+/* The signalfd and the drain timer (the signal rings are mapped with the maps). */
 static int loop_fds(struct rk_rec *r)
 {
 	struct itimerspec its = { 0 };
 
-	r->rb = ring_buffer__new(r->sig_fd, rec_on_ringbuf, r, NULL);
-	if (!r->rb) {
-		int err = -errno;
-
-		rk_err("cannot set up the BPF ringbuf consumer: %s", strerror(errno));
-		return err;
-	}
 	r->sfd = signalfd(-1, &r->mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (r->sfd < 0 || r->tfd < 0) {
@@ -560,7 +553,6 @@ static void close_target(struct rk_rec *r)
 		close(r->sfd);
 	if (r->tfd >= 0)
 		close(r->tfd);
-	ring_buffer__free(r->rb);
 }
 
 /* Every thread finished as stopped, its buffers unlocked and unmapped, all freed. */

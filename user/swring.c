@@ -6,12 +6,12 @@
 #include "swring.h"
 
 int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_swpos *pos,
-		   __u32 ncpu, __u32 slots)
+		   __u32 ncpu, __u32 slots, const struct rk_rbuf *rb)
 {
 	__u32 c;
 
 	memset(w, 0, sizeof(*w));
-	if (!ncpu || !slots || (slots & (slots - 1)))
+	if (!ncpu || !slots || (slots & (slots - 1)) || !rb->size || (rb->size & (rb->size - 1)))
 		return -EINVAL;
 	w->cur = calloc(ncpu, sizeof(*w->cur));
 	w->heads = calloc(ncpu, sizeof(*w->heads));
@@ -23,6 +23,8 @@ int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_s
 	w->pos = pos;
 	w->ncpu = ncpu;
 	w->slots = slots;
+	w->rb = *rb;
+	w->rb_pos = __atomic_load_n(rb->cons, __ATOMIC_RELAXED);
 	for (c = 0; c < ncpu; c++) {
 		w->cur[c] = __atomic_load_n(&pos[2 * c + 1].pos, __ATOMIC_RELAXED);
 		w->heads[c] = w->cur[c];
@@ -34,7 +36,6 @@ void rk_swring_free(struct rk_swring *w)
 {
 	free(w->cur);
 	free(w->heads);
-	free(w->pend);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -63,42 +64,40 @@ void rk_swring_snapshot(struct rk_swring *w, uint64_t now)
 	}
 }
 
-int rk_swring_pend(struct rk_swring *w, const void *data, size_t size)
-{
-	if (size < sizeof(struct rk_signal))
-		return -EINVAL;
-	if (w->npend == w->cappend) {
-		size_t cap = w->cappend ? 2 * w->cappend : 256;
-		struct rk_signal *p = realloc(w->pend, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		w->pend = p;
-		w->cappend = cap;
-	}
-	memcpy(&w->pend[w->npend++], data, sizeof(struct rk_signal));
-	return 0;
-}
-
 /*
- * The ringbuf is in reservation order, not quite time order (a hook may be
- * preempted between its clock read and its reserve): a stable insertion
- * sort, cheap on what is almost sorted.
+ * The ringbuf's next signal at rb_pos, copied into *@s, the position after
+ * it into *@end; discarded records and ones too short to be a signal are
+ * passed over (consumed). Return: 1, or 0 (nothing committed yet).
  */
-static void sort_pend(struct rk_signal *p, size_t n)
+static int rb_peek(struct rk_swring *w, struct rk_signal *s, __u64 *end)
 {
-	size_t i, j;
+	__u64 prod = __atomic_load_n(w->rb.prod, __ATOMIC_ACQUIRE);
 
-	for (i = 1; i < n; i++) {
-		struct rk_signal s;
+	while (w->rb_pos < prod) {
+		const __u8 *h = w->rb.data + (w->rb_pos & (w->rb.size - 1));
+		__u32 len = __atomic_load_n((const __u32 *)h, __ATOMIC_ACQUIRE);
+		__u64 n = len & ~(RK_RB_BUSY | RK_RB_DISCARD);
+		__u64 total = (n + RK_RB_HDR + 7) & ~7ull;
 
-		if (p[i - 1].time_ns <= p[i].time_ns)
-			continue;
-		s = p[i];
-		for (j = i; j > 0 && p[j - 1].time_ns > s.time_ns; j--)
-			p[j] = p[j - 1];
-		p[j] = s;
+		if (len & RK_RB_BUSY)
+			return 0; /* reserved, not committed: what follows waits for it */
+		if (total > w->rb.size || prod - w->rb_pos < total) {
+			/* No record the kernel wrote: nothing up to its head can be read. */
+			w->lost++;
+			w->rb_pos = prod;
+			return 0;
+		}
+		if (!(len & RK_RB_DISCARD) && n >= sizeof(*s)) {
+			/* The data is mapped twice: a record across the end reads on. */
+			memcpy(s, h + RK_RB_HDR, sizeof(*s));
+			*end = w->rb_pos + total;
+			return 1;
+		}
+		if (!(len & RK_RB_DISCARD))
+			w->lost++; /* not a signal: not ours */
+		w->rb_pos += total;
 	}
+	return 0;
 }
 
 /* A source of the merge: 0 the ringbuf records, 1 + c CPU c's ring; key its next record's time. */
@@ -136,15 +135,24 @@ static const struct rk_swrec *rec_at(const struct rk_swring *w, __u32 c, __u64 n
 	return &w->ring[(size_t)c * w->slots + (n & (w->slots - 1))];
 }
 
-/* Source @id's next time below the horizon into @s. Return: 1, or 0 (nothing more now). */
-static int next_of(const struct rk_swring *w, size_t pi, __u32 id, struct src *s)
+/* The ringbuf's record in hand during a merge. */
+struct rb_next {
+	struct rk_signal s;
+	__u64 end;
+};
+
+/*
+ * Source @id's next time below the horizon into @s (for the ringbuf, its
+ * record into @rn). Return: 1, or 0 (nothing more now).
+ */
+static int next_of(struct rk_swring *w, __u32 id, struct src *s, struct rb_next *rn)
 {
 	uint64_t t;
 
 	if (id == 0) {
-		if (pi == w->npend)
+		if (!rb_peek(w, &rn->s, &rn->end))
 			return 0;
-		t = w->pend[pi].time_ns;
+		t = rn->s.time_ns;
 	} else {
 		__u32 c = id - 1;
 
@@ -162,14 +170,14 @@ static int next_of(const struct rk_swring *w, size_t pi, __u32 id, struct src *s
 size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 {
 	struct src *h = malloc((w->ncpu + 1) * sizeof(*h));
-	size_t n = 0, pi = 0, done = 0;
+	struct rb_next rn;
+	size_t n = 0, done = 0;
 	__u32 id, c;
 
-	sort_pend(w->pend, w->npend);
 	if (!h)
 		return 0; /* the next intake tries again: nothing is lost */
 	for (id = 0; id <= w->ncpu; id++)
-		if (next_of(w, pi, id, &h[n]))
+		if (next_of(w, id, &h[n], &rn))
 			n++;
 	for (size_t i = n / 2; i-- > 0;)
 		sift_down(h, n, i);
@@ -178,7 +186,8 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 
 		id = h[0].id;
 		if (id == 0) {
-			s = w->pend[pi++];
+			s = rn.s;
+			w->rb_pos = rn.end;
 		} else {
 			/* A copy: the slot is BPF's again once the tail passes it. */
 			struct rk_swrec r = *rec_at(w, id - 1, w->cur[id - 1]);
@@ -197,16 +206,15 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 		}
 		fn(ctx, &s);
 		done++;
-		if (!next_of(w, pi, id, &h[0]))
+		if (!next_of(w, id, &h[0], &rn))
 			h[0] = h[--n];
 		sift_down(h, n, 0);
 	}
 	free(h);
-	memmove(w->pend, w->pend + pi, (w->npend - pi) * sizeof(*w->pend));
-	w->npend -= pi;
-	/* Release: our reads of the slots come before BPF may write them again. */
+	/* Release: our reads of the records come before BPF may write them again. */
 	for (c = 0; c < w->ncpu; c++)
 		__atomic_store_n(&w->pos[2 * c + 1].pos, w->cur[c], __ATOMIC_RELEASE);
+	__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);
 	return done;
 }
 

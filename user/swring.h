@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * swring.h - the BPF signals in time order: sched_switch's per-CPU switch
- * rings (struct rk_swrec, layout in ringkeeper.h) merged with the records
- * of the signal ringbuf.
+ * rings (struct rk_swrec, layout in ringkeeper.h) merged with the signal
+ * ringbuf (the other hooks' struct rk_signal records).
  *
- * One intake is: rk_swring_snapshot() (the horizon, then every ring's head),
- * then the ringbuf consumed into rk_swring_pend(), then rk_swring_merge(),
- * which hands every record older than the horizon to the callback, oldest
- * first, and gives the rings' slots back (their tails).
+ * One intake is: rk_swring_snapshot() (the horizon, then every switch
+ * ring's head), then rk_swring_merge(), which hands every record older
+ * than the horizon to the callback, oldest first, and then gives back what
+ * it read: the switch rings' tails and the ringbuf's consumer position. A
+ * record is consumed only once it was handed out: what a killed recorder
+ * had not handled is still in the (pinned) rings for --resume.
  *
  * Why this order is enough, for the loader's one real constraint (a
  * thread's records in the order they happened, a fork before its child's
  * first switch): a record's time is taken before it is published. A child
- * runs only after its fork record is committed, so any switch of it in the
- * head snapshot has its fork in the ringbuf consumed after the snapshot. A
- * ringbuf record older than the horizon was written by a task whose earlier
- * switches were published before that record was even timed, so before the
- * snapshot. What is newer than the horizon waits for the next intake.
+ * runs only after its fork record is committed, so any switch of it below
+ * the heads read at the snapshot has its fork in the ringbuf, which the
+ * merge reads after the snapshot. A ringbuf record older than the horizon
+ * was written by a task whose earlier switches were published before that
+ * record was even timed, so before the snapshot. What is newer than the
+ * horizon waits for the next intake. The ringbuf is read in its own order
+ * (a hook preempted between its clock read and its reserve commits late,
+ * as with one ringbuf for all).
  *
- * Owns: the pending ringbuf records and the read positions of the rings;
- * the mappings are the caller's.
+ * Owns: the read positions; the mappings are the caller's.
  * May call: libc only.
  */
 #ifndef RK_SWRING_H
@@ -32,6 +36,19 @@
 
 typedef void (*rk_swring_fn)(void *ctx, const struct rk_signal *s);
 
+/* A BPF ringbuf as the kernel maps it (the layout libbpf's consumer reads). */
+struct rk_rbuf {
+	__u64 *cons; /* the consumer position: ours to store */
+	const __u64 *prod; /* the producer position: the kernel's */
+	const __u8 *data; /* size bytes of records, mapped twice in a row */
+	__u64 size; /* a power of two */
+};
+
+/* The ringbuf record header: length, with these two bits, then a page offset. */
+#define RK_RB_BUSY (1u << 31)
+#define RK_RB_DISCARD (1u << 30)
+#define RK_RB_HDR 8u
+
 struct rk_swring {
 	const struct rk_swrec *ring; /* ncpu * slots records, read only */
 	struct rk_swpos *pos; /* 2 * ncpu: head (BPF's), tail (ours) */
@@ -39,26 +56,27 @@ struct rk_swring {
 	__u64 *cur; /* per CPU: the next record to read */
 	__u64 *heads; /* per CPU: the head at the snapshot */
 	uint64_t horizon; /* the snapshot's time (CLOCK_MONOTONIC) */
-	struct rk_signal *pend; /* ringbuf records not handed out yet, by time once merged */
-	size_t npend, cappend;
-	__u64 lost; /* records a head beyond the ring's size claimed (never by our BPF) */
+	struct rk_rbuf rb;
+	__u64 rb_pos; /* the next ringbuf byte to read */
+	/* Records not read: beyond a ring's size, or not a signal (never from our BPF). */
+	__u64 lost;
 };
 
 /*
- * Set @w up over mapped @ring and @pos; reading starts at each ring's tail
- * (0 for new maps, where a killed recorder stopped on resume).
- * Return: 0, or -ENOMEM / -EINVAL (slots not a power of two, or none).
+ * Set @w up over mapped @ring and @pos, and the ringbuf @rb; reading starts
+ * at each switch ring's tail and at the ringbuf's consumer position (0 for
+ * new maps, where a killed recorder stopped on resume).
+ * Return: 0, or -ENOMEM / -EINVAL (a size not a power of two, or none).
  */
 int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_swpos *pos,
-		   __u32 ncpu, __u32 slots);
+		   __u32 ncpu, __u32 slots, const struct rk_rbuf *rb);
 void rk_swring_free(struct rk_swring *w);
-/* The horizon (@now; UINT64_MAX: everything, at the end) and every ring's head. */
+/* The horizon (@now; UINT64_MAX: everything, at the end) and every switch ring's head. */
 void rk_swring_snapshot(struct rk_swring *w, uint64_t now);
-/* A ringbuf record (@size bytes) to merge. Return: 0, -ENOMEM, or -EINVAL (too short). */
-int rk_swring_pend(struct rk_swring *w, const void *data, size_t size);
 /*
  * Hand every record older than the horizon to @fn, oldest first (a ringbuf
- * record before a switch of the same time), then store the tails.
+ * record before a switch ring's of the same time), then store the tails
+ * and the ringbuf's consumer position. @fn must not start an intake.
  * Return: how many were handed out.
  */
 size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The merge of the switch rings with the ringbuf (swring.c), on rings in
- * plain memory written the way the BPF side writes them.
+ * plain memory written the way the BPF side and the kernel write them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -11,9 +11,13 @@
 
 #define NCPU 3
 #define SLOTS 8
+#define RBSIZE 512
 
 static struct rk_swrec ring[NCPU * SLOTS];
 static struct rk_swpos pos[2 * NCPU];
+static __u64 rb_cons, rb_prod;
+static __u8 rb_data[2 * RBSIZE]; /* mapped twice in a row, as the kernel does */
+static const struct rk_rbuf rb = { &rb_cons, &rb_prod, rb_data, RBSIZE };
 static struct rk_signal got[256];
 static size_t ngot;
 
@@ -39,23 +43,57 @@ static void bpf_put(__u32 cpu, __u64 t, __u32 tid, __u16 kind)
 	pos[2 * cpu].pos = h + 1;
 }
 
-static void pend(struct rk_swring *w, __u64 t, __u32 tid, __u16 kind)
+/* Bytes at ringbuf position @p, into both copies of the data. */
+static void rb_bytes(__u64 p, const void *src, size_t n)
 {
+	for (size_t i = 0; i < n; i++) {
+		size_t o = (size_t)((p + i) & (RBSIZE - 1));
+
+		rb_data[o] = ((const __u8 *)src)[i];
+		rb_data[o + RBSIZE] = ((const __u8 *)src)[i];
+	}
+}
+
+/*
+ * A ringbuf record of @size bytes (a signal at time @t) with header bits
+ * @bits (RK_RB_BUSY: reserved, not committed); Return: its position.
+ */
+static __u64 rb_put(__u64 t, __u32 tid, __u16 kind, __u32 size, __u32 bits)
+{
+	__u64 p = rb_prod;
+	__u32 hdr[2] = { size | bits, 0 };
+	__u8 buf[128] = { 0 };
 	struct rk_signal s;
 
+	cr_assert_leq(size, sizeof(buf));
 	memset(&s, 0, sizeof(s));
 	s.time_ns = t;
 	s.tid = tid;
 	s.kind = kind;
-	cr_assert_eq(rk_swring_pend(w, &s, sizeof(s)), 0);
+	memcpy(buf, &s, size < sizeof(s) ? size : sizeof(s));
+	rb_bytes(p, hdr, sizeof(hdr));
+	rb_bytes(p + RK_RB_HDR, buf, size);
+	rb_prod = p + ((size + RK_RB_HDR + 7) & ~7u);
+	return p;
+}
+
+static void rb_commit(__u64 p, __u32 size)
+{
+	__u32 len = size;
+
+	rb_bytes(p, &len, sizeof(len));
 }
 
 static void reset(void)
 {
 	memset(ring, 0, sizeof(ring));
 	memset(pos, 0, sizeof(pos));
+	memset(rb_data, 0, sizeof(rb_data));
+	rb_cons = rb_prod = 0;
 	ngot = 0;
 }
+
+#define SIG ((__u32)sizeof(struct rk_signal))
 
 Test(swring, rings_and_ringbuf_come_out_in_time_order_a_fork_before_its_childs_switch)
 {
@@ -63,15 +101,14 @@ Test(swring, rings_and_ringbuf_come_out_in_time_order_a_fork_before_its_childs_s
 	size_t i;
 
 	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
 	bpf_put(0, 10, 1, RK_SIG_SWITCH_IN);
 	bpf_put(0, 40, 1, RK_SIG_SWITCH_OUT);
 	bpf_put(2, 25, 7, RK_SIG_SWITCH_IN); /* the child, same time as its fork */
 	bpf_put(2, 50, 7, RK_SIG_SWITCH_OUT);
+	rb_put(25, 7, RK_SIG_FORK, SIG, 0);
+	rb_put(30, 1, RK_SIG_EXEC, SIG, 0);
 	rk_swring_snapshot(&w, 1000);
-	/* The ringbuf, out of time order as a preempted hook leaves it. */
-	pend(&w, 30, 1, RK_SIG_EXEC);
-	pend(&w, 25, 7, RK_SIG_FORK);
 	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 6);
 	cr_assert_eq(ngot, 6);
 	for (i = 1; i < ngot; i++)
@@ -81,29 +118,33 @@ Test(swring, rings_and_ringbuf_come_out_in_time_order_a_fork_before_its_childs_s
 	cr_assert_eq(got[2].tid, 7);
 	cr_assert_eq(got[2].cpu, 2, "a ring's records carry its CPU");
 	cr_assert_eq(got[3].kind, RK_SIG_EXEC);
-	/* Every slot read is BPF's again. */
+	/* Everything read is the writers' again. */
 	cr_assert_eq(pos[1].pos, 2);
 	cr_assert_eq(pos[3].pos, 0);
 	cr_assert_eq(pos[5].pos, 2);
+	cr_assert_eq(rb_cons, rb_prod);
 	cr_assert_eq(rk_swring_written(&w), 4);
+	cr_assert_eq(w.lost, 0);
 	rk_swring_free(&w);
 }
 
-Test(swring, what_is_newer_than_the_horizon_waits_for_the_next_intake)
+Test(swring, what_is_newer_than_the_horizon_stays_in_the_rings_for_the_next_intake)
 {
 	struct rk_swring w;
+	__u64 rename_at;
 
 	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
 	bpf_put(1, 100, 3, RK_SIG_SWITCH_IN);
 	bpf_put(1, 300, 3, RK_SIG_SWITCH_OUT);
+	rb_put(150, 3, RK_SIG_EXEC, SIG, 0);
+	rename_at = rb_put(250, 3, RK_SIG_RENAME, SIG, 0);
 	rk_swring_snapshot(&w, 200);
-	pend(&w, 250, 3, RK_SIG_RENAME);
-	pend(&w, 150, 3, RK_SIG_EXEC);
 	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 2);
 	cr_assert_eq(got[0].time_ns, 100);
 	cr_assert_eq(got[1].time_ns, 150);
 	cr_assert_eq(pos[3].pos, 1, "the tail stops at the first record not handed out");
+	cr_assert_eq(rb_cons, rename_at, "nor is a ringbuf record consumed before it is handled");
 	/* Published after the snapshot: not read even below the next horizon. */
 	bpf_put(1, 350, 3, RK_SIG_SWITCH_IN);
 	rk_swring_snapshot(&w, UINT64_MAX);
@@ -112,76 +153,123 @@ Test(swring, what_is_newer_than_the_horizon_waits_for_the_next_intake)
 	cr_assert_eq(got[3].time_ns, 300);
 	cr_assert_eq(got[4].time_ns, 350);
 	cr_assert_eq(pos[3].pos, 3);
-	cr_assert_eq(w.npend, 0);
+	cr_assert_eq(rb_cons, rb_prod);
 	rk_swring_free(&w);
 }
 
-Test(swring, a_ring_read_many_times_over_wraps)
+Test(swring, a_reserved_ringbuf_record_holds_back_what_follows_it_until_committed)
+{
+	struct rk_swring w;
+	__u64 busy;
+
+	reset();
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	rb_put(10, 1, RK_SIG_EXEC, SIG, 0);
+	busy = rb_put(20, 2, RK_SIG_FORK, SIG, RK_RB_BUSY);
+	rb_put(30, 3, RK_SIG_EXIT, SIG, 0);
+	rk_swring_snapshot(&w, UINT64_MAX);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1);
+	cr_assert_eq(rb_cons, busy);
+	rb_commit(busy, SIG);
+	rk_swring_snapshot(&w, UINT64_MAX);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 2);
+	cr_assert_eq(got[1].kind, RK_SIG_FORK);
+	cr_assert_eq(got[2].kind, RK_SIG_EXIT);
+	rk_swring_free(&w);
+}
+
+Test(swring, discarded_and_short_ringbuf_records_are_passed_over)
+{
+	struct rk_swring w;
+
+	reset();
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	rb_put(10, 1, RK_SIG_EXEC, SIG, RK_RB_DISCARD);
+	rb_put(20, 2, RK_SIG_EXEC, 16, 0); /* not a signal */
+	rb_put(30, 3, RK_SIG_EXIT, SIG, 0);
+	rk_swring_snapshot(&w, UINT64_MAX);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1);
+	cr_assert_eq(got[0].tid, 3);
+	cr_assert_eq(w.lost, 1, "the short one is counted");
+	cr_assert_eq(rb_cons, rb_prod);
+	rk_swring_free(&w);
+}
+
+Test(swring, rings_read_many_times_over_wrap)
 {
 	struct rk_swring w;
 	__u64 t = 1;
 	int round, k;
 
 	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
-	for (round = 0; round < 5; round++) {
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	for (round = 0; round < 20; round++) {
 		for (k = 0; k < SLOTS - 1; k++, t++)
 			bpf_put(0, t, 1, RK_SIG_SWITCH_IN);
+		rb_put(t++, 2, RK_SIG_RENAME, SIG, 0);
+		rb_put(t++, 2, RK_SIG_RENAME, SIG, 0);
 		rk_swring_snapshot(&w, UINT64_MAX);
-		cr_assert_eq(rk_swring_merge(&w, collect, NULL), SLOTS - 1);
+		cr_assert_eq(rk_swring_merge(&w, collect, NULL), SLOTS + 1);
 		cr_assert_eq(got[ngot - 1].time_ns, t - 1);
+		cr_assert_eq(got[ngot - 1].kind, RK_SIG_RENAME,
+			     "a record across the ring's end reads whole");
 		ngot = 0;
 	}
-	cr_assert_eq(pos[1].pos, 5 * (SLOTS - 1));
+	cr_assert_eq(pos[1].pos, 20 * (SLOTS - 1));
+	cr_assert_gt(rb_cons, 2 * RBSIZE, "the ringbuf wrapped");
 	rk_swring_free(&w);
 }
 
-/* The positions are in a map: a head no BPF of ours writes is never read past the ring. */
-Test(swring, a_head_beyond_the_ring_or_behind_the_tail_reads_nothing_out_of_bounds)
+/* The positions are in maps: a head no BPF of ours writes is never read past the ring. */
+Test(swring, bad_positions_and_lengths_read_nothing_out_of_bounds)
 {
 	struct rk_swring w;
+	__u32 hdr[2] = { 4 * RBSIZE, 0 }; /* a length beyond the ringbuf */
 
 	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
 	pos[0].pos = 1000; /* 1000 records past a tail of 0, in an 8-slot ring */
 	pos[2].pos = 5;
-	pos[3].pos = 9; /* a tail past its head (a resumed recorder's) */
-	rk_swring_free(&w);
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
+	pos[3].pos = 9; /* a tail past its head */
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	rb_bytes(0, hdr, sizeof(hdr));
+	rb_prod = 64;
 	rk_swring_snapshot(&w, UINT64_MAX);
 	cr_assert_eq(w.lost, 1000 - SLOTS, "what the ring cannot hold is counted");
 	cr_assert_eq(rk_swring_merge(&w, collect, NULL), SLOTS, "only what the ring holds is read");
+	cr_assert_eq(w.lost, 1000 - SLOTS + 1, "and the ringbuf's bad length");
 	cr_assert_eq(pos[1].pos, 1000);
 	cr_assert_eq(pos[3].pos, 5, "a tail past its head goes back to the head");
+	cr_assert_eq(rb_cons, 64);
 	rk_swring_free(&w);
 }
 
-Test(swring, resumes_at_the_tails_a_killed_recorder_left)
+Test(swring, resumes_where_a_killed_recorder_stopped)
 {
 	struct rk_swring w;
 
 	reset();
 	pos[2 * 2 + 1].pos = 6;
 	pos[2 * 2].pos = 6;
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
+	rb_put(5, 9, RK_SIG_EXEC, SIG, 0);
+	rb_cons = rb_prod; /* handled before the kill */
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
 	bpf_put(2, 70, 4, RK_SIG_SWITCH_OUT);
+	rb_put(60, 4, RK_SIG_EXIT, SIG, 0);
 	rk_swring_snapshot(&w, UINT64_MAX);
-	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1);
-	cr_assert_eq(got[0].time_ns, 70);
-	cr_assert_eq(got[0].kind, RK_SIG_SWITCH_OUT);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 2);
+	cr_assert_eq(got[0].kind, RK_SIG_EXIT);
+	cr_assert_eq(got[1].kind, RK_SIG_SWITCH_OUT);
 	cr_assert_eq(pos[5].pos, 7);
 	rk_swring_free(&w);
 }
 
-Test(swring, bad_geometry_and_short_records_are_refused)
+Test(swring, bad_geometry_is_refused)
 {
 	struct rk_swring w;
-	char small[8] = { 0 };
+	struct rk_rbuf odd = rb;
 
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, 6), -EINVAL);
-	cr_assert_eq(rk_swring_init(&w, ring, pos, 0, SLOTS), -EINVAL);
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS), 0);
-	cr_assert_eq(rk_swring_pend(&w, small, sizeof(small)), -EINVAL);
-	cr_assert_eq(w.npend, 0);
-	rk_swring_free(&w);
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, 6, &rb), -EINVAL);
+	cr_assert_eq(rk_swring_init(&w, ring, pos, 0, SLOTS, &rb), -EINVAL);
+	odd.size = 3 * 64;
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &odd), -EINVAL);
 }
