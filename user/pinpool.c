@@ -226,9 +226,15 @@ static int needs_work(const struct rk_pin_item *it)
 	return (it->wanted || it->soon) && !it->pinned;
 }
 
+/*
+ * @it's pin_asked byte to @v. Only a change is stored: sched_switch reads
+ * the byte at every switch-in of its thread, and a store of the same value
+ * (one per handled switch-in) would take the cache line from that CPU
+ * every time. Only BPF sets it too, and only from 0 to 1.
+ */
 static void asked_store(struct rk_pin_item *it, __u8 v)
 {
-	if (it->asked)
+	if (it->asked && __atomic_load_n(it->asked, __ATOMIC_RELAXED) != v)
 		__atomic_store_n(it->asked, v, __ATOMIC_RELAXED);
 }
 
