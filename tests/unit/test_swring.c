@@ -95,13 +95,19 @@ static void reset(void)
 
 #define SIG ((__u32)sizeof(struct rk_signal))
 
+/* Empty rings, and @w reading them from the start. */
+static void start(struct rk_swring *w)
+{
+	reset();
+	cr_assert_eq(rk_swring_init(w, ring, pos, NCPU, SLOTS, &rb), 0);
+}
+
 Test(swring, rings_and_ringbuf_come_out_in_time_order_a_fork_before_its_childs_switch)
 {
 	struct rk_swring w;
 	size_t i;
 
-	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	start(&w);
 	bpf_put(0, 10, 1, RK_SIG_SWITCH_IN);
 	bpf_put(0, 40, 1, RK_SIG_SWITCH_OUT);
 	bpf_put(2, 25, 7, RK_SIG_SWITCH_IN); /* the child, same time as its fork */
@@ -133,8 +139,7 @@ Test(swring, what_is_newer_than_the_horizon_stays_in_the_rings_for_the_next_inta
 	struct rk_swring w;
 	__u64 rename_at;
 
-	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	start(&w);
 	bpf_put(1, 100, 3, RK_SIG_SWITCH_IN);
 	bpf_put(1, 300, 3, RK_SIG_SWITCH_OUT);
 	rb_put(150, 3, RK_SIG_EXEC, SIG, 0);
@@ -162,8 +167,7 @@ Test(swring, a_reserved_ringbuf_record_holds_back_what_follows_it_until_committe
 	struct rk_swring w;
 	__u64 busy;
 
-	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	start(&w);
 	rb_put(10, 1, RK_SIG_EXEC, SIG, 0);
 	busy = rb_put(20, 2, RK_SIG_FORK, SIG, RK_RB_BUSY);
 	rb_put(30, 3, RK_SIG_EXIT, SIG, 0);
@@ -182,8 +186,7 @@ Test(swring, discarded_and_short_ringbuf_records_are_passed_over)
 {
 	struct rk_swring w;
 
-	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	start(&w);
 	rb_put(10, 1, RK_SIG_EXEC, SIG, RK_RB_DISCARD);
 	rb_put(20, 2, RK_SIG_EXEC, 16, 0); /* not a signal */
 	rb_put(30, 3, RK_SIG_EXIT, SIG, 0);
@@ -201,8 +204,7 @@ Test(swring, rings_read_many_times_over_wrap)
 	__u64 t = 1;
 	int round, k;
 
-	reset();
-	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	start(&w);
 	for (round = 0; round < 20; round++) {
 		for (k = 0; k < SLOTS - 1; k++, t++)
 			bpf_put(0, t, 1, RK_SIG_SWITCH_IN);
