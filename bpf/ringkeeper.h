@@ -261,7 +261,7 @@ struct rk_asked {
  * Why not the ringbuf: a reserve and a submit are two helper calls with a
  * lock between them, ~65 ns of a ~280 ns tracked switch on this machine
  * (BENCHMARKS.md 2b); plain stores and one atomic cost ~15. The loader
- * merges the rings and the ringbuf by time (rec_intake.c).
+ * merges the rings and the ringbuf by time (user/swring.c).
  */
 struct rk_swrec {
 	__u64 time_ns;

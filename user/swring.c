@@ -15,7 +15,8 @@ int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_s
 		return -EINVAL;
 	w->cur = calloc(ncpu, sizeof(*w->cur));
 	w->heads = calloc(ncpu, sizeof(*w->heads));
-	if (!w->cur || !w->heads) {
+	w->heap = calloc((size_t)ncpu + 1, sizeof(*w->heap));
+	if (!w->cur || !w->heads || !w->heap) {
 		rk_swring_free(w);
 		return -ENOMEM;
 	}
@@ -36,6 +37,7 @@ void rk_swring_free(struct rk_swring *w)
 {
 	free(w->cur);
 	free(w->heads);
+	free(w->heap);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -100,22 +102,16 @@ static int rb_peek(struct rk_swring *w, struct rk_signal *s, __u64 *end)
 	return 0;
 }
 
-/* A source of the merge: 0 the ringbuf records, 1 + c CPU c's ring; key its next record's time. */
-struct src {
-	uint64_t t;
-	__u32 id;
-};
-
-static int before(const struct src *a, const struct src *b)
+static int before(const struct rk_swsrc *a, const struct rk_swsrc *b)
 {
 	return a->t < b->t || (a->t == b->t && a->id < b->id);
 }
 
-static void sift_down(struct src *h, size_t n, size_t i)
+static void sift_down(struct rk_swsrc *h, size_t n, size_t i)
 {
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
-		struct src tmp;
+		struct rk_swsrc tmp;
 
 		if (l < n && before(&h[l], &h[m]))
 			m = l;
@@ -145,7 +141,7 @@ struct rb_next {
  * Source @id's next time below the horizon into @s (for the ringbuf, its
  * record into @rn). Return: 1, or 0 (nothing more now).
  */
-static int next_of(struct rk_swring *w, __u32 id, struct src *s, struct rb_next *rn)
+static int next_of(struct rk_swring *w, __u32 id, struct rk_swsrc *s, struct rb_next *rn)
 {
 	uint64_t t;
 
@@ -169,13 +165,11 @@ static int next_of(struct rk_swring *w, __u32 id, struct src *s, struct rb_next 
 
 size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 {
-	struct src *h = malloc((w->ncpu + 1) * sizeof(*h));
+	struct rk_swsrc *h = w->heap;
 	struct rb_next rn;
 	size_t n = 0, done = 0;
 	__u32 id, c;
 
-	if (!h)
-		return 0; /* the next intake tries again: nothing is lost */
 	for (id = 0; id <= w->ncpu; id++)
 		if (next_of(w, id, &h[n], &rn))
 			n++;
@@ -210,7 +204,6 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 			h[0] = h[--n];
 		sift_down(h, n, 0);
 	}
-	free(h);
 	/* Release: our reads of the records come before BPF may write them again. */
 	for (c = 0; c < w->ncpu; c++)
 		__atomic_store_n(&w->pos[2 * c + 1].pos, w->cur[c], __ATOMIC_RELEASE);

@@ -36,6 +36,12 @@
 
 typedef void (*rk_swring_fn)(void *ctx, const struct rk_signal *s);
 
+/* A source of the merge: id 0 the ringbuf, 1 + c CPU c's ring; t its next record's time. */
+struct rk_swsrc {
+	uint64_t t;
+	__u32 id;
+};
+
 /* A BPF ringbuf as the kernel maps it (the layout libbpf's consumer reads). */
 struct rk_rbuf {
 	__u64 *cons; /* the consumer position: ours to store */
@@ -60,6 +66,7 @@ struct rk_swring {
 	__u64 rb_pos; /* the next ringbuf byte to read */
 	/* Records not read: beyond a ring's size, or not a signal (never from our BPF). */
 	__u64 lost;
+	struct rk_swsrc *heap; /* the merge's sources, ncpu + 1 (allocated once) */
 };
 
 /*
