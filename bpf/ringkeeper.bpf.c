@@ -462,6 +462,30 @@ static __always_inline void sw_commit(struct rk_swpos *h)
 		count(RK_CNT_DROPS); /* never: 2^64 records; the value must be used for a fetch */
 }
 
+/*
+ * A switch-ring record of @kind about @t at @now, @other the other task of
+ * the switch (0: none), the rest zero; NULL as sw_reserve(). The caller
+ * adds what its kind carries, then sw_commit()s.
+ */
+static __always_inline struct rk_swrec *sw_put(__u32 cpu, struct rk_swpos **head, int *wake,
+					       __u64 now, __u16 kind, struct task_struct *t,
+					       __u32 other)
+{
+	struct rk_swrec *w = sw_reserve(cpu, head, wake);
+
+	if (w) {
+		w->time_ns = now;
+		w->tid = t->pid;
+		w->tgid = t->tgid;
+		w->ptid = other;
+		w->next_tgid = 0;
+		w->prev_state = 0;
+		w->kind = kind;
+		w->flags = 0;
+	}
+	return w;
+}
+
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
 {
 	s->tid = BPF_CORE_READ(t, pid);
@@ -493,31 +517,19 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
-			w = sw_reserve(cpu, &head, &wake);
+			w = sw_put(cpu, &head, &wake, now, RK_SIG_CREDS, prev, 0);
 			if (w) {
-				w->time_ns = now;
-				w->tid = prev->pid;
-				w->tgid = prev->tgid;
-				w->ptid = 0;
-				w->next_tgid = 0;
-				w->prev_state = 0;
-				w->kind = RK_SIG_CREDS;
-				w->flags = changed & 2 ? RK_SIGF_DUMPABLE : 0;
+				if (changed & 2)
+					w->flags = RK_SIGF_DUMPABLE;
 				sw_commit(head);
 			}
 		}
 
-		w = sw_reserve(cpu, &head, &wake);
+		w = sw_put(cpu, &head, &wake, now, RK_SIG_SWITCH_OUT, prev, next->pid);
 		if (w) {
 			__u16 flags = 0;
 
-			w->time_ns = now;
-			w->tid = prev->pid;
-			w->tgid = prev->tgid;
-			w->ptid = next->pid;
-			w->next_tgid = 0;
 			w->prev_state = state;
-			w->kind = RK_SIG_SWITCH_OUT;
 			if (preempt || state == 0)
 				flags |= RK_SIGF_PREEMPT;
 			if (state & RK_TASK_DEAD) {
@@ -549,16 +561,8 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 	if (next_tracked) {
-		w = sw_reserve(cpu, &head, &wake);
+		w = sw_put(cpu, &head, &wake, now, RK_SIG_SWITCH_IN, next, prev->pid);
 		if (w) {
-			w->time_ns = now;
-			w->tid = next->pid;
-			w->tgid = next->tgid;
-			w->ptid = prev->pid;
-			w->next_tgid = 0;
-			w->prev_state = 0;
-			w->kind = RK_SIG_SWITCH_IN;
-			w->flags = 0;
 			wake |= pin_wanted(next->pid);
 			sw_commit(head);
 		}
