@@ -334,6 +334,7 @@ section_switch() {
 	done
 }
 
+# --- 2a. the switch cost, A/B inside one run -------------------------------------
 # One within-run A/B of workload $1: "noop" (bare vs noop) or "tracked"
 # (untracked vs tracked); its median B - A into MEASURED.
 measure_ab() {
@@ -346,10 +347,9 @@ measure_ab() {
 	MEASURED=$(awk '/^ab_diff_ns/ { print $2; exit }' "$out")
 	[ -n "$MEASURED" ] || die "pingpong -S ($kind) failed: $(tail -3 "$out")"
 }
-# --- 2a. the switch cost, A/B inside one run -------------------------------------
 # The differences of section 2, each measured inside one run, where drift cancels.
 section_switchab() {
-	local w kind rep lo m hi
+	local w kind rep lo mn mt hi
 	local reps=$(( RUNS > 3 ? RUNS : 3 ))
 	echo
 	echo "== The same, A/B inside one run: pingpong -S splits $AB_ROUNDS round trips into segments of"
@@ -369,13 +369,11 @@ section_switchab() {
 			done
 		done
 		echo "-- workload: $B/pingpong -m $w"
-		read -r lo m hi <<<"$(col_mmm noop "$reps")"
-		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "noop - bare" "$m" "$lo" "$hi"
-		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
-		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "tracked - untracked" "$m" "$lo" "$hi"
-		printf "   %-22s %+6.0f ns\n" "sum" \
-			"$(awk -v a="$(col_mmm noop "$reps" | cut -d' ' -f2)" \
-				-v b="$(col_mmm tracked "$reps" | cut -d' ' -f2)" 'BEGIN { print a + b }')"
+		read -r lo mn hi <<<"$(col_mmm noop "$reps")"
+		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "noop - bare" "$mn" "$lo" "$hi"
+		read -r lo mt hi <<<"$(col_mmm tracked "$reps")"
+		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "tracked - untracked" "$mt" "$lo" "$hi"
+		printf "   %-22s %+6.0f ns\n" "sum" "$(( mn + mt ))"
 		unset val
 	done
 }
