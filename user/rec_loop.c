@@ -56,10 +56,34 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 	rec_handle_signal(r, s);
 }
 
+/*
+ * @s's process is crashing: samples its threads' perf rings took after the
+ * signal (the dump itself) stay out of their files (rec_route).
+ */
+static void mark_crash(struct rk_rec *r, const struct rk_signal *s)
+{
+	struct rk_thread *t;
+
+	for (t = r->all; t; t = t->all_next)
+		if (t->tgid == s->tgid && !t->crash_ns)
+			t->crash_ns = s->time_ns;
+}
+
+static void early_crash(void *ctx, const struct rk_signal *s)
+{
+	if (s->kind == RK_SIG_CRASH)
+		mark_crash(ctx, s);
+}
+
 void rec_intake(struct rk_rec *r, int all)
 {
 	rk_swring_snapshot(&r->sw, all ? UINT64_MAX : rk_now_mono_ns());
 	rk_swring_merge(&r->sw, on_signal, r);
+	/*
+	 * A crash newer than the horizon waits for the next intake, but the
+	 * perf rings are drained before that: its time must bound them now.
+	 */
+	rk_swring_peek_pending(&r->sw, early_crash, r);
 }
 
 /*
@@ -245,10 +269,7 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 	} cr = { 0 };
 	struct rk_thread *t;
 
-	/* Samples the perf rings took of it after the signal (the dump itself) stay out. */
-	for (t = r->all; t; t = t->all_next)
-		if (t->tgid == s->tgid && !t->crash_ns)
-			t->crash_ns = s->time_ns;
+	mark_crash(r, s);
 	if (r->drain)
 		rk_drain_all(r->drain, rec_route, r);
 	cr.c.h.type = RK_RECORD_CRASH;

@@ -162,6 +162,31 @@ Test(swring, what_is_newer_than_the_horizon_stays_in_the_rings_for_the_next_inta
 	rk_swring_free(&w);
 }
 
+/* What the horizon held back can be looked at (a crash bounds the perf rings) but stays. */
+Test(swring, peeking_at_held_back_ringbuf_records_consumes_nothing)
+{
+	struct rk_swring w;
+	__u64 crash_at;
+
+	start(&w);
+	rb_put(100, 1, RK_SIG_EXEC, SIG, 0);
+	crash_at = rb_put(300, 2, RK_SIG_CRASH, SIG, 0);
+	rb_put(310, 3, RK_SIG_EXIT, 16, 0); /* not a signal */
+	rb_put(320, 3, RK_SIG_EXIT, SIG, RK_RB_BUSY);
+	rk_swring_snapshot(&w, 200);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1);
+	rk_swring_peek_pending(&w, collect, NULL);
+	cr_assert_eq(ngot, 2, "up to the reserved record");
+	cr_assert_eq(got[1].kind, RK_SIG_CRASH);
+	cr_assert_eq(rb_cons, crash_at);
+	cr_assert_eq(w.lost, 0, "the short record is counted when it is read");
+	rk_swring_snapshot(&w, UINT64_MAX);
+	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1, "handed out once");
+	cr_assert_eq(got[2].kind, RK_SIG_CRASH);
+	cr_assert_eq(w.lost, 1);
+	rk_swring_free(&w);
+}
+
 Test(swring, a_reserved_ringbuf_record_holds_back_what_follows_it_until_committed)
 {
 	struct rk_swring w;
