@@ -200,11 +200,20 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 		}
 		fn(ctx, &s);
 		done++;
+		/*
+		 * Given back after each record, as libbpf's consumer does: a
+		 * recorder killed here leaves at most this one to be handled
+		 * again at --resume. Release: our read of it came first.
+		 */
+		if (id == 0)
+			__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);
+		else
+			__atomic_store_n(&w->pos[2 * id - 1].pos, w->cur[id - 1], __ATOMIC_RELEASE);
 		if (!next_of(w, id, &h[0], &rn))
 			h[0] = h[--n];
 		sift_down(h, n, 0);
 	}
-	/* Release: our reads of the records come before BPF may write them again. */
+	/* Also past what was skipped, not handed out (discarded records, bad heads). */
 	for (c = 0; c < w->ncpu; c++)
 		__atomic_store_n(&w->pos[2 * c + 1].pos, w->cur[c], __ATOMIC_RELEASE);
 	__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);

@@ -187,6 +187,39 @@ Test(swring, peeking_at_held_back_ringbuf_records_consumes_nothing)
 	rk_swring_free(&w);
 }
 
+static __u64 tails_seen[8], cons_seen[8];
+
+/* collect(), noting what the reader had given back when each record came. */
+static void collect_positions(void *ctx, const struct rk_signal *s)
+{
+	tails_seen[ngot] = pos[1].pos;
+	cons_seen[ngot] = rb_cons;
+	collect(ctx, s);
+}
+
+/* A recorder killed in the middle of a merge handles at most one record again. */
+Test(swring, each_record_is_given_back_as_soon_as_it_was_handed_out)
+{
+	struct rk_swring w;
+	__u64 second;
+
+	start(&w);
+	bpf_put(0, 10, 1, RK_SIG_SWITCH_IN);
+	rb_put(20, 1, RK_SIG_EXEC, SIG, 0);
+	second = rb_put(25, 1, RK_SIG_RENAME, SIG, 0);
+	bpf_put(0, 30, 1, RK_SIG_SWITCH_OUT);
+	rk_swring_snapshot(&w, UINT64_MAX);
+	cr_assert_eq(rk_swring_merge(&w, collect_positions, NULL), 4);
+	cr_assert_eq(tails_seen[0], 0);
+	cr_assert_eq(tails_seen[1], 1, "the switch ring's slot before the ringbuf's record");
+	cr_assert_eq(cons_seen[1], 0);
+	cr_assert_eq(cons_seen[2], second);
+	cr_assert_eq(tails_seen[3], 1);
+	cr_assert_eq(cons_seen[3], rb_prod);
+	cr_assert_eq(pos[1].pos, 2);
+	rk_swring_free(&w);
+}
+
 Test(swring, a_reserved_ringbuf_record_holds_back_what_follows_it_until_committed)
 {
 	struct rk_swring w;
