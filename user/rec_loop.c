@@ -540,6 +540,8 @@ void rec_drain(struct rk_rec *r)
 	uint64_t gen = ++r->drain_gen;
 
 	if (r->drain) {
+		/* Crashes committed since the intake bound what is drained now. */
+		rk_swring_peek_pending(&r->sw, early_crash, r);
 		rk_drain_all(r->drain, rec_route, r);
 		/* Signals of threads born while we drained. */
 		rec_intake(r, 0);
