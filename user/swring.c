@@ -69,7 +69,8 @@ void rk_swring_snapshot(struct rk_swring *w, uint64_t now)
 /*
  * The ringbuf's next signal at rb_pos, copied into *@s, the position after
  * it into *@end; discarded records and ones too short to be a signal are
- * passed over (consumed). Return: 1, or 0 (nothing committed yet).
+ * passed over (consumed). Return: 1, 0 (nothing more), or -1 (the next
+ * record is reserved, not committed: its time is not known yet).
  */
 static int rb_peek(struct rk_swring *w, struct rk_signal *s, __u64 *end)
 {
@@ -82,7 +83,7 @@ static int rb_peek(struct rk_swring *w, struct rk_signal *s, __u64 *end)
 		__u64 total = (n + RK_RB_HDR + 7) & ~7ull;
 
 		if (len & RK_RB_BUSY)
-			return 0; /* reserved, not committed: what follows waits for it */
+			return -1; /* reserved, not committed: what follows waits for it */
 		if (total > w->rb.size || prod - w->rb_pos < total) {
 			/* No record the kernel wrote: nothing up to its head can be read. */
 			w->lost++;
@@ -139,15 +140,18 @@ struct rb_next {
 
 /*
  * Source @id's next time below the horizon into @s (for the ringbuf, its
- * record into @rn). Return: 1, or 0 (nothing more now).
+ * record into @rn). Return: 1, 0 (nothing more now), or -1 (the ringbuf's
+ * next record is reserved, not committed).
  */
 static int next_of(struct rk_swring *w, __u32 id, struct rk_swsrc *s, struct rb_next *rn)
 {
 	uint64_t t;
 
 	if (id == 0) {
-		if (!rb_peek(w, &rn->s, &rn->end))
-			return 0;
+		int got = rb_peek(w, &rn->s, &rn->end);
+
+		if (got <= 0)
+			return got;
 		t = rn->s.time_ns;
 	} else {
 		__u32 c = id - 1;
@@ -169,14 +173,26 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 	struct rb_next rn;
 	size_t n = 0, done = 0;
 	__u32 id, c;
+	int busy = 0;
 
-	for (id = 0; id <= w->ncpu; id++)
-		if (next_of(w, id, &h[n], &rn))
-			n++;
+	/*
+	 * A reserved ringbuf record may be older than anything in the switch
+	 * rings (a fork whose child already ran: its switch-in is below the
+	 * head, the fork behind a record another CPU has not committed yet).
+	 * Its time is unknown until committed: nothing more is handed out in
+	 * this intake (BPF commits within microseconds; the next one goes on).
+	 */
+	for (id = 0; id <= w->ncpu; id++) {
+		int got = next_of(w, id, &h[n], &rn);
+
+		busy |= got < 0;
+		n += got > 0;
+	}
 	for (size_t i = n / 2; i-- > 0;)
 		sift_down(h, n, i);
-	while (n) {
+	while (n && !busy) {
 		struct rk_signal s;
+		int got;
 
 		id = h[0].id;
 		if (id == 0) {
@@ -209,7 +225,9 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 			__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);
 		else
 			__atomic_store_n(&w->pos[2 * id - 1].pos, w->cur[id - 1], __ATOMIC_RELEASE);
-		if (!next_of(w, id, &h[0], &rn))
+		got = next_of(w, id, &h[0], &rn);
+		busy |= got < 0;
+		if (got <= 0)
 			h[0] = h[--n];
 		sift_down(h, n, 0);
 	}
@@ -225,7 +243,7 @@ void rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 	__u64 pos = w->rb_pos, lost = w->lost, end;
 	struct rk_signal s;
 
-	while (rb_peek(w, &s, &end)) {
+	while (rb_peek(w, &s, &end) > 0) {
 		fn(ctx, &s);
 		w->rb_pos = end;
 	}

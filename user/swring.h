@@ -16,7 +16,10 @@
  * first switch): a record's time is taken before it is published. A child
  * runs only after its fork record is committed, so any switch of it below
  * the heads read at the snapshot has its fork in the ringbuf, which the
- * merge reads after the snapshot. A ringbuf record older than the horizon
+ * merge reads after the snapshot, unless a record before it is reserved and
+ * not yet committed (another CPU's): then the merge stops there and hands
+ * out nothing more, from any ring, until the next intake (a reserved
+ * record's time is unknown). A ringbuf record older than the horizon
  * was written by a task whose earlier switches were published before that
  * record was even timed, so before the snapshot. What is newer than the
  * horizon waits for the next intake. The ringbuf is read in its own order
@@ -82,7 +85,8 @@ void rk_swring_free(struct rk_swring *w);
 void rk_swring_snapshot(struct rk_swring *w, uint64_t now);
 /*
  * Hand every record older than the horizon to @fn, oldest first (a ringbuf
- * record before a switch ring's of the same time), then store the tails
+ * record before a switch ring's of the same time), up to a reserved,
+ * uncommitted ringbuf record if there is one, then store the tails
  * and the ringbuf's consumer position. @fn must not start an intake.
  * Return: how many were handed out.
  */
