@@ -280,9 +280,13 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 	memcpy(&time, p + 8, 8);
 	if (tid != c->tid || pid != c->tgid)
 		c->foreign++;
-	if (time < c->last_time)
-		c->time_backwards++;
+	if (time < c->last_time && !c->time_backwards++)
+		snprintf(c->backwards, sizeof(c->backwards),
+			 "record type %u misc %#x at %llu after type %u misc %#x at %llu", h->type,
+			 h->misc, (unsigned long long)time, c->last_kind >> 16, c->last_kind & 0xffff,
+			 (unsigned long long)c->last_time);
 	c->last_time = time;
+	c->last_kind = (__u32)h->type << 16 | h->misc;
 	switch (h->type) {
 	case PERF_RECORD_SWITCH: {
 		int k = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? 2 : 1;
@@ -335,7 +339,8 @@ void check_file(const char *path, struct check *c, struct rk_bufile **keep)
 	c->tgid = bf->ident->tgid;
 	cr_assert_eq(rk_bufile__for_each(bf, check_fn, c), 0, "%s does not parse", path);
 	cr_assert_eq(c->foreign, 0, "%s: %ld records of another thread", path, c->foreign);
-	cr_assert_eq(c->time_backwards, 0, "%s: time goes backwards", path);
+	cr_assert_eq(c->time_backwards, 0, "%s: time goes backwards %d times, first: %s", path,
+		     c->time_backwards, c->backwards);
 	unpaired_seen += c->alternation_broken;
 	if (keep)
 		*keep = bf;

@@ -54,6 +54,8 @@ struct check {
 	int alternation_broken;
 	__u64 last_time;
 	int time_backwards;
+	__u32 last_kind; /* type << 16 | misc of the record before */
+	char backwards[160]; /* the first pair out of time order */
 };
 
 /* Parse a sched buffer and assert what holds for every file. */
