@@ -425,65 +425,76 @@ static __always_inline void wake_loader(void)
 	bpf_ringbuf_submit(s, BPF_RB_FORCE_WAKEUP);
 }
 
-/*
- * The next record of @cpu's switch ring, or NULL (ring full: counted as a
- * drop, as a full ringbuf is). *@head: its head, for sw_commit(); *@wake:
- * set when the ring reaches its watermark (and every 64th record past it).
- */
-static __always_inline struct rk_swrec *sw_reserve(__u32 cpu, struct rk_swpos **head, int *wake)
+/* @cpu's switch ring head (struct rk_swpos), or NULL. */
+static __always_inline struct rk_swpos *sw_head(__u32 cpu)
 {
-	__u32 hk = cpu * 2, tk = cpu * 2 + 1, slot;
-	struct rk_swpos *h = bpf_map_lookup_elem(&swpos, &hk);
-	struct rk_swpos *t = bpf_map_lookup_elem(&swpos, &tk);
-	__u64 fill;
+	__u32 hk = cpu * 2;
 
-	if (!h || !t)
+	return bpf_map_lookup_elem(&swpos, &hk);
+}
+
+/*
+ * The next record of @cpu's switch ring (head @h), or NULL (ring full:
+ * counted as a drop, as a full ringbuf is; or no head). *@wake: set when the ring
+ * reaches its watermark (and every 64th record past it). The loader's tail
+ * is read only from the watermark on (see struct rk_swrec).
+ */
+static __always_inline struct rk_swrec *sw_reserve(struct rk_swpos *h, __u32 cpu, int *wake)
+{
+	__u64 pos, fill;
+	__u32 slot;
+
+	if (!h)
 		return NULL;
-	/* The tail is the loader's: read once. */
-	fill = h->pos - *(volatile __u64 *)&t->pos;
-	if (fill >= cfg_sw_slots) {
-		count(RK_CNT_DROPS);
-		return NULL;
+	pos = h->pos;
+	fill = pos - h->seen;
+	if (fill >= cfg_sw_wake) {
+		__u32 tk = cpu * 2 + 1;
+		struct rk_swpos *t = bpf_map_lookup_elem(&swpos, &tk);
+
+		if (!t)
+			return NULL;
+		/* The tail is the loader's: read once. */
+		h->seen = *(volatile __u64 *)&t->pos;
+		fill = pos - h->seen;
+		if (fill >= cfg_sw_slots) {
+			count(RK_CNT_DROPS);
+			return NULL;
+		}
+		if (fill == cfg_sw_wake || (fill > cfg_sw_wake && !(pos & 63)))
+			*wake = 1;
 	}
-	if (fill == cfg_sw_wake || (fill > cfg_sw_wake && !(h->pos & 63)))
-		*wake = 1;
-	*head = h;
-	slot = cpu * cfg_sw_slots + (__u32)(h->pos & (cfg_sw_slots - 1));
+	slot = cpu * cfg_sw_slots + (__u32)(pos & (cfg_sw_slots - 1));
 	return bpf_map_lookup_elem(&swring, &slot);
 }
 
+/* Two fields side by side, as one store: @lo at the lower address. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RK_PAIR(lo, hi) ((__u64)(hi) << 32 | (__u32)(lo))
+#define RK_PAIR16(lo, hi) ((__u32)(__u16)(hi) << 16 | (__u16)(lo))
+#else
+#define RK_PAIR(lo, hi) ((__u64)(lo) << 32 | (__u32)(hi))
+#define RK_PAIR16(lo, hi) ((__u32)(__u16)(lo) << 16 | (__u16)(hi))
+#endif
+
 /*
- * Publish the record sw_reserve() gave: a fully ordered atomic add (BPF's
- * fetch atomics are), so the loader that sees the new head sees the record.
+ * Write and publish a record into @w, which sw_reserve() gave from head @h:
+ * four 8-byte stores (struct rk_swrec's layout), then a fully ordered atomic
+ * add (BPF's fetch atomics are), so the loader that sees the new head sees
+ * the record.
  */
-static __always_inline void sw_commit(struct rk_swpos *h)
+static __always_inline void sw_commit(struct rk_swpos *h, struct rk_swrec *w, __u64 now, __u32 tid,
+				      __u32 tgid, __u32 ptid, __u32 next_tgid, __u32 prev_state,
+				      __u16 kind, __u16 flags)
 {
+	__u64 *q = (__u64 *)w;
+
+	q[0] = now;
+	q[1] = RK_PAIR(tid, tgid);
+	q[2] = RK_PAIR(ptid, next_tgid);
+	q[3] = RK_PAIR(prev_state, RK_PAIR16(kind, flags));
 	if (__sync_fetch_and_add(&h->pos, 1) == ~0ull)
 		count(RK_CNT_DROPS); /* never: 2^64 records; the value must be used for a fetch */
-}
-
-/*
- * A switch-ring record of @kind about @t at @now, @other the other task of
- * the switch (0: none), the rest zero; NULL as sw_reserve(). The caller
- * adds what its kind carries, then sw_commit()s.
- */
-static __always_inline struct rk_swrec *sw_put(__u32 cpu, struct rk_swpos **head, int *wake,
-					       __u64 now, __u16 kind, struct task_struct *t,
-					       __u32 other)
-{
-	struct rk_swrec *w = sw_reserve(cpu, head, wake);
-
-	if (w) {
-		w->time_ns = now;
-		w->tid = t->pid;
-		w->tgid = t->tgid;
-		w->ptid = other;
-		w->next_tgid = 0;
-		w->prev_state = 0;
-		w->kind = kind;
-		w->flags = 0;
-	}
-	return w;
 }
 
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
@@ -498,7 +509,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
-	struct rk_swpos *head = NULL;
+	struct rk_swpos *head;
 	struct rk_swrec *w;
 	int prev_tracked, next_tracked, wake = 0;
 	__u64 now;
@@ -511,25 +522,22 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		return 0;
 	now = bpf_ktime_get_ns();
 	cpu = bpf_get_smp_processor_id();
+	head = sw_head(cpu); /* NULL (never: one per possible CPU) writes no record */
 	if (prev_tracked) {
-		__u32 state = task_state(prev);
+		__u32 state = task_state(prev), next_tgid = 0;
 		int changed = creds_update(prev, 0);
+		__u16 flags = 0;
 
 		/* New credentials or dumpability since it last ran: readers decided again. */
 		if (changed) {
-			w = sw_put(cpu, &head, &wake, now, RK_SIG_CREDS, prev, 0);
-			if (w) {
-				if (changed & 2)
-					w->flags = RK_SIGF_DUMPABLE;
-				sw_commit(head);
-			}
+			w = sw_reserve(head, cpu, &wake);
+			if (w)
+				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0, RK_SIG_CREDS,
+					  changed & 2 ? RK_SIGF_DUMPABLE : 0);
 		}
 
-		w = sw_put(cpu, &head, &wake, now, RK_SIG_SWITCH_OUT, prev, next->pid);
+		w = sw_reserve(head, cpu, &wake);
 		if (w) {
-			__u16 flags = 0;
-
-			w->prev_state = state;
 			if (preempt || state == 0)
 				flags |= RK_SIGF_PREEMPT;
 			if (state & RK_TASK_DEAD) {
@@ -539,12 +547,12 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			/* Between two tracked tasks, one record says both (half the cost). */
 			if (next_tracked) {
 				flags |= RK_SIGF_NEXT_IN;
-				w->next_tgid = next->tgid;
+				next_tgid = next->tgid;
 				next_tracked = 0;
 				wake |= pin_wanted(next->pid);
 			}
-			w->flags = flags;
-			sw_commit(head);
+			sw_commit(head, w, now, prev->pid, prev->tgid, next->pid, next_tgid, state,
+				  RK_SIG_SWITCH_OUT, flags);
 		}
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
@@ -561,10 +569,11 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 	if (next_tracked) {
-		w = sw_put(cpu, &head, &wake, now, RK_SIG_SWITCH_IN, next, prev->pid);
+		w = sw_reserve(head, cpu, &wake);
 		if (w) {
 			wake |= pin_wanted(next->pid);
-			sw_commit(head);
+			sw_commit(head, w, now, next->pid, next->tgid, prev->pid, 0, 0,
+				  RK_SIG_SWITCH_IN, 0);
 		}
 	}
 	if (wake)

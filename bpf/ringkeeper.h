@@ -255,8 +255,14 @@ struct rk_asked {
  * written; BPF stores the record, then adds 1 with a fully ordered atomic),
  * entry 2c + 1 its tail (records the loader is done with; it stores it
  * after reading them). BPF writes a record only while head - tail < slots:
- * a full ring drops it (RK_CNT_DROPS). One writer per ring: sched_switch
- * runs with interrupts off and never nests on a CPU.
+ * a full ring drops it (RK_CNT_DROPS). BPF reads the loader's tail only
+ * when the fill it computes from the tail it last read (seen, in the head's
+ * line) reaches the wakeup watermark: below it, the tail's cache line stays
+ * the loader's. The tail never goes back but from past the head (a bad
+ * one, mended by the loader), so seen is at most the tail, or past the
+ * head: a fill from seen is never less than the true one, or wraps to a
+ * huge one that makes BPF read the tail again. One writer per ring:
+ * sched_switch runs with interrupts off and never nests on a CPU.
  *
  * Why not the ringbuf: a reserve and a submit are two helper calls with a
  * lock between them, ~65 ns of a ~280 ns tracked switch on this machine
@@ -276,7 +282,8 @@ struct rk_swrec {
 
 struct rk_swpos {
 	__u64 pos;
-	__u64 pad[7];
+	__u64 seen; /* in a head entry: the tail as BPF last read it (BPF's own) */
+	__u64 pad[6];
 };
 
 /**
