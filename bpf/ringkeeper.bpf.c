@@ -435,9 +435,9 @@ static __always_inline struct rk_swpos *sw_head(__u32 cpu)
 
 /*
  * The next record of @cpu's switch ring (head @h), or NULL (ring full:
- * counted as a drop, as a full ringbuf is; or no head). *@wake: set when the ring
- * reaches its watermark (and every 64th record past it). The loader's tail
- * is read only from the watermark on (see struct rk_swrec).
+ * counted as a drop, as a full ringbuf is; or no head). *@wake: set when
+ * the ring reaches its watermark (and every 64th record past it). The
+ * loader's tail is read only from the watermark on (see struct rk_swrec).
  */
 static __always_inline struct rk_swrec *sw_reserve(struct rk_swpos *h, __u32 cpu, int *wake)
 {
@@ -532,8 +532,8 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (changed) {
 			w = sw_reserve(head, cpu, &wake);
 			if (w)
-				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0, RK_SIG_CREDS,
-					  changed & 2 ? RK_SIGF_DUMPABLE : 0);
+				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0,
+					  RK_SIG_CREDS, changed & 2 ? RK_SIGF_DUMPABLE : 0);
 		}
 
 		w = sw_reserve(head, cpu, &wake);

@@ -283,8 +283,8 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 	if (time < c->last_time && !c->time_backwards++)
 		snprintf(c->backwards, sizeof(c->backwards),
 			 "record type %u misc %#x at %llu after type %u misc %#x at %llu", h->type,
-			 h->misc, (unsigned long long)time, c->last_kind >> 16, c->last_kind & 0xffff,
-			 (unsigned long long)c->last_time);
+			 h->misc, (unsigned long long)time, c->last_kind >> 16,
+			 c->last_kind & 0xffff, (unsigned long long)c->last_time);
 	c->last_time = time;
 	c->last_kind = (__u32)h->type << 16 | h->misc;
 	switch (h->type) {
