@@ -43,7 +43,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" = 0 ] || die "needs root (BPF programs, perf events)"
-for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o" "$B/fanout" "$B/bursts"; do
+for f in "$RK" "$B/pingpong" "$B/idlebusy" "$B/noop_attach" "$B/noop.bpf.o" "$B/clock.bpf.o" "$B/fanout" "$B/bursts"; do
 	[ -e "$f" ] || die "missing $f: run 'make bench'"
 done
 command -v perf >/dev/null || die "perf not found (make deps installs linux-perf)"
@@ -335,13 +335,14 @@ section_switch() {
 }
 
 # --- 2a. the switch cost, A/B inside one run -------------------------------------
-# One within-run A/B of workload $1: "noop" (bare vs noop) or "tracked"
-# (untracked vs tracked); its median B - A into MEASURED.
+# One within-run A/B of workload $1: "noop" (bare vs noop), "clock" (bare vs
+# the empty program plus one bpf_ktime_get_ns()) or "tracked" (untracked vs
+# tracked); its median B - A into MEASURED.
 measure_ab() {
 	local w=$1 kind=$2 out=$ROOT/ab.out
 	local pp="$B/pingpong -m $w -n $AB_ROUNDS -S $AB_SEG"
 	case $kind in
-	noop) $pp -b "$B/noop.bpf.o" >"$out" 2>&1 ;;
+	noop | clock) $pp -b "$B/$kind.bpf.o" >"$out" 2>&1 ;;
 	tracked) "$RK" record --root "$ROOT" --session "ab-$w-$RANDOM$RANDOM" -- $pp -t >"$out" 2>&1 ;;
 	esac
 	MEASURED=$(awk '/^ab_diff_ns/ { print $2; exit }' "$out")
@@ -349,7 +350,7 @@ measure_ab() {
 }
 # The differences of section 2, each measured inside one run, where drift cancels.
 section_switchab() {
-	local w kind rep lo mn mt hi
+	local w kind rep lo m mn mt hi
 	local reps=$(( RUNS > 3 ? RUNS : 3 ))
 	echo
 	echo "== The same, A/B inside one run: pingpong -S splits $AB_ROUNDS round trips into segments of"
@@ -360,10 +361,12 @@ section_switchab() {
 	echo "   clears its two threads' bytes in the pinned traced map (untracked: sched_switch's early"
 	echo "   return, the loader hears nothing). Median (min / max) over $reps runs, interleaved."
 	echo "   untracked - noop is the program's own +~10 ns (section 2b): tracked over bare ~= the sum."
+	echo "   clock - bare: the empty program plus one bpf_ktime_get_ns() (the clock every record"
+	echo "   carries): what any observer that timestamps a switch pays before writing anything."
 	for w in pipe futex; do
 		declare -A val=()
 		for rep in $(seq 1 "$reps"); do
-			for kind in noop tracked; do
+			for kind in noop clock tracked; do
 				measure_ab "$w" "$kind"
 				val[$kind,$rep]=$MEASURED
 			done
@@ -371,6 +374,8 @@ section_switchab() {
 		echo "-- workload: $B/pingpong -m $w"
 		read -r lo mn hi <<<"$(col_mmm noop "$reps")"
 		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "noop - bare" "$mn" "$lo" "$hi"
+		read -r lo m hi <<<"$(col_mmm clock "$reps")"
+		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "clock - bare" "$m" "$lo" "$hi"
 		read -r lo mt hi <<<"$(col_mmm tracked "$reps")"
 		printf "   %-22s %+6.0f ns (%+.0f / %+.0f)\n" "tracked - untracked" "$mt" "$lo" "$hi"
 		printf "   %-22s %+6.0f ns\n" "sum" "$(( mn + mt ))"
