@@ -350,7 +350,7 @@ int rk_drain_parse(const struct rk_drain *d, const struct perf_event_header *h,
 	return 0;
 }
 
-long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
+long rk_drain_all(struct rk_drain *d, __u64 bound, rk_route_fn fn, void *ctx)
 {
 	long delivered = 0;
 	int c;
@@ -372,6 +372,7 @@ long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
 			size_t off = tail & mask, first;
 			const struct rk_evsel *ev;
 			__u32 pid, tid;
+			int parsed;
 
 			first = r->size - off;
 			if (first >= sizeof(hdr)) {
@@ -388,8 +389,12 @@ long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx)
 				memcpy(d->rec.b, r->data + off, first);
 				memcpy(d->rec.b + first, r->data, hdr.size - first);
 			}
+			parsed = rk_drain_parse(d, &d->rec.h, &ev, &pid, &tid);
+			if (!parsed && ev &&
+			    rk_record_time(ev->entry.attr.sample_type, &d->rec.h) > bound)
+				break; /* later: left in the ring, unconsumed */
 			tail += hdr.size;
-			if (!rk_drain_parse(d, &d->rec.h, &ev, &pid, &tid)) {
+			if (!parsed) {
 				fn(ctx, ev, &d->rec.h, pid, tid);
 				delivered++;
 			}

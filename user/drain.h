@@ -50,10 +50,12 @@ int rk_drain_ring_fd(const struct rk_drain *d, int cpu);
 int rk_drain_ncpus(const struct rk_drain *d);
 
 /**
- * rk_drain_all() - drain every CPU ring into @fn.
+ * rk_drain_all() - drain every CPU ring into @fn, up to @bound: the first
+ * record of a source timed after it stops its CPU's ring there, and it and
+ * what follows stay for a later call (UINT64_MAX: everything).
  * Return: records delivered.
  */
-long rk_drain_all(struct rk_drain *d, rk_route_fn fn, void *ctx);
+long rk_drain_all(struct rk_drain *d, __u64 bound, rk_route_fn fn, void *ctx);
 
 /**
  * rk_drain_parse() - find source, pid and tid of one record (exposed for tests).

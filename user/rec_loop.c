@@ -75,15 +75,35 @@ static void early_crash(void *ctx, const struct rk_signal *s)
 		mark_crash(ctx, s);
 }
 
+/* How long a drain waits for BPF to commit a reserved record (microseconds, normally). */
+#define RK_RESERVED_WAIT_NS 200000ull
+
+/*
+ * The time up to which the perf rings can be routed now: every crash
+ * stamped at or before it is known (mark_crash), so no sample its process
+ * took after the crash (the dump's own) gets into a file. BPF stamps a
+ * crash after reserving its record: once the ringbuf is read to its
+ * producer with nothing reserved, a crash not seen is stamped after t0.
+ * A record that stays reserved (it cannot, with a sane kernel) bounds the
+ * drain at 0: the perf rings keep what they hold for the next tick.
+ */
+static __u64 crash_horizon(struct rk_rec *r)
+{
+	uint64_t t0 = rk_now_mono_ns();
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* the clock before the producer's position */
+	while (rk_swring_peek_pending(&r->sw, early_crash, r) < 0) {
+		if (rk_now_mono_ns() - t0 > RK_RESERVED_WAIT_NS)
+			return 0;
+		sched_yield();
+	}
+	return t0;
+}
+
 void rec_intake(struct rk_rec *r, int all)
 {
 	rk_swring_snapshot(&r->sw, all ? UINT64_MAX : rk_now_mono_ns());
 	rk_swring_merge(&r->sw, on_signal, r);
-	/*
-	 * A crash newer than the horizon waits for the next intake, but the
-	 * perf rings are drained before that: its time must bound them now.
-	 */
-	rk_swring_peek_pending(&r->sw, early_crash, r);
 }
 
 /*
@@ -271,7 +291,7 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 
 	mark_crash(r, s);
 	if (r->drain)
-		rk_drain_all(r->drain, rec_route, r);
+		rk_drain_all(r->drain, crash_horizon(r), rec_route, r);
 	cr.c.h.type = RK_RECORD_CRASH;
 	cr.c.h.size = sizeof(cr);
 	cr.c.crash_tid = s->tid;
@@ -540,11 +560,14 @@ void rec_drain(struct rk_rec *r)
 	uint64_t gen = ++r->drain_gen;
 
 	if (r->drain) {
-		/* Crashes committed since the intake bound what is drained now. */
-		rk_swring_peek_pending(&r->sw, early_crash, r);
-		rk_drain_all(r->drain, rec_route, r);
+		/* Up to a time no crash before it is unknown (crash_horizon). */
+		__u64 bound = crash_horizon(r);
+
+		rk_drain_all(r->drain, bound, rec_route, r);
 		/* Signals of threads born while we drained. */
 		rec_intake(r, 0);
+		if (!bound)
+			return; /* their last records are still in the rings */
 	}
 	rec_apply_deferred(r, gen);
 }

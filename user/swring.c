@@ -238,18 +238,20 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 	return done;
 }
 
-void rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx)
+int rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 {
 	__u64 pos = w->rb_pos, lost = w->lost, end;
 	struct rk_signal s;
+	int got;
 
-	while (rb_peek(w, &s, &end) > 0) {
+	while ((got = rb_peek(w, &s, &end)) > 0) {
 		fn(ctx, &s);
 		w->rb_pos = end;
 	}
 	/* Read again, and counted then, by the intake that hands them out. */
 	w->rb_pos = pos;
 	w->lost = lost;
+	return got < 0 ? -1 : 0;
 }
 
 __u64 rk_swring_written(const struct rk_swring *w)

@@ -95,8 +95,10 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx);
  * @fn for each committed ringbuf signal the merge left for a later intake
  * (newer than the horizon), in ringbuf order; nothing is consumed or
  * handed out. For what must be known before its turn comes.
+ * Return: 0 if it read up to the producer, -1 if it stopped at a reserved
+ * record (committed ones may follow it: not looked at).
  */
-void rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx);
+int rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx);
 /* Records the switch rings ever took (the sum of their heads at the snapshot). */
 __u64 rk_swring_written(const struct rk_swring *w);
 

@@ -569,7 +569,7 @@ Test(pt, drain_copies_aux_ranges_into_each_threads_file)
 		}
 		__atomic_store_n(&pg->aux_head, cpu_head, __ATOMIC_RELEASE);
 		__atomic_store_n(&pg->data_head, data_head, __ATOMIC_RELEASE);
-		rk_drain_all(s.d, aux_route, &s);
+		rk_drain_all(s.d, UINT64_MAX, aux_route, &s);
 		cr_assert_eq(pg->data_tail, data_head, "every record consumed");
 		cr_assert_eq(pg->aux_tail, cpu_head, "the AUX ring freed up to the last range");
 	}

@@ -158,6 +158,99 @@ Test(drain, id_table_grows)
 	rk_drain__free(d);
 }
 
+struct bound_sink {
+	__u64 times[16];
+	int n;
+};
+
+static void bound_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h,
+			__u32 pid, __u32 tid)
+{
+	struct bound_sink *s = ctx;
+
+	(void)pid;
+	(void)tid;
+	cr_assert_lt(s->n, 16);
+	s->times[s->n++] = ev ? rk_record_time(ev->entry.attr.sample_type, h) : 0;
+}
+
+/*
+ * A drain up to a time (no crash before it is unknown): the first record
+ * after it stops the ring and stays, unconsumed, for the next drain; a
+ * record of no known source has no time and passes.
+ */
+Test(drain, a_bound_leaves_later_records_in_the_ring)
+{
+	struct sample {
+		struct perf_event_header h;
+		__u64 id, ip;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 period;
+	};
+	struct comm {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[16];
+		__u32 spid, stid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 50, 0, 0, 77 };
+	static const __u64 times[] = { 10, 20, 30, 99, 40 };
+	struct rk_evsel ev[1];
+	struct rk_evsel_opts o = { 0 };
+	struct perf_event_mmap_page *pg;
+	struct bound_sink got = { 0 };
+	struct rk_drain *d;
+	__u64 head = 0, after[5];
+	void *base = NULL;
+	char msg[128];
+	size_t i;
+	int n;
+
+	cr_assert_eq(rk_evsel_parse("cpu-clock", &o, ev, 1, &n, msg, sizeof(msg)), 0, "%s", msg);
+	d = rk_drain__new(ev, 1, 8192);
+	cr_assert_not_null(d);
+	cr_assert_eq(rk_drain_add_id(d, 77, 0), 0);
+	cr_assert_eq(posix_memalign(&base, 4096, 4096 + 8192), 0);
+	memset(base, 0, 4096 + 8192);
+	pg = base;
+	cr_assert_eq(rk_drain_attach_mem(d, 0, base, 8192, NULL, 0), 0);
+	for (i = 0; i < 5; i++) {
+		struct sample s = {
+			{ PERF_RECORD_SAMPLE, 0, sizeof(s) }, 77, 0x1234, 10, 12, times[i], 0, 0, 1
+		};
+
+		if (times[i] == 99)
+			s.id = 999; /* no source known: no time read, routed (as lost) */
+		memcpy((__u8 *)base + 4096 + head, &s, sizeof(s));
+		head += sizeof(s);
+		after[i] = head;
+	}
+	memcpy((__u8 *)base + 4096 + head, &c, sizeof(c));
+	head += sizeof(c);
+	__atomic_store_n(&pg->data_head, head, __ATOMIC_RELEASE);
+
+	cr_assert_eq(rk_drain_all(d, 25, bound_route, &got), 2);
+	cr_assert_eq(got.times[0], 10);
+	cr_assert_eq(got.times[1], 20);
+	cr_assert_eq(pg->data_tail, after[1], "the record at 30 stays in the ring");
+	cr_assert_eq(rk_drain_all(d, 25, bound_route, &got), 0, "and stops the ring again");
+	cr_assert_eq(pg->data_tail, after[1]);
+	cr_assert_eq(rk_drain_all(d, 45, bound_route, &got), 3);
+	cr_assert_eq(got.times[2], 30);
+	cr_assert_eq(got.times[3], 0, "the unknown id");
+	cr_assert_eq(got.times[4], 40);
+	cr_assert_eq(pg->data_tail, after[4], "the COMM at 50 (its sample_id's time) stays");
+	cr_assert_eq(rk_drain_all(d, UINT64_MAX, bound_route, &got), 1);
+	cr_assert_eq(got.times[5], 50);
+	cr_assert_eq(pg->data_tail, head, "everything consumed");
+	rk_drain__free(d);
+	free(base);
+}
+
 static char dir[64];
 
 static void mk(const char *sub)

@@ -166,16 +166,16 @@ Test(swring, what_is_newer_than_the_horizon_stays_in_the_rings_for_the_next_inta
 Test(swring, peeking_at_held_back_ringbuf_records_consumes_nothing)
 {
 	struct rk_swring w;
-	__u64 crash_at;
+	__u64 crash_at, busy_at;
 
 	start(&w);
 	rb_put(100, 1, RK_SIG_EXEC, SIG, 0);
 	crash_at = rb_put(300, 2, RK_SIG_CRASH, SIG, 0);
 	rb_put(310, 3, RK_SIG_EXIT, 16, 0); /* not a signal */
-	rb_put(320, 3, RK_SIG_EXIT, SIG, RK_RB_BUSY);
+	busy_at = rb_put(320, 3, RK_SIG_EXIT, SIG, RK_RB_BUSY);
 	rk_swring_snapshot(&w, 200);
 	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1);
-	rk_swring_peek_pending(&w, collect, NULL);
+	cr_assert_eq(rk_swring_peek_pending(&w, collect, NULL), -1, "stopped at a reserved record");
 	cr_assert_eq(ngot, 2, "up to the reserved record");
 	cr_assert_eq(got[1].kind, RK_SIG_CRASH);
 	cr_assert_eq(rb_cons, crash_at);
@@ -184,6 +184,12 @@ Test(swring, peeking_at_held_back_ringbuf_records_consumes_nothing)
 	cr_assert_eq(rk_swring_merge(&w, collect, NULL), 1, "handed out once");
 	cr_assert_eq(got[2].kind, RK_SIG_CRASH);
 	cr_assert_eq(w.lost, 1);
+	cr_assert_eq(rk_swring_peek_pending(&w, collect, NULL), -1, "still reserved");
+	cr_assert_eq(ngot, 3, "nothing committed before it");
+	rb_commit(busy_at, SIG);
+	cr_assert_eq(rk_swring_peek_pending(&w, collect, NULL), 0, "read up to the producer");
+	cr_assert_eq(ngot, 4);
+	cr_assert_eq(got[3].kind, RK_SIG_EXIT);
 	rk_swring_free(&w);
 }
 
