@@ -100,10 +100,16 @@ static __u64 crash_horizon(struct rk_rec *r)
 	return t0;
 }
 
+/* Hand out the signals older than @horizon, in time order. */
+static void intake_to(struct rk_rec *r, uint64_t horizon)
+{
+	rk_swring_snapshot(&r->sw, horizon);
+	rk_swring_merge(&r->sw, on_signal, r);
+}
+
 void rec_intake(struct rk_rec *r, int all)
 {
-	rk_swring_snapshot(&r->sw, all ? UINT64_MAX : rk_now_mono_ns());
-	rk_swring_merge(&r->sw, on_signal, r);
+	intake_to(r, all ? UINT64_MAX : rk_now_mono_ns());
 }
 
 /*
@@ -290,8 +296,12 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 	struct rk_thread *t;
 
 	mark_crash(r, s);
-	if (r->drain)
-		rk_drain_all(r->drain, crash_horizon(r), rec_route, r);
+	if (r->drain) {
+		/* Its threads' samples up to the crash; other crashes known first. */
+		__u64 bound = crash_horizon(r);
+
+		rk_drain_all(r->drain, bound < s->time_ns ? bound : s->time_ns, rec_route, r);
+	}
 	cr.c.h.type = RK_RECORD_CRASH;
 	cr.c.h.size = sizeof(cr);
 	cr.c.crash_tid = s->tid;
@@ -557,12 +567,22 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
  */
 void rec_drain(struct rk_rec *r)
 {
-	uint64_t gen = ++r->drain_gen;
+	uint64_t gen;
+	__u64 bound = 0;
 
 	if (r->drain) {
-		/* Up to a time no crash before it is unknown (crash_horizon). */
-		__u64 bound = crash_horizon(r);
-
+		/*
+		 * Up to a time no crash before it is unknown (crash_horizon), and
+		 * no fork: the signals before it are handed out first, so a
+		 * child's first samples find its thread. Before this drain's
+		 * number: what they defer, this drain covers (timed before it).
+		 */
+		bound = crash_horizon(r);
+		if (bound)
+			intake_to(r, bound);
+	}
+	gen = ++r->drain_gen;
+	if (r->drain) {
 		rk_drain_all(r->drain, bound, rec_route, r);
 		/* Signals of threads born while we drained. */
 		rec_intake(r, 0);

@@ -54,6 +54,27 @@ static long samples_in(const char *path, __u32 tid)
 	return c.samples;
 }
 
+static int fork_fn(const struct perf_event_header *h, void *ctx)
+{
+	if (h->type == PERF_RECORD_FORK)
+		memcpy(ctx, (const __u8 *)h + 8 + 16, 8); /* pid, ppid, tid, ptid, time */
+	return 0;
+}
+
+/* The time of the FORK record in a sched file (0: none), and the file's start_ns. */
+static __u64 fork_time(const char *path, __u64 *start_ns)
+{
+	const char *msg = NULL;
+	struct rk_bufile *bf = rk_bufile__open(path, &msg);
+	__u64 t = 0;
+
+	cr_assert_not_null(bf, "%s: %s", path, msg ? msg : strerror(errno));
+	cr_assert_eq(rk_bufile__for_each(bf, fork_fn, &t), 0, "%s does not parse", path);
+	*start_ns = bf->ident->start_ns;
+	rk_bufile__free(bf);
+	return t;
+}
+
 static const char *perf_bin(void)
 {
 	static const char *const cands[] = { "/usr/bin/perf", "/usr/local/bin/perf", NULL };
@@ -124,8 +145,21 @@ Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
 		check_file(path, &c, NULL);
 		switches += c.in + c.out;
 		total += cpu[i] + pf[i];
-		if (i) /* the spinning threads */
+		if (i) { /* the spinning threads */
+			__u64 forked, sched_start, perf_start;
+
 			cr_assert_gt(cpu[i], 0, "tid %u has no cpu-clock sample", tids[i]);
+			/* Made by its fork signal, not on the spot by its first sample. */
+			forked = fork_time(path, &sched_start);
+			snprintf(path, sizeof(path), "%s/p/cpu-clock/%u", root, tids[i]);
+			fork_time(path, &perf_start);
+			cr_assert_neq(forked, 0, "tid %u: no FORK record", tids[i]);
+			cr_assert_eq(perf_start, forked,
+				     "tid %u began at %llu, its fork at %llu: a sample came first",
+				     tids[i], (unsigned long long)perf_start,
+				     (unsigned long long)forked);
+			cr_assert_eq(sched_start, forked);
+		}
 	}
 	read_stat("p", &st);
 	cr_assert_eq(st.nev, 2);
@@ -219,6 +253,51 @@ Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
 		}
 		cr_assert_eq(got, cpu[1] + pf[1]);
 	}
+}
+
+/*
+ * Hundreds of threads sampled from their first microseconds: a drain hands
+ * out the fork signals before it routes samples of the same time, so no
+ * thread is made on the spot by a sample (no name, the wrong start): each
+ * event file begins at its thread's fork, like its sched file.
+ */
+Test(perf, every_thread_is_known_from_its_fork_before_its_first_sample)
+{
+	const char *fanout = getenv("RK_FANOUT");
+	char cmd[600], path[300], *out, *err;
+	char *argv[] = { (char *)rk_bin, "record",    "--root", root,	 "--session", "f",
+			 "-e",		 "cpu-clock", "-F",	"20000", "--",	      "/bin/sh",
+			 "-c",		 cmd,	      NULL };
+	static unsigned int tids[1024];
+	size_t n, i, threads = 0, early = 0;
+	int status;
+
+	if (!fanout)
+		cr_skip_test("RK_FANOUT not set: run through 'make integration'");
+	/* 300 threads, 100 of them spinning at once (fanout waits for EOF on stdin). */
+	snprintf(cmd, sizeof(cmd), "exec '%s' -t 300 -i 3 -s 1000 -b 100 </dev/null", fanout);
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	snprintf(path, sizeof(path), "%s/f/cpu-clock", root);
+	n = files_in(path, tids, 1024);
+	cr_assert_gt(n, 250, "%zu threads have a cpu-clock file", n);
+	for (i = 0; i < n; i++) {
+		__u64 forked, sched_start, perf_start;
+
+		snprintf(path, sizeof(path), "%s/f/sched/%u", root, tids[i]);
+		forked = fork_time(path, &sched_start);
+		if (!forked)
+			continue; /* the main thread: launched, not forked */
+		threads++;
+		snprintf(path, sizeof(path), "%s/f/cpu-clock/%u", root, tids[i]);
+		fork_time(path, &perf_start);
+		early += perf_start != forked || sched_start != forked;
+	}
+	cr_assert_geq(threads, 300);
+	cr_assert_eq(early, 0, "%zu of %zu threads were made by a sample before their fork", early,
+		     threads);
+	free(out);
+	free(err);
 }
 
 Test(perf, tracepoint_samples_per_thread)
