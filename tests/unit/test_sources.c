@@ -79,7 +79,26 @@ Test(evsel, rejects_bad_lists)
 		     -EINVAL);
 }
 
-/* A sample of RK_EV_SAMPLE_TYPE and a COMM with sample_id, as the kernel writes them. */
+/* A sample of RK_EV_SAMPLE_TYPE and a COMM with its sample_id, as the kernel writes them. */
+struct t_sample {
+	struct perf_event_header h;
+	__u64 id, ip;
+	__u32 pid, tid;
+	__u64 time;
+	__u32 cpu, res;
+	__u64 period;
+};
+
+struct t_comm {
+	struct perf_event_header h;
+	__u32 pid, tid;
+	char comm[16];
+	__u32 spid, stid;
+	__u64 time;
+	__u32 cpu, res;
+	__u64 id;
+};
+
 Test(drain, parse_finds_source_and_tid)
 {
 	struct rk_evsel ev[2];
@@ -89,23 +108,8 @@ Test(drain, parse_finds_source_and_tid)
 	char msg[128];
 	__u32 pid, tid;
 	int n;
-	struct {
-		struct perf_event_header h;
-		__u64 id, ip;
-		__u32 pid, tid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 period;
-	} s = { { PERF_RECORD_SAMPLE, 0, sizeof(s) }, 77, 0x1234, 10, 11, 5, 1, 0, 1 };
-	struct {
-		struct perf_event_header h;
-		__u32 pid, tid;
-		char comm[16];
-		__u32 spid, stid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 id;
-	} c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 6, 0, 0, 88 };
+	struct t_sample s = { { PERF_RECORD_SAMPLE, 0, sizeof(s) }, 77, 0x1234, 10, 11, 5, 1, 0, 1 };
+	struct t_comm c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 6, 0, 0, 88 };
 
 	cr_assert_eq(rk_evsel_parse("cpu-clock,page-faults", &o, ev, 2, &n, msg, sizeof(msg)), 0);
 	d = rk_drain__new(ev, 2, 8192);
@@ -181,23 +185,7 @@ static void bound_route(void *ctx, const struct rk_evsel *ev, const struct perf_
  */
 Test(drain, a_bound_leaves_later_records_in_the_ring)
 {
-	struct sample {
-		struct perf_event_header h;
-		__u64 id, ip;
-		__u32 pid, tid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 period;
-	};
-	struct comm {
-		struct perf_event_header h;
-		__u32 pid, tid;
-		char comm[16];
-		__u32 spid, stid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 id;
-	} c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 50, 0, 0, 77 };
+	struct t_comm c = { { PERF_RECORD_COMM, 0, sizeof(c) }, 10, 12, "x", 10, 12, 50, 0, 0, 77 };
 	static const __u64 times[] = { 10, 20, 30, 99, 40 };
 	struct rk_evsel ev[1];
 	struct rk_evsel_opts o = { 0 };
@@ -219,7 +207,7 @@ Test(drain, a_bound_leaves_later_records_in_the_ring)
 	pg = base;
 	cr_assert_eq(rk_drain_attach_mem(d, 0, base, 8192, NULL, 0), 0);
 	for (i = 0; i < 5; i++) {
-		struct sample s = {
+		struct t_sample s = {
 			{ PERF_RECORD_SAMPLE, 0, sizeof(s) }, 77, 0x1234, 10, 12, times[i], 0, 0, 1
 		};
 
@@ -288,14 +276,9 @@ Test(export, writes_a_perf_data_file)
 		  0,
 		  0,
 		  RK_SCHED_ID };
-	struct {
-		struct perf_event_header h;
-		__u64 id, ip;
-		__u32 pid, tid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 period;
-	} smp = { { PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 4242, 0x10, 5, 5, 200, 0, 0, 1 };
+	struct t_sample smp = {
+		{ PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 4242, 0x10, 5, 5, 200, 0, 0, 1
+	};
 	union {
 		__u8 b[4096];
 		struct perf_event_header h;
