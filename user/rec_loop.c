@@ -568,28 +568,28 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 void rec_drain(struct rk_rec *r)
 {
 	uint64_t gen;
-	__u64 bound = 0;
+	__u64 bound;
 
-	if (r->drain) {
-		/*
-		 * Up to a time no crash before it is unknown (crash_horizon), and
-		 * no fork: the signals before it are handed out first, so a
-		 * child's first samples find its thread. Before this drain's
-		 * number: what they defer, this drain covers (timed before it).
-		 */
-		bound = crash_horizon(r);
-		if (bound)
-			intake_to(r, bound);
+	if (!r->drain) {
+		rec_apply_deferred(r, ++r->drain_gen);
+		return;
 	}
+	/*
+	 * Up to a time no crash before it is unknown (crash_horizon), and no
+	 * fork: the signals before it are handed out first, so a child's first
+	 * samples find its thread. Before this drain's number: what they
+	 * defer, this drain covers (timed before it).
+	 */
+	bound = crash_horizon(r);
+	if (bound)
+		intake_to(r, bound);
 	gen = ++r->drain_gen;
-	if (r->drain) {
-		rk_drain_all(r->drain, bound, rec_route, r);
-		/* Signals of threads born while we drained. */
-		rec_intake(r, 0);
-		if (!bound)
-			return; /* their last records are still in the rings */
-	}
-	rec_apply_deferred(r, gen);
+	rk_drain_all(r->drain, bound, rec_route, r);
+	/* Signals of threads born while we drained. */
+	rec_intake(r, 0);
+	/* With no bound, their last records are still in the rings. */
+	if (bound)
+		rec_apply_deferred(r, gen);
 }
 
 int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)

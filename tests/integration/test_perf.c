@@ -61,7 +61,7 @@ static int fork_fn(const struct perf_event_header *h, void *ctx)
 	return 0;
 }
 
-/* The time of the FORK record in a sched file (0: none), and the file's start_ns. */
+/* The time of the FORK record in a file (0: none), and the file's start_ns. */
 static __u64 fork_time(const char *path, __u64 *start_ns)
 {
 	const char *msg = NULL;
@@ -73,6 +73,25 @@ static __u64 fork_time(const char *path, __u64 *start_ns)
 	*start_ns = bf->ident->start_ns;
 	rk_bufile__free(bf);
 	return t;
+}
+
+/*
+ * Whether @tid's sched file and @event file both begin at its FORK record's
+ * time (made by its fork signal, not on the spot by its first sample):
+ * 1 yes, 0 no, -1 it has no FORK record (a launched main thread).
+ */
+static int began_at_fork(const char *session, const char *event, unsigned int tid)
+{
+	char path[300];
+	__u64 forked, sched_start, ev_start;
+
+	snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tid);
+	forked = fork_time(path, &sched_start);
+	if (!forked)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s/%s/%u", root, session, event, tid);
+	fork_time(path, &ev_start);
+	return sched_start == forked && ev_start == forked;
 }
 
 static const char *perf_bin(void)
@@ -146,19 +165,11 @@ Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
 		switches += c.in + c.out;
 		total += cpu[i] + pf[i];
 		if (i) { /* the spinning threads */
-			__u64 forked, sched_start, perf_start;
-
 			cr_assert_gt(cpu[i], 0, "tid %u has no cpu-clock sample", tids[i]);
-			/* Made by its fork signal, not on the spot by its first sample. */
-			forked = fork_time(path, &sched_start);
-			snprintf(path, sizeof(path), "%s/p/cpu-clock/%u", root, tids[i]);
-			fork_time(path, &perf_start);
-			cr_assert_neq(forked, 0, "tid %u: no FORK record", tids[i]);
-			cr_assert_eq(perf_start, forked,
-				     "tid %u began at %llu, its fork at %llu: a sample came first",
-				     tids[i], (unsigned long long)perf_start,
-				     (unsigned long long)forked);
-			cr_assert_eq(sched_start, forked);
+			cr_assert_eq(
+				began_at_fork("p", "cpu-clock", tids[i]), 1,
+				"tid %u: no FORK, or its files do not begin at it (-1: no FORK)",
+				tids[i]);
 		}
 	}
 	read_stat("p", &st);
@@ -282,16 +293,12 @@ Test(perf, every_thread_is_known_from_its_fork_before_its_first_sample)
 	n = files_in(path, tids, 1024);
 	cr_assert_gt(n, 250, "%zu threads have a cpu-clock file", n);
 	for (i = 0; i < n; i++) {
-		__u64 forked, sched_start, perf_start;
+		int b = began_at_fork("f", "cpu-clock", tids[i]);
 
-		snprintf(path, sizeof(path), "%s/f/sched/%u", root, tids[i]);
-		forked = fork_time(path, &sched_start);
-		if (!forked)
+		if (b < 0)
 			continue; /* the main thread: launched, not forked */
 		threads++;
-		snprintf(path, sizeof(path), "%s/f/cpu-clock/%u", root, tids[i]);
-		fork_time(path, &perf_start);
-		early += perf_start != forked || sched_start != forked;
+		early += !b;
 	}
 	cr_assert_geq(threads, 300);
 	cr_assert_eq(early, 0, "%zu of %zu threads were made by a sample before their fork", early,
