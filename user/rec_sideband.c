@@ -64,10 +64,14 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 		return NULL;
 	}
 	{
+		/*
+		 * Decide first: as one call's arguments, reader could be read
+		 * (0, root) before rk_access_reader_of() set it.
+		 */
 		uid_t reader = 0;
+		int can = rk_access_reader_of((pid_t)pid, (pid_t)pid, &ids, &reader) == 1;
 
-		rec_grant(r, path, rk_access_reader_of((pid_t)pid, (pid_t)pid, &ids, &reader) == 1,
-			  reader);
+		rec_grant(r, path, can, reader);
 	}
 	p->pid = pid;
 	p->next = r->procs;

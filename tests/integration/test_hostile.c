@@ -365,6 +365,13 @@ Test(hostile, kernel_addresses_follow_perf_event_paranoid)
 			snprintf(path, sizeof(path), "%s/%s/sched/%u", root, session, tids[i]);
 			cr_assert_eq(as_nobody(can_open, path), 0, "%s: sched history", path);
 		}
+		/*
+		 * The process's sideband (its mmaps, comm: what the user's own samples
+		 * are resolved with) is the traced user's too, not root's alone.
+		 */
+		snprintf(path, sizeof(path), "%s/%s/sideband/%d", root, session, wl);
+		cr_assert_eq(as_nobody(can_open, path), 0, "%s: not readable by the traced user",
+			     path);
 	}
 }
 
