@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/fsuid.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -32,6 +35,13 @@
 /* What the kernel does with no core_pattern set: a file "core" in the cwd. */
 #define SAFE_DEFAULT "core"
 #define MAX_NOTES 65536
+/*
+ * core_pipe_limit while the handler is installed: INT_MAX, the most the
+ * sysctl takes. The kernel skips a pipe dump past the limit of concurrent
+ * ones; a file core it would have written has no such limit, so neither
+ * may we (a crash storm of 20 at limit 1 kept 5-7 cores).
+ */
+#define RK_PIPE_LIMIT 2147483647
 
 /* Our handler's arguments, in struct rk_crash order. */
 static const char handler_args[] = "coredump --handle %P %I %p %i %s %c %t %u %g %d %h %e %E";
@@ -114,11 +124,22 @@ int rk_core_expand(const char *t, const struct rk_crash *c, char *out, size_t le
 			case 'c':
 				snprintf(v, sizeof(v), "%llu", c->rlimit_core);
 				break;
+			case 'C':
+				if (c->cpu >= 0)
+					snprintf(v, sizeof(v), "%d", c->cpu);
+				break;
+			case 'F':
+				if (c->pidfd >= 0)
+					snprintf(v, sizeof(v), "%d", c->pidfd);
+				break;
 			case 'h':
 				esc = c->host;
 				break;
 			case 'e':
 				esc = c->comm;
+				break;
+			case 'f':
+				esc = c->exe_name;
 				break;
 			case 'E':
 				snprintf(v, sizeof(v), "%s", c->exe);
@@ -233,8 +254,30 @@ static int install(void)
 		return 1;
 	}
 	if (is_ours(cur)) {
-		printf("ringkeeper's core handler is installed already (core_pattern %s)\n", cur);
+		/* An earlier version's install may have left a limit that skips dumps. */
+		snprintf(b, sizeof(b), "%d", RK_PIPE_LIMIT);
+		err = strcmp(lim, b) ? write_file(PIPE_LIMIT_FILE, b) : 0;
+		if (err) {
+			rk_err("cannot raise core_pipe_limit from %s to %s: %s", lim, b,
+			       strerror(-err));
+			return 1;
+		}
+		printf("ringkeeper's core handler is installed already (core_pattern %s, "
+		       "core_pipe_limit %s)\n",
+		       cur, b);
 		return 0;
+	}
+	if (cur[0] == '@') {
+		/*
+		 * Linux 6.16+ connects to that socket itself, and its server knows
+		 * the crashing process by the connection's peer: from us it would
+		 * see the handler instead. Refusing keeps every core where it goes.
+		 */
+		rk_err("core_pattern is a socket (%s): ringkeeper cannot chain to a socket "
+		       "handler without hiding the crashing process from it; nothing changed "
+		       "(set a file or |pipe core_pattern first to use ringkeeper's handler)",
+		       cur);
+		return 1;
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0) {
@@ -257,8 +300,12 @@ static int install(void)
 		       strerror(-err));
 		return 1;
 	}
-	/* At least 1: the crashing task stays unreaped while the handler runs. */
-	snprintf(b, sizeof(b), "%lu", s.pipe_limit ? s.pipe_limit : 1);
+	/*
+	 * Nonzero: the kernel keeps the crashing task unreaped while the handler
+	 * runs (its /proc, cwd, root, credentials). The largest the kernel takes:
+	 * a dump over the limit is skipped, and a file pattern has no limit.
+	 */
+	snprintf(b, sizeof(b), "%d", RK_PIPE_LIMIT);
 	err = write_file(PIPE_LIMIT_FILE, b);
 	if (!err)
 		err = write_file(PATTERN_FILE, pattern);
@@ -392,7 +439,125 @@ static int parse_crash(int argc, char **argv, struct rk_crash *c)
 	snprintf(c->host, sizeof(c->host), "%s", argv[10]);
 	snprintf(c->comm, sizeof(c->comm), "%s", argv[11]);
 	snprintf(c->exe, sizeof(c->exe), "%s", argv[12]);
+	c->cpu = -1;
+	c->pidfd = -1;
 	return c->pid > 0 ? 0 : -EINVAL;
+}
+
+/*
+ * What the kernel expands but our pattern does not pass (%C, %f), from the
+ * crashing task, which the kernel holds while we run (core_pipe_limit).
+ */
+static void crash_details(struct rk_crash *c)
+{
+	char path[96], buf[1024], *p;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", c->pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		if (n > 10 && !strcmp(buf + n - 10, " (deleted)"))
+			buf[n - 10] = '\0';
+		p = strrchr(buf, '/');
+		snprintf(c->exe_name, sizeof(c->exe_name), "%.255s", p ? p + 1 : buf);
+	}
+	/* stat field 39, "processor": after the comm's last ')', whatever the comm holds. */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", c->pid, c->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 39; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		c->cpu = atoi(p + 1);
+}
+
+/*
+ * The crashing task's credentials as the kernel uses them for its core:
+ * fsuid, fsgid and the supplementary groups (/proc/PID/status, kernel-made;
+ * the task is held while we run). Without it: %u and %g, no groups.
+ */
+#define MAX_GROUPS 256
+
+struct creds {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[MAX_GROUPS];
+	int ngroups;
+};
+
+static void task_creds(const struct rk_crash *c, struct creds *cr)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	unsigned int r, e, sv, fs;
+	FILE *f;
+
+	cr->uid = c->uid;
+	cr->gid = c->gid;
+	cr->ngroups = 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", c->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &sv, &fs) == 4) {
+			cr->uid = fs;
+		} else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &sv, &fs) == 4) {
+			cr->gid = fs;
+		} else if (!strncmp(line, "Groups:", 7)) {
+			char *p = line + 7, *end;
+			unsigned long g;
+
+			while (cr->ngroups < MAX_GROUPS) {
+				g = strtoul(p, &end, 10);
+				if (end == p)
+					break;
+				cr->groups[cr->ngroups++] = (gid_t)g;
+				p = end;
+			}
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/*
+ * May @cr read @path? Asked of the kernel: open it with those filesystem
+ * credentials (ACLs included; a nonzero fsuid drops root's DAC override).
+ * @cr NULL: the core is root's, everything goes in.
+ */
+static int readable_by(const char *path, const struct creds *cr)
+{
+	gid_t saved[MAX_GROUPS];
+	int n, fd = -1;
+
+	if (!cr || cr->uid == 0)
+		return 1;
+	n = getgroups(MAX_GROUPS, saved);
+	if (n < 0 || setgroups((size_t)cr->ngroups, cr->groups))
+		return 0;
+	setfsgid(cr->gid);
+	setfsuid(cr->uid);
+	/* setfsuid() returns only the previous id: a second call tells if the first took. */
+	if ((uid_t)setfsuid(cr->uid) == cr->uid)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	setfsuid(0);
+	setfsgid(0);
+	if (setgroups((size_t)n, saved))
+		syslog(LOG_ERR, "cannot restore the handler's groups: %s", strerror(errno));
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 /* The traced buffers of @pid: every file of a live session whose identity says so. */
@@ -449,7 +614,12 @@ static void add_file(struct found *f, const char *path, __u32 type)
 	f->n++;
 }
 
-static void find_buffers(pid_t pid, struct found *f)
+/*
+ * @reader: who will own the core; a buffer that user may not read (the
+ * kernel's rules, as the recorder applied them: another user's thread,
+ * kernel call chains at perf_event_paranoid 2) stays out. NULL: root's core.
+ */
+static void find_buffers(pid_t pid, struct found *f, const struct creds *reader)
 {
 	char path[PATH_MAX + 600];
 	struct dirent *se, *so, *fe;
@@ -464,8 +634,6 @@ static void find_buffers(pid_t pid, struct found *f)
 		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
 		if (rk_session_stat_read(path, &st) || !rk_session_alive(&st))
 			continue;
-		snprintf(path, sizeof(path), "session %s\n", se->d_name);
-		say(f, path);
 		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
 		sd = opendir(path);
 		while (sd && (so = readdir(sd))) {
@@ -488,16 +656,23 @@ static void find_buffers(pid_t pid, struct found *f)
 				if ((__s32)bf->ident->tgid == pid &&
 				    (bf->ident->state == RK_THREAD_LIVE ||
 				     bf->ident->state == RK_THREAD_EXITING ||
-				     bf->ident->state == RK_THREAD_CRASHED)) {
+				     bf->ident->state == RK_THREAD_CRASHED) &&
+				    readable_by(fp, reader)) {
 					int k;
 
 					for (k = 0;
 					     k < f->nsessions && strcmp(f->sessions[k], se->d_name);
 					     k++)
 						;
-					if (k == f->nsessions && k < 8)
+					if (k == f->nsessions && k < 8) {
+						char line[300];
+
 						snprintf(f->sessions[f->nsessions++],
 							 sizeof(f->sessions[0]), "%s", se->d_name);
+						snprintf(line, sizeof(line), "session %s\n",
+							 se->d_name);
+						say(f, line);
+					}
 					add_file(f, fp, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER);
 					if (!side) {
 						char line[600];
@@ -635,6 +810,9 @@ static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *
 		return -errno;
 	if (!pid) {
 		dup2(p[0], 0);
+		/* %F: the handler's pidfd of the crashing process, as the kernel passes one. */
+		if (c->pidfd >= 0)
+			fcntl(c->pidfd, F_SETFD, 0);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -643,11 +821,162 @@ static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *
 	return pid;
 }
 
-/* The file the previous pattern names, created as the kernel would: as the crashing user. */
-static int open_previous_file(const char *pattern, const struct rk_crash *c, char *name, size_t len)
+/* An fd and the child's status over a socket, so the child can open as another user. */
+static int send_fd(int sock, int fd, int err)
 {
-	char cwd[64], uses_pid[8] = "0";
-	int dir = AT_FDCWD, fd, err;
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *h;
+
+		m.msg_control = cbuf;
+		m.msg_controllen = sizeof(cbuf);
+		h = CMSG_FIRSTHDR(&m);
+		h->cmsg_level = SOL_SOCKET;
+		h->cmsg_type = SCM_RIGHTS;
+		h->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof(err) ? 0 : -EIO;
+}
+
+static int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	int err = -EIO, fd = -1;
+	struct iovec iov = { .iov_base = &err, .iov_len = sizeof(err) };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *h;
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(err))
+		return -EIO;
+	for (h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(h), sizeof(int));
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	return fd >= 0 ? fd : -EIO;
+}
+
+/*
+ * The kernel's checks on the file it opened for a core (do_coredump()):
+ * a regular file with one link, owned by the dumping fsuid, mode 0600.
+ */
+static int core_file_ok(int fd, uid_t uid)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return -EINVAL;
+	if (st.st_uid != uid || (st.st_mode & 0677) != 0600)
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * The child's half of open_as_task(): become the task's root, cwd and
+ * credentials, then create @name as the kernel's do_coredump() would.
+ */
+static int open_in_child(int rootfd, int cwdfd, const struct creds *cr, const char *name)
+{
+	int fd, err;
+
+	if (fchdir(rootfd) || chroot(".") || (name[0] != '/' && fchdir(cwdfd)))
+		return -errno;
+	if (setgroups((size_t)cr->ngroups, cr->groups) || setresgid(cr->gid, cr->gid, cr->gid) ||
+	    setresuid(cr->uid, cr->uid, cr->uid))
+		return -errno;
+	umask(0);
+	unlink(name); /* as the kernel does, for a core it may replace */
+	fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = core_file_ok(fd, cr->uid);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/*
+ * Create @name where the crashing task would have: resolved from its own
+ * root and cwd (its mount namespace: a container's path, not the host's),
+ * with its fsuid, fsgid and supplementary groups. A child does it, as the
+ * handler keeps root's credentials; the fd comes back over a socket.
+ */
+static int open_as_task(const struct rk_crash *c, const struct creds *cr, const char *name)
+{
+	char path[64];
+	int sk[2], rootfd, cwdfd = -1, fd, status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", c->pid);
+	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0 && name[0] == '/' && (errno == ENOENT || errno == ESRCH)) {
+		/*
+		 * Reaped already (core_pipe_limit set to 0 behind our back): its
+		 * root is gone, the core is not. Ours, as the user of %u and %g.
+		 */
+		syslog(LOG_WARNING, "pid %d is gone: its core goes to %s in the host's root",
+		       c->pid, name);
+		rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (rootfd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/%d/cwd", c->pid);
+	if (name[0] != '/' && (cwdfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		fd = -errno;
+		goto out;
+	}
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sk)) {
+		fd = -errno;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fd = -errno;
+		close(sk[0]);
+		close(sk[1]);
+		goto out;
+	}
+	if (!pid) {
+		fd = open_in_child(rootfd, cwdfd, cr, name);
+		_exit(send_fd(sk[1], fd, fd < 0 ? fd : 0) ? 1 : 0);
+	}
+	close(sk[1]);
+	fd = recv_fd(sk[0]);
+	close(sk[0]);
+	waitpid(pid, &status, 0);
+out:
+	if (cwdfd >= 0)
+		close(cwdfd);
+	close(rootfd);
+	return fd;
+}
+
+/*
+ * The file the previous pattern names, created as the kernel would: as the
+ * crashing task, in its mount namespace. With fs.suid_dumpable=2 (%d 2) as
+ * the kernel does for SUID_DUMP_ROOT: root's file, an absolute path from
+ * the init process's root (ours, as a usermode helper), never replacing one.
+ * Return: the fd, 0 for "the kernel writes no core" (*@why says why), or -errno.
+ */
+static int open_previous_file(const char *pattern, const struct rk_crash *c, const struct creds *cr,
+			      char *name, size_t len, const char **why)
+{
+	char uses_pid[8] = "0";
+	int fd, err;
 
 	if (rk_core_expand(pattern, c, name, len))
 		return -ENAMETOOLONG;
@@ -657,23 +986,21 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, cha
 
 		snprintf(name + l, len - l, ".%d", c->ns_pid);
 	}
+	if (c->dumpable != RK_DUMP_ROOT)
+		return open_as_task(c, cr, name);
 	if (name[0] != '/') {
-		/* Relative to the crashing process's cwd, which stays while we run (pipe limit). */
-		snprintf(cwd, sizeof(cwd), "/proc/%d/cwd", c->pid);
-		dir = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dir < 0)
-			return -errno;
+		*why = "fs.suid_dumpable=2 dumps only to an absolute path (as the kernel)";
+		return 0;
 	}
-	setfsgid(c->gid);
-	setfsuid(c->uid);
-	unlinkat(dir, name, 0); /* as the kernel does, for a core it may replace */
-	fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	err = fd < 0 ? -errno : 0;
-	setfsuid(0);
-	setfsgid(0);
-	if (dir != AT_FDCWD)
-		close(dir);
-	return err ? err : fd;
+	fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = core_file_ok(fd, 0);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 static const char *crash_dir(void)
@@ -783,11 +1110,12 @@ static int handle(int argc, char **argv)
 {
 	struct found f = { 0 };
 	struct rk_crash c;
+	struct creds cr;
 	struct state s;
 	char dest[4400] = "";
 	const char *why = NULL;
 	pid_t child = -1;
-	int out = -1, aug = 0, err, status, have_session = 0;
+	int out = -1, aug = 0, err, status, have_session = 0, root_core;
 	ssize_t n;
 
 	openlog("ringkeeper-coredump", LOG_PID, LOG_DAEMON);
@@ -797,14 +1125,24 @@ static int handle(int argc, char **argv)
 		       argc, SAFE_DEFAULT);
 		memset(&c, 0, sizeof(c));
 		c.pid = argc ? atoi(argv[0]) : 0;
+		c.cpu = -1;
+		c.pidfd = -1;
 	}
 	if (state_read(&s) || !s.pattern[0] || is_ours(s.pattern)) {
 		syslog(LOG_ERR, "no saved core_pattern in %s: using the kernel's default '%s'",
 		       RK_COREDUMP_STATE, SAFE_DEFAULT);
 		snprintf(s.pattern, sizeof(s.pattern), SAFE_DEFAULT);
 	}
+	crash_details(&c);
+	task_creds(&c, &cr);
+	/*
+	 * Whose core it is: the crashing user's (a file it owns, or what the
+	 * previous pipe handler gives it), or root's alone (suid_dumpable=2, or
+	 * our own notes-only file). Only what its owner may read goes in.
+	 */
+	root_core = c.dumpable == RK_DUMP_ROOT || (s.pattern[0] != '|' && c.rlimit_core < 4096);
 	/* Everything that can fail before a byte of the core is read. */
-	find_buffers(c.pid, &f);
+	find_buffers(c.pid, &f, root_core ? NULL : &cr);
 	if (f.n) {
 		char line[200];
 		int dumping = core_dumping(c.pid), frozen = dumping && wait_frozen(&f);
@@ -826,7 +1164,10 @@ static int handle(int argc, char **argv)
 		have_session = add_session_note(&f);
 	}
 	if (s.pattern[0] == '|') {
+		c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
 		child = spawn_previous(s.pattern, &c, &out);
+		if (c.pidfd >= 0)
+			close(c.pidfd);
 		snprintf(dest, sizeof(dest), "%s", s.pattern);
 		if (child < 0)
 			out = -1;
@@ -848,7 +1189,14 @@ static int handle(int argc, char **argv)
 		found_free(&f);
 		return 0;
 	} else {
-		out = open_previous_file(s.pattern, &c, dest, sizeof(dest));
+		out = open_previous_file(s.pattern, &c, &cr, dest, sizeof(dest), &why);
+		if (!out) {
+			syslog(LOG_WARNING, "core of pid %d (%s), signal %d: not written: %s",
+			       c.pid, c.comm, c.sig, why);
+			record_crash(&f, &c, "");
+			found_free(&f);
+			return 0;
+		}
 	}
 	if (out < 0) {
 		syslog(LOG_ERR, "core of pid %d (%s): cannot deliver it to '%s': %s", c.pid, c.comm,
@@ -895,8 +1243,14 @@ int rk_cmd_coredump(int argc, char **argv)
 		"where the previous core_pattern sent it: a file pattern expanded as the\n"
 		"kernel does, or the previous pipe handler (systemd-coredump, apport) with\n"
 		"its own arguments. A core it cannot augment goes there unchanged.\n"
+		"A file core is created as the kernel would: in the crashing process's mount\n"
+		"namespace, root and cwd, with its fsuid, fsgid and groups; with\n"
+		"fs.suid_dumpable=2 (%d 2) root's, to an absolute path only. Buffers go into\n"
+		"a core only if its owner may read them (root's cores: all).\n"
 		"  --install    save core_pattern and core_pipe_limit in " RK_COREDUMP_STATE ",\n"
-		"               then install the handler (core_pipe_limit at least 1)\n"
+		"               then install the handler with core_pipe_limit 2147483647, so\n"
+		"               no concurrent dump is skipped; a socket pattern (@PATH) is\n"
+		"               refused (exit 1)\n"
 		"  --uninstall  restore what --install saved\n"
 		"  --status     both settings, and what --uninstall would restore\n"
 		"Read a core's buffers with 'ringkeeper show --core CORE [TID]'.\n";

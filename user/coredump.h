@@ -35,6 +35,10 @@
  * namespace (%p, %i). @sig: %s. @rlimit_core: %c. @time: %t. @uid, @gid:
  * %u, %g. @dumpable: %d. @host, @comm, @exe: %h, %e, %E (as the kernel
  * expanded them: '/' already '!').
+ * Not among our arguments (the pattern's length is bounded), found by the
+ * handler while the kernel holds the crashing process: @cpu (%C, -1
+ * unknown) the dumping thread's last CPU, @pidfd (%F, -1 none) a pidfd of
+ * the process, @exe_name (%f) the executable's file name.
  */
 struct rk_crash {
 	pid_t pid, tid, ns_pid, ns_tid;
@@ -46,12 +50,18 @@ struct rk_crash {
 	char host[256];
 	char comm[64];
 	char exe[4096];
+	int cpu;
+	int pidfd;
+	char exe_name[256];
 };
+
+/* %d: the kernel's SUID_DUMP_ROOT (fs.suid_dumpable=2): a root-owned core, absolute paths only. */
+#define RK_DUMP_ROOT 2
 
 /**
  * rk_core_expand() - expand one token of a core_pattern as the kernel's
- * format_corename() does (%p %P %i %I %u %g %d %s %t %h %e %E %c %%;
- * an unknown specifier expands to nothing).
+ * format_corename() does (%p %P %i %I %u %g %d %s %t %h %e %f %E %c %C %F
+ * %%; an unknown specifier expands to nothing).
  * Return: 0, or -ENAMETOOLONG.
  */
 int rk_core_expand(const char *token, const struct rk_crash *c, char *out, size_t len);

@@ -12,9 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "access.h"
 #include "elfcore.h"
 #include "helpers.h"
 
@@ -62,12 +65,18 @@ static void gcore(pid_t pid, const char *path)
 	cr_assert_eq(system(cmd), 0, "gcore %d failed", pid);
 }
 
-static pid_t start_sleep(uid_t uid)
+/*
+ * A sleeping process of @uid (gid @uid, supplementary group @group unless
+ * 0), its cwd the test's root, so a relative core pattern lands there.
+ */
+static pid_t start_sleep_groups(uid_t uid, gid_t group)
 {
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
 	if (!pid) {
+		if (chdir(root) || setgroups(group ? 1 : 0, &group))
+			_exit(125);
 		if (uid && (setgid(uid) || setuid(uid)))
 			_exit(125);
 		execl("/bin/sleep", "sleep", "1000", (char *)NULL);
@@ -77,6 +86,11 @@ static pid_t start_sleep(uid_t uid)
 		started[nstarted++] = pid;
 	usleep(100000);
 	return pid;
+}
+
+static pid_t start_sleep(uid_t uid)
+{
+	return start_sleep_groups(uid, 0);
 }
 
 static void write_state(const char *path, const char *pattern)
@@ -96,18 +110,27 @@ static void handler_files(char *core, size_t clen, char *state, size_t slen, con
 	write_state(state, pattern);
 }
 
-/* Run the handler as the kernel would: @core on stdin, the crash of @pid. */
-static int run_handler_limit(const char *state, const char *core, pid_t pid, unsigned int uid,
-			     const char *extra_env, const char *rlimit_core)
+/*
+ * Run the handler as the kernel would: @core on stdin, the crash of @pid,
+ * dump mode (%d) @dumpable.
+ */
+static int run_handler_mode(const char *state, const char *core, pid_t pid, unsigned int uid,
+			    const char *extra_env, const char *rlimit_core, int dumpable)
 {
 	char cmd[2048];
 
 	snprintf(cmd, sizeof(cmd),
 		 "env -i %s RINGKEEPER_COREDUMP_STATE=%s %s coredump --handle %d %d %d %d 11 "
-		 "%s 1700000000 %u %u 1 testhost sleep '!bin!sleep' < %s",
+		 "%s 1700000000 %u %u %d testhost sleep '!bin!sleep' < %s",
 		 extra_env ? extra_env : "", state, rk_bin, pid, pid, pid, pid, rlimit_core, uid,
-		 uid, core);
+		 uid, dumpable, core);
 	return system(cmd);
+}
+
+static int run_handler_limit(const char *state, const char *core, pid_t pid, unsigned int uid,
+			     const char *extra_env, const char *rlimit_core)
+{
+	return run_handler_mode(state, core, pid, uid, extra_env, rlimit_core, 1);
 }
 
 static int run_handler(const char *state, const char *core, pid_t pid, unsigned int uid,
@@ -189,6 +212,206 @@ Test(coredump, previous_pipe_handler_gets_its_arguments_and_the_core)
 	}
 	snprintf(path, sizeof(path), "%s/got", root);
 	cr_assert(same_file(core, path), "the previous handler got another core");
+}
+
+/* A directory of root's, group @gid, mode @mode, under the test's root. */
+static void make_dir(char *dir, size_t len, const char *name, gid_t gid, mode_t mode)
+{
+	cr_assert_eq(chmod(root, 0755), 0); /* the crashing user reaches what is below */
+	snprintf(dir, len, "%s/%s", root, name);
+	cr_assert_eq(mkdir(dir, mode), 0);
+	cr_assert_eq(chown(dir, 0, gid), 0);
+	cr_assert_eq(chmod(dir, mode), 0);
+}
+
+/*
+ * The kernel writes a core with all of the task's credentials: a directory
+ * writable only through a supplementary group gets it.
+ */
+Test(coredump, a_core_dir_writable_through_a_supplementary_group_gets_the_core)
+{
+	char core[128], state[128], pattern[200], want[200], dir[128];
+	struct stat st;
+	pid_t v;
+
+	need_gcore();
+	make_dir(dir, sizeof(dir), "grp", 4242, 0770);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	v = start_sleep_groups(65534, 4242);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
+	snprintf(want, sizeof(want), "%s/core.%d", dir, v);
+	cr_assert_eq(stat(want, &st), 0, "no core at %s: the group was not used", want);
+	cr_assert_eq(st.st_uid, 65534);
+	cr_assert(same_file(core, want), "the core changed on its way through");
+}
+
+/*
+ * fs.suid_dumpable=2 (%d 2): the kernel writes root's core, and only to an
+ * absolute path; a user's setuid program must not leave its memory in a
+ * file that user owns.
+ */
+Test(coredump, suid_dumpable_2_cores_are_root_s_and_absolute_only)
+{
+	char core[128], state[128], pattern[200], want[200], dir[128];
+	struct stat st;
+	pid_t v;
+
+	need_gcore();
+	make_dir(dir, sizeof(dir), "cores", 0, 0777);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	v = start_sleep(65534);
+	gcore(v, core);
+	cr_assert_eq(run_handler_mode(state, core, v, 65534, NULL, "18446744073709551615", 2), 0);
+	snprintf(want, sizeof(want), "%s/core.%d", dir, v);
+	cr_assert_eq(stat(want, &st), 0, "no core at %s", want);
+	cr_assert_eq(st.st_uid, 0, "a suid_dumpable=2 core owned by uid %u", st.st_uid);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert(same_file(core, want));
+	/* A relative pattern: no core at all (the kernel's "fully qualified path" rule). */
+	handler_files(core, sizeof(core), state, sizeof(state), "core.%P");
+	cr_assert_eq(run_handler_mode(state, core, v, 65534, NULL, "18446744073709551615", 2), 0);
+	snprintf(want, sizeof(want), "%s/core.%d", root, v);
+	cr_assert_neq(stat(want, &st), 0, "a suid_dumpable=2 core written to a relative path");
+}
+
+/*
+ * A process in its own mount namespace (a container): an absolute pattern
+ * names a path in its namespace, where the kernel would have written it.
+ */
+Test(coredump, an_absolute_pattern_is_resolved_in_the_crashing_process_mount_namespace)
+{
+	char core[128], state[128], pattern[200], dir[128], mnt[300], cmd[400], comm[64];
+	struct stat st;
+	uint64_t end;
+	pid_t v;
+
+	need_gcore();
+	make_dir(dir, sizeof(dir), "ns", 0, 0777);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o mode=0777 none %s && exec sleep 1000", dir);
+	v = fork();
+	cr_assert_geq(v, 0);
+	if (!v) {
+		execl("/usr/bin/unshare", "unshare", "-m", "--propagation", "private", "/bin/sh",
+		      "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	started[nstarted++] = v;
+	snprintf(mnt, sizeof(mnt), "/proc/%d/comm", v);
+	end = now_ms() + 10000;
+	do {
+		FILE *f = fopen(mnt, "re");
+
+		comm[0] = '\0';
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = '\0';
+			fclose(f);
+		}
+		if (!strcmp(comm, "sleep\n"))
+			break;
+		usleep(10000);
+	} while (now_ms() < end);
+	cr_assert_str_eq(comm, "sleep\n", "the namespaced sleep did not start");
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+	snprintf(mnt, sizeof(mnt), "/proc/%d/root%s/core.%d", v, dir, v);
+	cr_assert_eq(stat(mnt, &st), 0, "no core in the process's own mount namespace");
+	snprintf(mnt, sizeof(mnt), "%s/core.%d", dir, v);
+	cr_assert_neq(stat(mnt, &st), 0, "the core went to the host's %s", dir);
+}
+
+/*
+ * %F (a pidfd of the crashing process, Linux 6.16+), %C (its CPU) and %f
+ * (the executable's name) reach a chained pipe handler as the kernel
+ * would have given them, although our own pattern does not carry them.
+ */
+Test(coredump, previous_pipe_handler_gets_pidfd_cpu_and_exe_name)
+{
+	char core[128], state[128], script[128], pattern[300], path[200], want[64], *got;
+	unsigned int cpu;
+	char name[64];
+	FILE *f;
+	pid_t v;
+
+	need_gcore();
+	snprintf(script, sizeof(script), "%s/prev.sh", root);
+	f = fopen(script, "we");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\n{ echo \"$2 $3\"; grep '^Pid:' /proc/self/fdinfo/$1; } > %s/args\n"
+		"cat > /dev/null\n",
+		root);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(script, 0755), 0);
+	snprintf(pattern, sizeof(pattern), "|%s %%F %%C %%f", script);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	v = start_sleep(0);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+	snprintf(path, sizeof(path), "%s/args", root);
+	got = slurp(path);
+	cr_assert_eq(sscanf(got, "%u %63s", &cpu, name), 2, "no %%C %%f: '%s'", got);
+	cr_assert_lt(cpu, 4096);
+	cr_assert_str_eq(name, "sleep");
+	snprintf(want, sizeof(want), "Pid:\t%d\n", v);
+	cr_assert_not_null(strstr(got, want), "%%F is not a pidfd of %d: '%s'", v, got);
+}
+
+/*
+ * Only what the core's owner may read goes into its core: a user's
+ * process recorded with kernel call chains at perf_event_paranoid 2 gets
+ * its sched history in its own core, not the root-only cpu-clock buffer;
+ * with suid_dumpable=2 (root's core) both go in.
+ */
+Test(coredump, a_user_core_carries_only_buffers_that_user_may_read)
+{
+	char core[128], state[128], pattern[200], dir[128], out[200], cmd[600], want[64], line[64];
+	char sess[64], pid[16], fd[16], *s;
+	char *argv[] = { (char *)rk_bin, "record", "--session",	 sess, "-e", "cpu-clock",
+			 "-p",		 pid,	   "--ready-fd", fd,   NULL };
+	int p[2], kernel_ok = rk_access_paranoid() <= 1;
+	pid_t v, rk;
+
+	need_gcore();
+	make_dir(dir, sizeof(dir), "cores", 0, 0777);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	v = start_sleep(65534);
+	snprintf(sess, sizeof(sess), "itest-core-%d", getpid());
+	snprintf(traced_session, sizeof(traced_session), "%s", sess);
+	snprintf(pid, sizeof(pid), "%d", v);
+	cr_assert_eq(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
+	close(p[1]);
+	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
+	close(p[0]);
+	gcore(v, core);
+	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
+	snprintf(out, sizeof(out), "%s/core.%d", dir, v);
+	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
+	s = sh_out(cmd, NULL);
+	snprintf(want, sizeof(want), "sched/%d", v);
+	cr_assert_not_null(strstr(s, want), "the user's own sched history is missing:\n%s", s);
+	snprintf(want, sizeof(want), "cpu-clock/%d", v);
+	cr_assert_eq(
+		strstr(s, want) != NULL, kernel_ok,
+		"cpu-clock (kernel addresses) %s the user's core at perf_event_paranoid %d:\n%s",
+		kernel_ok ? "missing from" : "copied into", rk_access_paranoid(), s);
+	free(s);
+	cr_assert_eq(unlink(out), 0);
+	/* Root's core (suid_dumpable=2): everything. */
+	cr_assert_eq(run_handler_mode(state, core, v, 65534, NULL, "18446744073709551615", 2), 0);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, want), "root's core lacks the cpu-clock buffer:\n%s", s);
+	free(s);
+	kill(rk, SIGINT);
+	wait_for(rk, 30000);
 }
 
 /* A bug in the handler (here a SIGSEGV injected before the copy) still delivers the core. */
@@ -762,4 +985,78 @@ Test(coredump, through_the_kernel_two_hundred_threads_crash, .fini = crash_fini)
 	cr_assert_lt((unsigned long long)sb.st_blocks * 512, (unsigned long long)sb.st_size / 4,
 		     "the core takes %lld bytes for %lld: zero pages were written",
 		     (long long)sb.st_blocks * 512, (long long)sb.st_size);
+}
+
+/*
+ * A crash storm through the installed handler: every core the kernel
+ * would have written with the file pattern alone is written (the kernel
+ * skips a pipe dump past core_pipe_limit concurrent ones).
+ */
+#define STORM 24
+
+Test(coredump, through_the_kernel_a_crash_storm_loses_no_core, .fini = kernel_fini)
+{
+	char pattern[200], cmd[400], *s;
+	pid_t kids[STORM];
+	int go[2], i, dumped = 0;
+
+	install_over_file_pattern(pattern, sizeof(pattern));
+	cr_assert_eq(pipe(go), 0);
+	for (i = 0; i < STORM; i++) {
+		kids[i] = fork();
+		cr_assert_geq(kids[i], 0);
+		if (!kids[i]) {
+			struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+			char b;
+
+			close(go[1]);
+			signal(SIGSEGV, SIG_DFL);
+			setrlimit(RLIMIT_CORE, &rl);
+			/* All wait for the same EOF, then crash at once. */
+			if (read(go[0], &b, 1) < 0)
+				_exit(1);
+			kill(getpid(), SIGSEGV);
+			_exit(2);
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	for (i = 0; i < STORM; i++) {
+		int st = wait_for(kids[i], 60000);
+
+		cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "child %d: 0x%x", i, st);
+		dumped += WCOREDUMP(st) ? 1 : 0;
+	}
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^core\\.'", root);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(atoi(s), STORM, "%d cores of %d concurrent crashes (%d dumped)", atoi(s),
+		     STORM, dumped);
+	free(s);
+	cr_assert_eq(dumped, STORM);
+}
+
+/*
+ * A socket core_pattern (@PATH, Linux 6.16+) cannot be chained to without
+ * hiding the crashing process from its server: --install refuses it and
+ * changes nothing.
+ */
+Test(coredump, install_refuses_a_socket_pattern, .fini = kernel_fini)
+{
+	char *install[] = { (char *)rk_bin, "coredump", "--install", NULL };
+	char now[256];
+	struct stat st;
+
+	read_sysctl("/proc/sys/kernel/core_pattern", saved_pattern, sizeof(saved_pattern));
+	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
+	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
+		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
+	saved = 1;
+	write_sysctl("/proc/sys/kernel/core_pattern", "@/run/ringkeeper-test-none.sock");
+	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
+	if (now[0] != '@')
+		cr_skip_test("this kernel (before 6.16) has no socket core_pattern");
+	expect_error(install, 1, "is a socket");
+	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
+	cr_assert_str_eq(now, "@/run/ringkeeper-test-none.sock", "install changed it");
+	cr_assert_neq(stat("/run/ringkeeper/coredump.state", &st), 0, "a state was saved");
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "coredump.h"
 #include "session.h"
 #include "util.h"
 
@@ -256,4 +257,42 @@ Test(util, record_summary_names_problems_and_stat_hides_what_does_not_apply)
 	cr_assert_not_null(strstr(s, "AUX records"), "%s", s);
 	cr_assert_not_null(strstr(s, "perf records drained"), "%s", s);
 	free(s);
+}
+
+/* The core_pattern specifiers, as the kernel's format_corename() expands them. */
+Test(coredump, expand_follows_the_kernel)
+{
+	struct rk_crash c;
+	char out[256];
+
+	memset(&c, 0x5a, sizeof(c)); /* poison: every field the expander reads is set below */
+	c.pid = 100;
+	c.tid = 101;
+	c.ns_pid = 1;
+	c.ns_tid = 2;
+	c.sig = 11;
+	c.rlimit_core = 0;
+	c.time = 1700000000;
+	c.uid = 1000;
+	c.gid = 100;
+	c.dumpable = 1;
+	snprintf(c.host, sizeof(c.host), "h/st");
+	snprintf(c.comm, sizeof(c.comm), "..");
+	snprintf(c.exe, sizeof(c.exe), "!usr!bin!x");
+	snprintf(c.exe_name, sizeof(c.exe_name), "x");
+	c.cpu = 3;
+	c.pidfd = 7;
+	cr_assert_eq(rk_core_expand("%P.%I.%p.%i.%u.%g.%d.%s.%t.%c.%C.%F.%f.%E.%h.%%.%z", &c, out,
+				    sizeof(out)),
+		     0);
+	cr_assert_str_eq(out, "100.101.1.2.1000.100.1.11.1700000000.0.3.7.x.!usr!bin!x.h!st.%.");
+	/* A leading "." or ".." from %e is escaped, so a core never names a parent directory. */
+	cr_assert_eq(rk_core_expand("%e", &c, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "!.");
+	/* Unknown to us (no pidfd, no CPU): nothing, as an unknown specifier. */
+	c.cpu = -1;
+	c.pidfd = -1;
+	cr_assert_eq(rk_core_expand("a%Cb%Fc", &c, out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "abc");
+	cr_assert_eq(rk_core_expand("%t%t%t", &c, out, 12), -ENAMETOOLONG);
 }
