@@ -187,14 +187,20 @@ void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid)
 	char old[PATH_MAX + 48];
 	unsigned int n;
 
-	for (n = 1; n < 1000; n++) {
+	/*
+	 * The first free <tid>.<n>, never replacing one: a tid reused a
+	 * thousand times (-a for weeks) must not cost an earlier history.
+	 */
+	for (n = 1; n; n++) {
 		snprintf(old, sizeof(old), "%s.%u", path, n);
-		if (access(old, F_OK))
+		if (!renameat2(AT_FDCWD, path, AT_FDCWD, old, RENAME_NOREPLACE)) {
+			rec_gone_renamed(r, path, old);
+			return;
+		}
+		if (errno != EEXIST)
 			break;
 	}
-	if (!rename(path, old))
-		rec_gone_renamed(r, path, old);
-	else if (errno != ENOENT)
+	if (errno != ENOENT)
 		rk_warn("cannot move the file of exited tid %u aside: %s", tid, strerror(errno));
 }
 

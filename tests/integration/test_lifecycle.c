@@ -700,3 +700,87 @@ Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
 	}
 	free(err);
 }
+
+/*
+ * A reused tid: the earlier thread's file moves aside to <tid>.<n>, the
+ * first free n, and never over one that is there (<tid>.999 included: a
+ * tid reused a thousand times under -a). ns_last_pid makes the reuse.
+ */
+Test(lifecycle, a_reused_tid_never_replaces_an_earlier_history)
+{
+	char dir[256], path[300], line[64], *s;
+	int req[2], rep[2], ready, tries, n;
+	pid_t target, rk, p1 = 0, p2 = 0;
+	struct stat sb;
+	uint64_t end;
+
+	/* Close-on-exec: the recorder must not hold the target's pipe open. */
+	cr_assert_eq(pipe2(req, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(rep, O_CLOEXEC), 0);
+	target = fork();
+	cr_assert_geq(target, 0);
+	if (!target) {
+		char b;
+		pid_t c;
+
+		close(req[1]);
+		close(rep[0]);
+		/* A fork per byte asked; the child's pid back. */
+		while (read(req[0], &b, 1) == 1) {
+			c = fork();
+			if (!c)
+				_exit(0);
+			waitpid(c, NULL, 0);
+			if (write(rep[1], &c, sizeof(c)) != (ssize_t)sizeof(c))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(req[0]);
+	close(rep[1]);
+	rk = start_recorder_on(target, "reuse", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	cr_assert_eq(write(req[1], "f", 1), 1);
+	cr_assert_eq(read(rep[0], &p1, sizeof(p1)), (ssize_t)sizeof(p1));
+	snprintf(dir, sizeof(dir), "%s/reuse/sched", root);
+	snprintf(path, sizeof(path), "%s/%d", dir, p1);
+	end = now_ms() + 10000;
+	while (stat(path, &sb) && now_ms() < end)
+		usleep(2000);
+	cr_assert_eq(stat(path, &sb), 0, "no file for the first child %d", p1);
+	/* 999 earlier histories of the tid (stand-ins), then the tid once more. */
+	for (n = 1; n <= 999; n++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%d.%d", dir, p1, n);
+		f = fopen(path, "we");
+		cr_assert_not_null(f);
+		fputs("earlier", f);
+		cr_assert_eq(fclose(f), 0);
+	}
+	for (tries = 0; tries < 50 && p2 != p1; tries++) {
+		char last[16];
+		FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+
+		cr_assert_not_null(f);
+		snprintf(last, sizeof(last), "%d", p1 - 1);
+		fputs(last, f);
+		cr_assert_eq(fclose(f), 0);
+		cr_assert_eq(write(req[1], "f", 1), 1);
+		cr_assert_eq(read(rep[0], &p2, sizeof(p2)), (ssize_t)sizeof(p2));
+	}
+	cr_assert_eq(p2, p1, "pid %d was not reused in 50 tries", p1);
+	snprintf(path, sizeof(path), "%s/%d.1000", dir, p1);
+	end = now_ms() + 10000;
+	while (stat(path, &sb) && now_ms() < end)
+		usleep(2000);
+	close(req[1]);
+	close(rep[0]);
+	wait_for(target, 10000);
+	wait_for(rk, 30000);
+	close(ready);
+	cr_assert_eq(stat(path, &sb), 0, "the first child's history is not at %s", path);
+	snprintf(path, sizeof(path), "%s/%d.999", dir, p1);
+	s = slurp(path);
+	cr_assert_str_eq(s, "earlier", "%s was replaced", path);
+}
