@@ -7,7 +7,10 @@
  * of abort() called from it. Before the crash it prints "worker TID" for each
  * worker and "crasher TID", so tests know who is who.
  *
- *   crasher [-t THREADS] [-s SPIN_MS] [-a]
+ *   crasher [-t THREADS] [-s SPIN_MS] [-a] [-f]
+ *
+ * -f: fork first, and do all of it in the child, which never execs (its
+ * mappings are its parent's); the parent exits 128 + the child's signal.
  *
  * RLIMIT_CORE is raised to its hard limit: a core is the point.
  * Built with frame pointers, so -g call chains reach the thread's start.
@@ -18,12 +21,14 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 static int nthreads = 4;
 static long spin_ms = 100;
 static int use_abort;
+static int fork_first;
 static pthread_barrier_t started;
 static volatile unsigned long sink;
 
@@ -85,7 +90,7 @@ int main(int argc, char **argv)
 	pthread_t t;
 	int c, i;
 
-	while ((c = getopt(argc, argv, "t:s:a")) != -1) {
+	while ((c = getopt(argc, argv, "t:s:af")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -96,14 +101,29 @@ int main(int argc, char **argv)
 		case 'a':
 			use_abort = 1;
 			break;
+		case 'f':
+			fork_first = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: crasher [-t THREADS] [-s SPIN_MS] [-a]\n");
+			fprintf(stderr, "usage: crasher [-t THREADS] [-s SPIN_MS] [-a] [-f]\n");
 			return 2;
 		}
 	}
 	if (nthreads < 1 || nthreads > 10000) {
 		fprintf(stderr, "crasher: 1 to 10000 threads\n");
 		return 2;
+	}
+	if (fork_first) {
+		pid_t child = fork();
+		int st;
+
+		if (child < 0)
+			return 2;
+		if (child > 0) {
+			if (waitpid(child, &st, 0) != child)
+				return 2;
+			return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+		}
 	}
 	if (!getrlimit(RLIMIT_CORE, &rl)) {
 		rl.rlim_cur = rl.rlim_max;

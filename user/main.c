@@ -652,6 +652,7 @@ static int show_from_core(const char *tid_s, int json)
 	struct rk_core_bufs b;
 	const char *why = NULL;
 	unsigned long long tid;
+	char comm[RK_COMM_LEN];
 	size_t i;
 	int r = 1, err;
 
@@ -669,15 +670,18 @@ static int show_from_core(const char *tid_s, int json)
 				printf("  %-24s (not a valid buffer: %s)\n", cb->name, cb->why);
 				continue;
 			}
+			snprintf(comm, sizeof(comm), "%s", cb->bf.ident->comm);
 			printf("  %-24s tid %-7u tgid %-7u %-16s %s\n",
 			       cb->name[0]		    ? cb->name :
 			       cb->type == RK_NOTE_SIDEBAND ? "sideband" :
 							      "?",
-			       cb->bf.ident->tid, cb->bf.ident->tgid, cb->bf.ident->comm,
+			       cb->bf.ident->tid, cb->bf.ident->tgid, rk_strip_controls(comm),
 			       rk_thread_state_name(cb->bf.ident->state));
 		}
+		/* A core with buffers lists them: success; one with none: 1, as for a TID. */
+		r = b.n ? 0 : 1;
 		rk_core_bufs__free(&b);
-		return b.n ? 0 : 1;
+		return r;
 	}
 	if (rk_parse_uint(tid_s, UINT32_MAX, &tid)) {
 		rk_err("show --core: '%s' is not a tid", tid_s);

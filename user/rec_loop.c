@@ -157,6 +157,13 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 		adopted(r, t, !!(s->flags & RK_SIGF_NEW_PROCESS));
 	else if (parent)
 		rec_thread_via_cgroup(t, parent->via_cgroup);
+	/*
+	 * A new process runs its parent's image until it execs, and the kernel
+	 * writes no MMAP for a fork: its sideband starts with the mappings it
+	 * has, or its samples (and its core's) resolve to nothing.
+	 */
+	if (r->drain && s->tid == s->tgid && !(s->flags & RK_SIGF_ADOPTED))
+		rec_synthesize(r, (pid_t)s->tgid);
 	fr.h.type = PERF_RECORD_FORK;
 	fr.h.size = sizeof(fr);
 	fr.pid = s->tgid;

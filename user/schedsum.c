@@ -128,7 +128,7 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 			"(ms)", "");
 	for (i = 0; i < tl->nthreads; i++) {
 		const struct rk_tl_thread *t = &tl->threads[i];
-		char comm[RK_COMM_LEN], *c;
+		char comm[RK_COMM_LEN];
 
 		rk_sched_sum_thread(t, &s);
 		add(&tot, &s);
@@ -146,9 +146,7 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		}
 		/* A comm is the thread's to choose: no control characters in our table. */
 		snprintf(comm, sizeof(comm), "%s", t->id.comm);
-		for (c = comm; *c; c++)
-			if ((unsigned char)*c < 0x20 || *c == 0x7f)
-				*c = '?';
+		rk_strip_controls(comm);
 		fprintf(out, "%-16s %8u %8u", comm, t->id.tid, t->id.tgid);
 		text_figures(out, &s);
 	}

@@ -205,8 +205,8 @@ static void print_crashes(FILE *f, const char *dir, int json)
 		if (!json) {
 			fprintf(f,
 				"  crash: pid %d (%s) tid %d signal %d (SIG%s) at %lld, core %s\n",
-				c.pid, c.comm, c.tid, c.sig, sigabbrev_np(c.sig) ?: "?", c.time,
-				c.core);
+				c.pid, rk_strip_controls(c.comm), c.tid, c.sig,
+				sigabbrev_np(c.sig) ?: "?", c.time, rk_strip_controls(c.core));
 			continue;
 		}
 		fprintf(f, "%s{\"pid\":%d,\"tid\":%d,\"signal\":%d,\"time\":%lld,\"comm\":",

@@ -257,6 +257,8 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		if (h->size >= sizeof(*h) + 8 + RK_COMM_LEN) {
 			memcpy(w->comm, (const __u8 *)h + sizeof(*h) + 8, RK_COMM_LEN);
 			w->comm[RK_COMM_LEN - 1] = '\0';
+			if (!w->json)
+				rk_strip_controls(w->comm);
 		}
 		snprintf(detail, sizeof(detail), "%s%s", w->comm,
 			 h->misc & PERF_RECORD_MISC_COMM_EXEC ? " (exec)" : "");
@@ -380,6 +382,8 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 
 	memcpy(w.comm, id->comm, RK_COMM_LEN);
 	w.comm[RK_COMM_LEN - 1] = '\0';
+	if (!json)
+		rk_strip_controls(w.comm);
 	if (json) {
 		/* One document: the thread's header, then its records, one per line. */
 		fprintf(out, "{\"thread\":{\"file\":");

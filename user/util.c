@@ -131,6 +131,16 @@ uint64_t rk_now_real_ns(void)
 	return now_ns(CLOCK_REALTIME);
 }
 
+char *rk_strip_controls(char *s)
+{
+	char *c;
+
+	for (c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
+}
+
 void rk_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);

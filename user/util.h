@@ -30,6 +30,14 @@ const char *rk_fmt_size(uint64_t bytes, char *buf, size_t len);
 uint64_t rk_now_mono_ns(void);
 uint64_t rk_now_real_ns(void);
 
+/**
+ * rk_strip_controls() - replace control characters in @s with '?', in place:
+ * a comm or a path is its owner's to choose, and text output is read on a
+ * terminal (JSON output escapes them instead).
+ * Return: @s.
+ */
+char *rk_strip_controls(char *s);
+
 /** rk_json_str() - print @s as a JSON string literal. */
 void rk_json_str(FILE *f, const char *s);
 

@@ -497,12 +497,14 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 	waitpid(v, NULL, 0);
 	snprintf(out, sizeof(out), "%s/core.%d", root, v);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
-	s = sh_out(cmd, NULL);
 	{
 		char want[64];
+		int st;
 
+		s = sh_out(cmd, &st);
 		snprintf(want, sizeof(want), "sched/%d", v);
 		cr_assert_not_null(strstr(s, want), "show --core:\n%s", s);
+		cr_assert_eq(st, 0, "show --core listed the buffers and exited %d", st);
 	}
 	free(s);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s %d 2>&1", rk_bin, out, v);
@@ -953,6 +955,20 @@ Test(coredump, through_the_kernel_an_abort_ends_every_thread_history_at_the_cras
 	assert_history_ends_at_crash(&cr, cr.pid, SIGABRT);
 	/* abort() raises from libc: the sample before it is in libc or in crash_here. */
 	assert_last_sample_in(&cr, "crasher");
+}
+
+/*
+ * A process forked without exec (its image is its parent's, and the kernel
+ * writes no MMAP for a fork) crashes: its samples in the core still
+ * resolve to the function it crashed in.
+ */
+Test(coredump, through_the_kernel_a_forked_child_s_core_resolves_its_samples, .fini = crash_fini)
+{
+	struct crashed cr;
+
+	traced_crash("-f -t 2", SIGSEGV, &cr);
+	assert_history_ends_at_crash(&cr, cr.crasher, SIGSEGV);
+	assert_last_sample_in(&cr, "crash_here+");
 }
 
 /*

@@ -296,3 +296,38 @@ Test(coredump, expand_follows_the_kernel)
 	cr_assert_str_eq(out, "abc");
 	cr_assert_eq(rk_core_expand("%t%t%t", &c, out, 12), -ENAMETOOLONG);
 }
+
+/*
+ * stat's text shows a crash line per crash, whatever the crashing process
+ * named itself: a comm (or a core path made from one) with control
+ * characters cannot add lines or drive the terminal.
+ */
+Test(session, stat_text_strips_control_characters_of_a_crash)
+{
+	struct rk_crash_line c = { .pid = 7, .tid = 8, .sig = 11, .time = 1 };
+	struct rk_session_stat st;
+	char dir[] = "/tmp/rk-unit-XXXXXX", path[64], *buf = NULL, *line;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, RK_CRASHES_FILE);
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	snprintf(c.comm, sizeof(c.comm), "a\nb\x1b[2J");
+	snprintf(c.core, sizeof(c.core), "/c/core.a\nb");
+	rk_crash_line_write(f, &c);
+	cr_assert_eq(fclose(f), 0);
+	memset(&st, 0, sizeof(st));
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_session_print(f, "s", &st, 0, dir);
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+	line = strstr(
+		buf, "  crash: pid 7 (a?b?[2J) tid 8 signal 11 (SIGSEGV) at 1, core /c/core.a?b\n");
+	cr_assert_not_null(line, "%s", buf);
+	cr_assert_null(strchr(buf, '\x1b'), "an escape reached the terminal:\n%s", buf);
+	free(buf);
+}
