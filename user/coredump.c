@@ -34,7 +34,7 @@
 #define PATTERN_MAX 127
 /* What the kernel does with no core_pattern set: a file "core" in the cwd. */
 #define SAFE_DEFAULT "core"
-#define MAX_NOTES 65536
+#define MAX_NOTES RK_CORE_MAX_BUFS
 /*
  * core_pipe_limit while the handler is installed: INT_MAX, the most the
  * sysctl takes. The kernel skips a pipe dump past the limit of concurrent

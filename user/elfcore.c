@@ -482,14 +482,17 @@ int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const c
 	}
 	phnum = eh->e_phnum;
 	if (phnum == PN_XNUM) {
-		const Elf64_Shdr *sh0 = (const Elf64_Shdr *)(base + eh->e_shoff);
+		Elf64_Shdr sh0;
 
-		if (!eh->e_shoff || eh->e_shoff > (__u64)st.st_size - sizeof(*sh0)) {
+		if (!eh->e_shoff || (__u64)st.st_size < sizeof(sh0) ||
+		    eh->e_shoff > (__u64)st.st_size - sizeof(sh0)) {
 			*why = "PN_XNUM without a section header 0";
 			ret = -EINVAL;
 			goto out;
 		}
-		phnum = sh0->sh_info;
+		/* Wherever e_shoff says: not necessarily aligned. */
+		memcpy(&sh0, base + eh->e_shoff, sizeof(sh0));
+		phnum = sh0.sh_info;
 	}
 	if (eh->e_phoff > (__u64)st.st_size ||
 	    phnum > ((__u64)st.st_size - eh->e_phoff) / sizeof(Elf64_Phdr)) {
@@ -537,19 +540,33 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 	}
 	if (type != RK_NOTE_BUFFER && type != RK_NOTE_SIDEBAND)
 		return 0;
-	v = realloc(b->v, (b->n + 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	/* Moved: each buffer's pmu points at its own copy, inside the entry. */
-	for (i = 0; v != b->v && i < b->n; i++)
-		v[i].bf.pmu = &v[i].bf.pmu_copy;
-	b->v = v;
+	if (b->n == RK_CORE_MAX_BUFS) {
+		b->skipped++;
+		return 0;
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+
+		v = realloc(b->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		/* Moved: each buffer's pmu points at its own copy, inside the entry. */
+		for (i = 0; v != b->v && i < b->n; i++)
+			v[i].bf.pmu = &v[i].bf.pmu_copy;
+		b->v = v;
+		b->cap = cap;
+	}
 	cb = &b->v[b->n++];
 	memset(cb, 0, sizeof(*cb));
 	cb->type = type;
 	cb->size = (size_t)size;
+	/* No page 0: not a buffer, and not worth a page of memory each. */
+	if (size < PAGE) {
+		cb->why = "smaller than a page";
+		return 0;
+	}
 	/* The desc is 4-byte aligned in the core: the buffer wants its own page. */
-	if (posix_memalign(&cb->mem, PAGE, size ? (size_t)size : 1)) {
+	if (posix_memalign(&cb->mem, PAGE, (size_t)size)) {
 		cb->mem = NULL;
 		cb->why = "out of memory";
 		return 0;
@@ -560,29 +577,32 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 	return 0;
 }
 
-/* Name each buffer note from the session's "buffer N SOURCE/TID" lines. */
+/*
+ * Name each buffer note from the session's "buffer N SOURCE/TID" lines:
+ * N counts the RK_NOTE_BUFFER notes, so an index of them first (a crafted
+ * core's lines cost one lookup each, not a walk).
+ */
 static void name_buffers(struct rk_core_bufs *b)
 {
 	const char *line = b->session;
+	size_t *idx_of, nbuf = 0, i;
 
+	idx_of = b->n ? malloc(b->n * sizeof(*idx_of)) : NULL;
+	if (!idx_of)
+		return;
+	for (i = 0; i < b->n; i++)
+		if (b->v[i].type == RK_NOTE_BUFFER)
+			idx_of[nbuf++] = i;
 	while (line && *line) {
 		const char *nl = strchr(line, '\n');
 		unsigned long idx;
 		char name[80];
-		size_t i, k = 0;
 
-		if (sscanf(line, "buffer %lu %79s", &idx, name) == 2) {
-			for (i = 0; i < b->n; i++) {
-				if (b->v[i].type != RK_NOTE_BUFFER)
-					continue;
-				if (k++ == idx) {
-					snprintf(b->v[i].name, sizeof(b->v[i].name), "%s", name);
-					break;
-				}
-			}
-		}
+		if (sscanf(line, "buffer %lu %79s", &idx, name) == 2 && idx < nbuf)
+			snprintf(b->v[idx_of[idx]].name, sizeof(b->v[0].name), "%s", name);
 		line = nl ? nl + 1 : NULL;
 	}
+	free(idx_of);
 }
 
 int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why)

@@ -102,10 +102,21 @@ struct rk_core_buf {
 	const char *why;
 };
 
-/** struct rk_core_bufs - every ringkeeper buffer of a core, and its session text. */
+/*
+ * The most buffer notes the handler writes into a core, and the most a
+ * reader takes from one (a crafted core's others are counted, not read):
+ * about 64 MiB of entries at most.
+ */
+#define RK_CORE_MAX_BUFS 65536
+
+/**
+ * struct rk_core_bufs - every ringkeeper buffer of a core, and its session text.
+ * @skipped: buffer notes past RK_CORE_MAX_BUFS, not read.
+ */
 struct rk_core_bufs {
 	struct rk_core_buf *v;
-	size_t n;
+	size_t n, cap;
+	size_t skipped;
 	char *session;
 };
 

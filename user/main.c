@@ -678,6 +678,9 @@ static int show_from_core(const char *tid_s, int json)
 			       cb->bf.ident->tid, cb->bf.ident->tgid, rk_strip_controls(comm),
 			       rk_thread_state_name(cb->bf.ident->state));
 		}
+		if (b.skipped)
+			printf("  (%zu more buffer notes not read: a reader takes %d at most)\n",
+			       b.skipped, RK_CORE_MAX_BUFS);
 		/* A core with buffers lists them: success; one with none: 1, as for a TID. */
 		r = b.n ? 0 : 1;
 		rk_core_bufs__free(&b);

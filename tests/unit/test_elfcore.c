@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -468,4 +469,56 @@ Test(elfcore, many_buffers_each_keep_their_own_attr)
 		cr_assert_eq(b.v[i].bf.pmu->attr.context_switch, 1);
 	}
 	rk_core_bufs__free(&b);
+}
+
+/*
+ * A crafted core of 16.8 MB with 700,000 empty RINGKEEPER buffer notes:
+ * the reader takes RK_CORE_MAX_BUFS of them and counts the rest, and an
+ * empty note costs no page of its own (the reader once took 3.5 GB).
+ */
+Test(elfcore, a_core_of_700k_tiny_notes_is_read_within_bounds)
+{
+	const size_t nnotes = 700000, note = 12 + 12; /* header, "RINGKEEPER\0" padded, no desc */
+	struct rk_core_bufs b;
+	struct rusage ru0, ru1;
+	const char *why = NULL;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph = { .p_type = PT_NOTE };
+	char path[128];
+	__u8 *notes, *p;
+	size_t i;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/many.core", dir);
+	rk_elfcore_ehdr(&eh);
+	eh.e_phnum = 1;
+	ph.p_offset = sizeof(eh) + sizeof(ph);
+	ph.p_filesz = nnotes * note;
+	notes = calloc(nnotes, note);
+	cr_assert_not_null(notes);
+	for (i = 0, p = notes; i < nnotes; i++, p += note) {
+		__u32 hdr[3] = { 11, 0, RK_NOTE_BUFFER };
+
+		memcpy(p, hdr, sizeof(hdr));
+		memcpy(p + 12, RK_NOTE_OWNER, 11);
+	}
+	f = fopen(path, "we");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&eh, sizeof(eh), 1, f), 1);
+	cr_assert_eq(fwrite(&ph, sizeof(ph), 1, f), 1);
+	cr_assert_eq(fwrite(notes, note, nnotes, f), nnotes);
+	cr_assert_eq(fclose(f), 0);
+	free(notes);
+	getrusage(RUSAGE_SELF, &ru0);
+	cr_assert_eq(rk_core_bufs__load(path, &b, &why), 0, "%s", why ? why : "");
+	getrusage(RUSAGE_SELF, &ru1);
+	cr_assert_eq(b.n, RK_CORE_MAX_BUFS);
+	cr_assert_eq(b.skipped, nnotes - RK_CORE_MAX_BUFS);
+	for (i = 0; i < b.n; i++)
+		cr_assert_not_null(b.v[i].why, "note %zu taken as a buffer", i);
+	/* The entries (~1 KB each) and nothing per note: well under 256 MB more. */
+	cr_assert_lt(ru1.ru_maxrss - ru0.ru_maxrss, 256 * 1024, "the reader grew by %ld KB",
+		     ru1.ru_maxrss - ru0.ru_maxrss);
+	rk_core_bufs__free(&b);
+	unlink(path);
 }
