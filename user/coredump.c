@@ -1128,7 +1128,8 @@ static int handle(int argc, char **argv)
 		c.cpu = -1;
 		c.pidfd = -1;
 	}
-	if (state_read(&s) || !s.pattern[0] || is_ours(s.pattern)) {
+	/* A socket pattern is never saved by --install: a state naming one is not ours. */
+	if (state_read(&s) || !s.pattern[0] || is_ours(s.pattern) || s.pattern[0] == '@') {
 		syslog(LOG_ERR, "no saved core_pattern in %s: using the kernel's default '%s'",
 		       RK_COREDUMP_STATE, SAFE_DEFAULT);
 		snprintf(s.pattern, sizeof(s.pattern), SAFE_DEFAULT);

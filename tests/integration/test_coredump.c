@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,23 @@ Test(coredump, untraced_core_goes_to_the_previous_file_pattern_unchanged)
 	cr_assert_eq(st.st_mode & 0777, 0600);
 }
 
+/* ROOT/prev.sh, a stand-in previous pipe handler: a shell script of @fmt. */
+static void prev_script(char *script, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	FILE *f;
+
+	snprintf(script, len, "%s/prev.sh", root);
+	f = fopen(script, "we");
+	cr_assert_not_null(f);
+	fputs("#!/bin/sh\n", f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(script, 0755), 0);
+}
+
 /*
  * The previous handler a pipe (a stand-in for systemd-coredump, with its
  * Debian arguments): it gets its own arguments expanded and the core.
@@ -183,16 +201,10 @@ Test(coredump, untraced_core_goes_to_the_previous_file_pattern_unchanged)
 Test(coredump, previous_pipe_handler_gets_its_arguments_and_the_core)
 {
 	char core[128], state[128], script[128], pattern[300], path[200], *args;
-	FILE *f;
 	pid_t v;
 
 	need_gcore();
-	snprintf(script, sizeof(script), "%s/prev.sh", root);
-	f = fopen(script, "we");
-	cr_assert_not_null(f);
-	fprintf(f, "#!/bin/sh\necho \"$@\" > %s/args\ncat > %s/got\n", root, root);
-	cr_assert_eq(fclose(f), 0);
-	cr_assert_eq(chmod(script, 0755), 0);
+	prev_script(script, sizeof(script), "echo \"$@\" > %s/args\ncat > %s/got\n", root, root);
 	snprintf(pattern, sizeof(pattern), "|%s %%P %%u %%g %%s %%t 9223372036854775808 %%h %%d",
 		 script);
 	handler_files(core, sizeof(core), state, sizeof(state), pattern);
@@ -225,21 +237,36 @@ static void make_dir(char *dir, size_t len, const char *name, gid_t gid, mode_t 
 }
 
 /*
+ * A directory @name of the test's root (group @gid, @mode) into which the
+ * previous pattern DIR/core.%P sends cores, and a sleeping process of uid
+ * 65534 (supplementary group @group unless 0) with its core at @core.
+ */
+static pid_t user_crash_into(char *dir, size_t dlen, const char *name, gid_t gid, mode_t mode,
+			     gid_t group, char *core, char *state)
+{
+	char pattern[200];
+	pid_t v;
+
+	need_gcore();
+	make_dir(dir, dlen, name, gid, mode);
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
+	handler_files(core, 128, state, 128, pattern);
+	v = start_sleep_groups(65534, group);
+	gcore(v, core);
+	return v;
+}
+
+/*
  * The kernel writes a core with all of the task's credentials: a directory
  * writable only through a supplementary group gets it.
  */
 Test(coredump, a_core_dir_writable_through_a_supplementary_group_gets_the_core)
 {
-	char core[128], state[128], pattern[200], want[200], dir[128];
+	char core[128], state[128], want[200], dir[128];
 	struct stat st;
 	pid_t v;
 
-	need_gcore();
-	make_dir(dir, sizeof(dir), "grp", 4242, 0770);
-	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
-	handler_files(core, sizeof(core), state, sizeof(state), pattern);
-	v = start_sleep_groups(65534, 4242);
-	gcore(v, core);
+	v = user_crash_into(dir, sizeof(dir), "grp", 4242, 0770, 4242, core, state);
 	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
 	snprintf(want, sizeof(want), "%s/core.%d", dir, v);
 	cr_assert_eq(stat(want, &st), 0, "no core at %s: the group was not used", want);
@@ -254,16 +281,11 @@ Test(coredump, a_core_dir_writable_through_a_supplementary_group_gets_the_core)
  */
 Test(coredump, suid_dumpable_2_cores_are_root_s_and_absolute_only)
 {
-	char core[128], state[128], pattern[200], want[200], dir[128];
+	char core[128], state[128], want[200], dir[128];
 	struct stat st;
 	pid_t v;
 
-	need_gcore();
-	make_dir(dir, sizeof(dir), "cores", 0, 0777);
-	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
-	handler_files(core, sizeof(core), state, sizeof(state), pattern);
-	v = start_sleep(65534);
-	gcore(v, core);
+	v = user_crash_into(dir, sizeof(dir), "cores", 0, 0777, 0, core, state);
 	cr_assert_eq(run_handler_mode(state, core, v, 65534, NULL, "18446744073709551615", 2), 0);
 	snprintf(want, sizeof(want), "%s/core.%d", dir, v);
 	cr_assert_eq(stat(want, &st), 0, "no core at %s", want);
@@ -335,19 +357,13 @@ Test(coredump, previous_pipe_handler_gets_pidfd_cpu_and_exe_name)
 	char core[128], state[128], script[128], pattern[300], path[200], want[64], *got;
 	unsigned int cpu;
 	char name[64];
-	FILE *f;
 	pid_t v;
 
 	need_gcore();
-	snprintf(script, sizeof(script), "%s/prev.sh", root);
-	f = fopen(script, "we");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"#!/bin/sh\n{ echo \"$2 $3\"; grep '^Pid:' /proc/self/fdinfo/$1; } > %s/args\n"
-		"cat > /dev/null\n",
-		root);
-	cr_assert_eq(fclose(f), 0);
-	cr_assert_eq(chmod(script, 0755), 0);
+	prev_script(script, sizeof(script),
+		    "{ echo \"$2 $3\"; grep '^Pid:' /proc/self/fdinfo/$1; } > %s/args\n"
+		    "cat > /dev/null\n",
+		    root);
 	snprintf(pattern, sizeof(pattern), "|%s %%F %%C %%f", script);
 	handler_files(core, sizeof(core), state, sizeof(state), pattern);
 	v = start_sleep(0);
@@ -370,18 +386,14 @@ Test(coredump, previous_pipe_handler_gets_pidfd_cpu_and_exe_name)
  */
 Test(coredump, a_user_core_carries_only_buffers_that_user_may_read)
 {
-	char core[128], state[128], pattern[200], dir[128], out[200], cmd[600], want[64], line[64];
+	char core[128], state[128], dir[128], out[200], cmd[600], want[64], line[64];
 	char sess[64], pid[16], fd[16], *s;
 	char *argv[] = { (char *)rk_bin, "record", "--session",	 sess, "-e", "cpu-clock",
 			 "-p",		 pid,	   "--ready-fd", fd,   NULL };
 	int p[2], kernel_ok = rk_access_paranoid() <= 1;
 	pid_t v, rk;
 
-	need_gcore();
-	make_dir(dir, sizeof(dir), "cores", 0, 0777);
-	snprintf(pattern, sizeof(pattern), "%s/core.%%P", dir);
-	handler_files(core, sizeof(core), state, sizeof(state), pattern);
-	v = start_sleep(65534);
+	v = user_crash_into(dir, sizeof(dir), "cores", 0, 0777, 0, core, state);
 	snprintf(sess, sizeof(sess), "itest-core-%d", getpid());
 	snprintf(traced_session, sizeof(traced_session), "%s", sess);
 	snprintf(pid, sizeof(pid), "%d", v);
@@ -391,7 +403,6 @@ Test(coredump, a_user_core_carries_only_buffers_that_user_may_read)
 	close(p[1]);
 	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
 	close(p[0]);
-	gcore(v, core);
 	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
 	snprintf(out, sizeof(out), "%s/core.%d", dir, v);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
