@@ -517,9 +517,11 @@ static const struct rec_opt opts[] = {
 	  "trace at most N threads at a time; others are not\n"
 	  "traced and counted (stat: threads not traced)" },
 	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
-	  "keep at most SIZE of buffer files in the session: the\n"
-	  "oldest exited threads' files are removed to make room;\n"
-	  "past that (all live), new threads are not traced" },
+	  "keep at most SIZE of buffer files in the session:\n"
+	  "exited threads' files are removed to make room, oldest\n"
+	  "first, the new thread's own user's first (another user's\n"
+	  "only while that user holds more); past that, new threads\n"
+	  "are not traced (counted)" },
 	{ "keep-exited", 0, "DURATION", o_keep_exited, NULL,
 	  "remove an exited thread's files DURATION after its exit\n"
 	  "(30s, 10m, 2h, 7d); live threads are never touched" },

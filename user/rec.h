@@ -123,9 +123,20 @@ struct rk_rec {
 	struct rk_gone {
 		uint64_t exit_ns; /* CLOCK_MONOTONIC */
 		uint64_t bytes;
-		char *path;
+		char *path; /* NULL: removed out of order (fair retention) */
+		__u32 uid;
 	} * gone;
 	size_t gone_head, gone_n, gone_cap;
+	/*
+	 * --max-shm's bytes per user (live and exited files) and each user's
+	 * exited files in the ring: who pays for room (fair retention).
+	 */
+	struct rk_uid_shm {
+		__u32 uid;
+		size_t ngone;
+		uint64_t bytes;
+	} * ushm;
+	size_t nushm;
 	int announced; /* tracing was on ("recording session ..." said) */
 	int nlinks;
 	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */

@@ -92,12 +92,14 @@ void rec_sideband_done(struct rk_rec *r, __u32 pid, __u32 state)
 {
 	char path[PATH_MAX + 64];
 	struct rk_proc *p;
+	__u32 uid;
 
 	for (p = r->procs; p && (p->pid != pid || p->done_ns); p = p->next)
 		;
 	if (!p)
 		return;
 	p->done_ns = rk_now_mono_ns();
+	uid = p->bf->id.uid;
 	p->bf->id.state = state;
 	p->bf->id.exit_ns = p->done_ns;
 	rk_bufile__publish_ident(p->bf);
@@ -110,7 +112,7 @@ void rec_sideband_done(struct rk_rec *r, __u32 pid, __u32 state)
 		return;
 	}
 	/* Not counted in --max-shm's bytes when made: 0 bytes when it goes. */
-	rec_gone_push_path(r, path, 0);
+	rec_gone_push_path(r, path, 0, uid);
 }
 
 /* Markers of processes done more than 10 s ago go: the CPU rings are drained every tick. */

@@ -295,6 +295,35 @@ int rec_adopt_cgroups(struct rk_rec *r)
 	return err;
 }
 
+/* The recorder's oom_score_adj before rec_oom_exempt(), as CMD is to get it ("" unchanged). */
+static char oom_adj_orig[16];
+static size_t oom_adj_orig_len;
+
+int rec_oom_exempt(void)
+{
+	const char min[] = "-1000";
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC), err = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, oom_adj_orig, sizeof(oom_adj_orig) - 1);
+	if (n <= 0) {
+		err = n < 0 ? -errno : -EIO;
+		goto out;
+	}
+	oom_adj_orig[n] = '\0';
+	oom_adj_orig[strcspn(oom_adj_orig, "\n")] = '\0';
+	if (pwrite(fd, min, sizeof(min) - 1, 0) != (ssize_t)sizeof(min) - 1) {
+		err = -errno;
+		goto out;
+	}
+	oom_adj_orig_len = strlen(oom_adj_orig);
+out:
+	close(fd);
+	return err;
+}
+
 pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd)
 {
 	int p[2];
@@ -318,6 +347,18 @@ pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd)
 
 		close(p[1]);
 		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		/*
+		 * CMD is the OOM killer's to choose as before: the recorder's
+		 * exemption is not inherited (raising it needs no privilege).
+		 * Only async-signal-safe calls here: the workers run already.
+		 */
+		if (oom_adj_orig_len) {
+			int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+			if (fd < 0 || write(fd, oom_adj_orig, oom_adj_orig_len) < 0)
+				_exit(126);
+			close(fd);
+		}
 		/* Wait until our tid is in the tracked set, then become CMD. */
 		if (read(p[0], &c, 1) != 1)
 			_exit(126);

@@ -22,6 +22,13 @@ int rec_attach_pid_opt(struct rk_rec *r, pid_t pid, int quiet);
 int rec_adopt_pid(struct rk_rec *r, pid_t pid, int cgroup);
 int rec_adopt_all(struct rk_rec *r);
 int rec_adopt_cgroups(struct rk_rec *r);
+/**
+ * rec_oom_exempt() - take the recorder out of the OOM killer's choice
+ * (oom_score_adj -1000, which needs CAP_SYS_RESOURCE), before anything is
+ * launched: CMD gets the value the recorder had. Return: 0, or -errno
+ * (the caller says what it means).
+ */
+int rec_oom_exempt(void);
 pid_t rec_launch(char **argv, const sigset_t *oldmask, int *go_fd);
 int rec_open_target_pidfd(pid_t pid);
 

@@ -204,26 +204,76 @@ void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid)
 		rk_warn("cannot move the file of exited tid %u aside: %s", tid, strerror(errno));
 }
 
-/* The oldest exited file goes: unlinked, its bytes no longer counted. */
-static void gone_pop(struct rk_rec *r)
+/* @uid's --max-shm account (NULL: no memory for a new one). */
+static struct rk_uid_shm *ushm_of(struct rk_rec *r, __u32 uid)
 {
-	struct rk_gone *g = &r->gone[r->gone_head];
+	struct rk_uid_shm *u;
+	size_t i;
 
+	for (i = 0; i < r->nushm; i++)
+		if (r->ushm[i].uid == uid)
+			return &r->ushm[i];
+	u = realloc(r->ushm, (r->nushm + 1) * sizeof(*u));
+	if (!u)
+		return NULL;
+	r->ushm = u;
+	u = &r->ushm[r->nushm++];
+	memset(u, 0, sizeof(*u));
+	u->uid = uid;
+	return u;
+}
+
+/* A file counted in --max-shm's bytes for @uid (negative: no longer). */
+void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes)
+{
+	struct rk_uid_shm *u = ushm_of(r, uid);
+
+	if (bytes >= 0) {
+		r->st->shm_bytes += (uint64_t)bytes;
+		if (u)
+			u->bytes += (uint64_t)bytes;
+		return;
+	}
+	r->st->shm_bytes -= r->st->shm_bytes < (uint64_t)-bytes ? r->st->shm_bytes : (uint64_t)-bytes;
+	if (u)
+		u->bytes -= u->bytes < (uint64_t)-bytes ? u->bytes : (uint64_t)-bytes;
+}
+
+/* Entry @g goes: unlinked (unless removed already), its bytes no longer counted. */
+static void gone_remove(struct rk_rec *r, struct rk_gone *g)
+{
+	struct rk_uid_shm *u;
+
+	if (!g->path)
+		return;
 	if (!unlink(g->path) || errno == ENOENT) {
 		r->st->retention_removed++;
 		r->st->retention_bytes += g->bytes;
-		r->st->shm_bytes -= r->st->shm_bytes < g->bytes ? r->st->shm_bytes : g->bytes;
+		rec_shm_account(r, g->uid, -(int64_t)g->bytes);
 		r->mem_bytes -= r->mem_bytes < g->bytes ? r->mem_bytes : g->bytes;
 	} else {
 		rk_warn("retention: cannot remove %s: %s", g->path, strerror(errno));
 	}
+	u = ushm_of(r, g->uid);
+	if (u && u->ngone)
+		u->ngone--;
 	free(g->path);
-	r->gone_head = (r->gone_head + 1) % r->gone_cap;
-	r->gone_n--;
+	g->path = NULL;
 }
 
-void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes)
+/* The oldest entry goes, and those removed out of order behind it. */
+static void gone_pop(struct rk_rec *r)
 {
+	do {
+		gone_remove(r, &r->gone[r->gone_head]);
+		r->gone_head = (r->gone_head + 1) % r->gone_cap;
+		r->gone_n--;
+	} while (r->gone_n && !r->gone[r->gone_head].path);
+}
+
+void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid)
+{
+	struct rk_uid_shm *u;
 	struct rk_gone *g;
 
 	if (!r->o->max_shm && !r->o->keep_exited_ns)
@@ -247,7 +297,11 @@ void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes)
 		return;
 	g->exit_ns = rk_now_mono_ns();
 	g->bytes = bytes;
+	g->uid = uid;
 	r->gone_n++;
+	u = ushm_of(r, uid);
+	if (u)
+		u->ngone++;
 }
 
 /* @t finished: its files join the retention queue (unless already removed). */
@@ -258,7 +312,7 @@ static void gone_push(struct rk_rec *r, struct rk_thread *t)
 
 	for (k = 0; k < rec_nsrc(r); k++) {
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
-		rec_gone_push_path(r, path, rec_thread_bytes(r) / (uint64_t)rec_nsrc(r));
+		rec_gone_push_path(r, path, rec_thread_bytes(r) / (uint64_t)rec_nsrc(r), t->uid);
 	}
 }
 
@@ -270,7 +324,7 @@ void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
 		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
 		char *n;
 
-		if (strcmp(g->path, from))
+		if (!g->path || strcmp(g->path, from))
 			continue;
 		n = strdup(to);
 		if (n) {
@@ -282,13 +336,63 @@ void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
 }
 
 /*
- * Make room for @need more bytes under --max-shm by removing the oldest
- * exited threads' files. Return: 1 if it fits now.
+ * Whose history makes room for @uid's new thread: its own exited files
+ * first; another user's only while that user holds more than @uid does
+ * (the one holding most first). So a user starting threads by the
+ * thousand evicts its own history, not root's or a neighbour's.
+ * Return: the victim's account, or NULL (no fair room: the thread waits
+ * untraced, counted).
  */
-static int gone_room(struct rk_rec *r, uint64_t need)
+static struct rk_uid_shm *gone_victim(struct rk_rec *r, __u32 uid)
 {
-	while (r->st->shm_bytes + need > r->o->max_shm && r->gone_n)
-		gone_pop(r);
+	struct rk_uid_shm *me = ushm_of(r, uid), *best = NULL;
+	size_t i;
+
+	if (me && me->ngone)
+		return me;
+	for (i = 0; i < r->nushm; i++) {
+		struct rk_uid_shm *u = &r->ushm[i];
+
+		if (u->ngone && (!best || u->bytes > best->bytes))
+			best = u;
+	}
+	if (best && me && best->bytes <= me->bytes + rec_thread_bytes(r))
+		return NULL;
+	return best;
+}
+
+/* The oldest exited file of @victim goes. */
+static void gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
+{
+	size_t i;
+
+	for (i = 0; i < r->gone_n; i++) {
+		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
+
+		if (g->path && g->uid == victim) {
+			if (i == 0)
+				gone_pop(r);
+			else
+				gone_remove(r, g);
+			return;
+		}
+	}
+}
+
+/*
+ * Make room for @need more bytes of @uid under --max-shm by removing
+ * exited threads' files, oldest first, fairly (gone_victim()).
+ * Return: 1 if it fits now.
+ */
+static int gone_room(struct rk_rec *r, uint64_t need, __u32 uid)
+{
+	while (r->st->shm_bytes + need > r->o->max_shm && r->gone_n) {
+		struct rk_uid_shm *v = gone_victim(r, uid);
+
+		if (!v)
+			break;
+		gone_remove_oldest_of(r, v->uid);
+	}
 	return r->st->shm_bytes + need <= r->o->max_shm;
 }
 
@@ -309,6 +413,9 @@ void rec_gone_free(struct rk_rec *r)
 	free(r->gone);
 	r->gone = NULL;
 	r->gone_cap = 0;
+	free(r->ushm);
+	r->ushm = NULL;
+	r->nushm = 0;
 }
 
 /*
@@ -330,7 +437,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 		return prev;
 	if (prev && prev->refused)
 		return NULL;
-	if (r->o->max_shm && !gone_room(r, rec_thread_bytes(r))) {
+	if (r->o->max_shm && !gone_room(r, rec_thread_bytes(r), uid)) {
 		rec_refuse(r, tid, "--max-shm");
 		return NULL;
 	}
@@ -421,7 +528,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 	r->all = t;
 	r->st->threads++;
 	r->st->threads_live++;
-	r->st->shm_bytes += rec_thread_bytes(r);
+	rec_shm_account(r, t->uid, (int64_t)rec_thread_bytes(r));
 	r->mem_bytes += rec_thread_bytes(r);
 	return t;
 }

@@ -51,7 +51,8 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
 struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
 				     __u64 time_ns, __u32 why);
 /* @path (@bytes of --max-shm's count) joins the retention queue, if there is one. */
-void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes);
+void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid);
+void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes);
 /* @t traced for --cgroup only (@on) or not: in memory and in its file, for a resume. */
 void rec_thread_via_cgroup(struct rk_thread *t, int on);
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid);

@@ -673,6 +673,14 @@ int rk_record(const struct rk_record_opts *opts)
 	r = rec_alloc(opts);
 	if (!r)
 		return -ENOMEM;
+	err = rec_oom_exempt();
+	if (err)
+		rk_warn("the recorder stays a candidate of the OOM killer: cannot set its "
+			"oom_score_adj to -1000: %s%s",
+			strerror(-err),
+			err == -EACCES || err == -EPERM || err == -EIO ?
+				" (lowering it needs CAP_SYS_RESOURCE)" :
+				"");
 	err = rk_bufile_guard_init();
 	if (err)
 		rk_err("cannot install the SIGBUS guard: %s", strerror(-err));

@@ -899,3 +899,52 @@ Test(record, not_root_is_told_so)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, err);
 	cr_assert_not_null(strstr(err, "needs root"), "%s", err);
 }
+
+/* Can this process lower its oom_score_adj (CAP_SYS_RESOURCE)? Asked in a child. */
+static int can_lower_oom_adj(void)
+{
+	pid_t c = fork();
+	int st;
+
+	cr_assert_geq(c, 0);
+	if (!c) {
+		int fd = open("/proc/self/oom_score_adj", O_WRONLY);
+
+		_exit(fd >= 0 && write(fd, "-1000", 5) == 5 ? 0 : 1);
+	}
+	st = wait_for(c, 10000);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/*
+ * The recorder is never the OOM killer's victim (oom_score_adj -1000: a
+ * memory cgroup shared with 2,048 traced threads and hogs chose it), and
+ * CMD keeps the value the recorder was started with.
+ */
+Test(record, the_recorder_is_exempt_from_the_oom_killer_and_cmd_is_not)
+{
+	char cmd[600], *s;
+	int st, rec_adj = 0, cmd_adj = 0;
+
+	if (!can_lower_oom_adj())
+		cr_skip_test("root here lacks CAP_SYS_RESOURCE, which oom_score_adj -1000 needs "
+			     "(make vmtest runs this test in guests that have it)");
+	snprintf(cmd, sizeof(cmd),
+		 "echo 100 > /proc/self/oom_score_adj && exec %s record --root %s --session oom "
+		 "-- /bin/sh -c 'cat /proc/$PPID/oom_score_adj /proc/self/oom_score_adj' 2>&1",
+		 rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_null(strstr(s, "OOM killer"), "the recorder says it is not exempt:\n%s", s);
+	{
+		const char *p = s;
+
+		/* The two numbers, after the recorder's own lines on stderr. */
+		while (p && sscanf(p, "%d\n%d", &rec_adj, &cmd_adj) != 2)
+			p = (p = strchr(p, '\n')) ? p + 1 : NULL;
+		cr_assert_not_null(p, "no oom_score_adj values in:\n%s", s);
+	}
+	cr_assert_eq(rec_adj, -1000, "the recorder's oom_score_adj: %d", rec_adj);
+	cr_assert_eq(cmd_adj, 100, "CMD's oom_score_adj: %d, not the caller's 100", cmd_adj);
+	free(s);
+}

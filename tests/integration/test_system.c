@@ -443,6 +443,69 @@ static size_t count_files(const char *session)
 	return count_in(session, "sched");
 }
 
+/* The files in @session's sched directory whose identity says uid @uid. */
+static size_t count_of_uid(const char *session, __u32 uid)
+{
+	char dir[256], path[600];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		struct rk_bufile *bf;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open(path, NULL);
+		if (bf && bf->ident->uid == uid)
+			n++;
+		rk_bufile__free(bf);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Retention is fair per user: root's exited history (a workload of 21
+ * threads), then an unprivileged user churning 300 short threads through
+ * the same --max-shm. The user's own exited files make its room; root's
+ * stay (all of them were removed, oldest first, before).
+ */
+Test(system, max_shm_retention_takes_room_from_the_user_who_needs_it)
+{
+	char cmd[700];
+	char *argv[] = { (char *)rk_bin, "record", "--root", root,	"--session", "fair",
+			 "-m",		 "16K",	   "--max-shm", "1200K", "--",	     "/bin/sh",
+			 "-c",		 cmd,	   NULL };
+	struct rk_session_stat st;
+	char *err = NULL;
+	size_t mine;
+	int rc;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s -C 20 >/dev/null && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+		 "%s -C 300 >/dev/null",
+		 workload, workload);
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	read_stat("fair", &st);
+	mine = count_of_uid("fair", 0);
+	printf("fair --max-shm 1200K: root's files %zu, nobody's %zu, %llu removed, %llu not "
+	       "traced\n",
+	       mine, count_of_uid("fair", 65534), (unsigned long long)st.retention_removed,
+	       (unsigned long long)st.not_traced);
+	cr_assert_geq(mine, 21, "root's history went for another user's threads: %zu files left",
+		      mine);
+	cr_assert_geq(st.retention_removed, 200, "the user's own exited files did not make room");
+	cr_assert_leq(st.shm_bytes, 1200 * 1024ull);
+	free(err);
+}
+
 /*
  * --max-shm is kept continuously: 300 short-lived threads (50 at a time)
  * through a cap of 60 files' worth, the oldest exited ones removed to make
