@@ -234,7 +234,8 @@ void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes)
 			u->bytes += (uint64_t)bytes;
 		return;
 	}
-	r->st->shm_bytes -= r->st->shm_bytes < (uint64_t)-bytes ? r->st->shm_bytes : (uint64_t)-bytes;
+	r->st->shm_bytes -= r->st->shm_bytes < (uint64_t)-bytes ? r->st->shm_bytes :
+								  (uint64_t)-bytes;
 	if (u)
 		u->bytes -= u->bytes < (uint64_t)-bytes ? u->bytes : (uint64_t)-bytes;
 }

@@ -478,9 +478,9 @@ static size_t count_of_uid(const char *session, __u32 uid)
 Test(system, max_shm_retention_takes_room_from_the_user_who_needs_it)
 {
 	char cmd[700];
-	char *argv[] = { (char *)rk_bin, "record", "--root", root,	"--session", "fair",
-			 "-m",		 "16K",	   "--max-shm", "1200K", "--",	     "/bin/sh",
-			 "-c",		 cmd,	   NULL };
+	char *argv[] = { (char *)rk_bin, "record",  "--root", root,	   "--session",
+			 "fair",	 "-m",	    "16K",    "--max-shm", "1200K",
+			 "--",		 "/bin/sh", "-c",     cmd,	   NULL };
 	struct rk_session_stat st;
 	char *err = NULL;
 	size_t mine;
