@@ -292,6 +292,42 @@ static int o_max_shm(struct rec_args *a, const char *v)
 	return 0;
 }
 
+static int o_max_shm_user(struct rec_args *a, const char *v)
+{
+	uint64_t size;
+
+	if (rk_parse_size(v, 0, &size) || !size)
+		return bad("--max-shm-user", v, "not a size (bytes, or K/M/G)");
+	a->o.max_shm_user = size;
+	return 0;
+}
+
+/*
+ * Unbounded growth of tmpfs is nobody's intent: without --max-shm, a
+ * quarter of the root's filesystem (the sessions' files are memory);
+ * without --max-shm-user, where every user's threads are traced (-a,
+ * --cgroup), half of the session's cap, so one user cannot take all of it.
+ */
+static void default_shm_caps(struct rec_args *a)
+{
+	const char *root = a->o.root ? a->o.root : RK_DEFAULT_ROOT;
+	char parent[PATH_MAX];
+	struct statfs sf;
+
+	if (!a->o.max_shm) {
+		snprintf(parent, sizeof(parent), "%s", root);
+		/* The root is made if its parent exists: ask the parent then. */
+		if (statfs(parent, &sf) && strrchr(parent, '/')) {
+			*strrchr(parent, '/') = '\0';
+			if (statfs(parent[0] ? parent : "/", &sf))
+				sf.f_blocks = 0;
+		}
+		a->o.max_shm = (uint64_t)sf.f_blocks * (uint64_t)sf.f_frsize / 4;
+	}
+	if (!a->o.max_shm_user && (a->o.all || a->o.ncgroups))
+		a->o.max_shm_user = a->o.max_shm / 2;
+}
+
 /* --keep-exited: seconds, or with a unit: 30s, 10m, 2h, 7d. */
 static int o_keep_exited(struct rec_args *a, const char *v)
 {
@@ -517,11 +553,16 @@ static const struct rec_opt opts[] = {
 	  "trace at most N threads at a time; others are not\n"
 	  "traced and counted (stat: threads not traced)" },
 	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
-	  "keep at most SIZE of buffer files in the session:\n"
-	  "exited threads' files are removed to make room, oldest\n"
-	  "first, the new thread's own user's first (another user's\n"
-	  "only while that user holds more); past that, new threads\n"
-	  "are not traced (counted)" },
+	  "keep at most SIZE of buffer files in the session (a live\n"
+	  "thread's file counts its size, an exited one's the blocks\n"
+	  "it uses): exited threads' files are removed to make room,\n"
+	  "oldest first, the new thread's own user's first (another\n"
+	  "user's only while that user holds more); past that, new\n"
+	  "threads are not traced (counted) (default: a quarter of\n"
+	  "the filesystem of --root)" },
+	{ "max-shm-user", 0, "SIZE", o_max_shm_user, NULL,
+	  "at most SIZE of them for one user's threads (default:\n"
+	  "with -a or --cgroup, half of --max-shm)" },
 	{ "keep-exited", 0, "DURATION", o_keep_exited, NULL,
 	  "remove an exited thread's files DURATION after its exit\n"
 	  "(30s, 10m, 2h, 7d); live threads are never touched" },
@@ -786,6 +827,7 @@ int rk_cmd_record(int argc, char **argv)
 		rc = size_budget(&a);
 	if (rc)
 		return rc;
+	default_shm_caps(&a);
 	/* Like a shell and perf: the command's own status; -p: 0 unless recording failed. */
 	{
 		int cmd_status = -1;

@@ -223,6 +223,8 @@ int rec_resume_session(struct rk_rec *r)
 	o->inherit = (int)r->st->inherit;
 	o->max_threads = r->st->max_threads;
 	o->max_shm = r->st->max_shm;
+	/* The default (the stat file keeps no other): -a and --cgroup only. */
+	o->max_shm_user = r->st->scope != RK_SCOPE_TARGET ? o->max_shm / 2 : 0;
 	o->keep_exited_ns = r->st->keep_exited_ns;
 	o->on_exit_drop = (int)r->st->on_exit_drop;
 	o->pid = (pid_t)r->st->target_pid;

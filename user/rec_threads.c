@@ -312,8 +312,20 @@ static void gone_push(struct rk_rec *r, struct rk_thread *t)
 	int k;
 
 	for (k = 0; k < rec_nsrc(r); k++) {
+		uint64_t size = rec_thread_bytes(r) / (uint64_t)rec_nsrc(r), used = size;
+		struct stat sb;
+
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
-		rec_gone_push_path(r, path, rec_thread_bytes(r) / (uint64_t)rec_nsrc(r), t->uid);
+		/*
+		 * Written no more: from now on it counts the memory it holds (a
+		 * sparse file's blocks), not the size it could have grown to.
+		 */
+		if (!stat(path, &sb) && (uint64_t)sb.st_blocks * 512 < size) {
+			used = (uint64_t)sb.st_blocks * 512;
+			rec_shm_account(r, t->uid, -(int64_t)(size - used));
+			r->mem_bytes -= r->mem_bytes < size - used ? r->mem_bytes : size - used;
+		}
+		rec_gone_push_path(r, path, used, t->uid);
 	}
 }
 
@@ -381,6 +393,19 @@ static void gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
 }
 
 /*
+ * Under --max-shm-user: room for @need more bytes of @uid's from its own
+ * exited files only. Return: 1 if it fits now.
+ */
+static int gone_room_user(struct rk_rec *r, uint64_t need, __u32 uid)
+{
+	struct rk_uid_shm *u = ushm_of(r, uid);
+
+	while (u && u->bytes + need > r->o->max_shm_user && u->ngone)
+		gone_remove_oldest_of(r, uid);
+	return !u || u->bytes + need <= r->o->max_shm_user;
+}
+
+/*
  * Make room for @need more bytes of @uid under --max-shm by removing
  * exited threads' files, oldest first, fairly (gone_victim()).
  * Return: 1 if it fits now.
@@ -438,6 +463,10 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 		return prev;
 	if (prev && prev->refused)
 		return NULL;
+	if (r->o->max_shm_user && !gone_room_user(r, rec_thread_bytes(r), uid)) {
+		rec_refuse(r, tid, "--max-shm-user");
+		return NULL;
+	}
 	if (r->o->max_shm && !gone_room(r, rec_thread_bytes(r), uid)) {
 		rec_refuse(r, tid, "--max-shm");
 		return NULL;

@@ -30,7 +30,9 @@
  * @on_exit_drop: remove a thread's files when it exits (the RFC's truncate).
  * @max_threads: trace at most this many threads at once (0: RK_MAX_ENTRIES).
  * @max_shm: at most this many bytes of buffer files at once (0: no cap);
- *	exited threads' files go first, oldest first.
+ *	exited threads' files go first, oldest first, the new thread's user's
+ *	first. A live file counts its size, an exited one the blocks it uses.
+ * @max_shm_user: at most this many of them for one user (0: no cap).
  * @keep_exited_ns: remove an exited thread's files this long after (0: keep).
  * @min_run_ns: do not pin a thread whose last run was shorter (rk_pin_opts).
  * @cmd_status: if not NULL, set to how the launched command ended, as a
@@ -65,6 +67,7 @@ struct rk_record_opts {
 	int on_exit_drop;
 	uint32_t max_threads;
 	uint64_t max_shm;
+	uint64_t max_shm_user;
 	const char *resume;
 	int rt_prio;
 	uint64_t min_run_ns;

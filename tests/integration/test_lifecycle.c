@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Exit policy, limits, gc and permissions. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -108,7 +109,22 @@ Test(lifecycle, max_shm_caps_the_files_created)
 	snprintf(dir, sizeof(dir), "%s/s/sched", root);
 	cr_assert_eq(files_in(dir, files, 16), 3);
 	read_stat("s", &st);
-	cr_assert_eq(st.shm_bytes, 3 * 20480);
+	/* All exited: each counts the blocks it holds now (at most its 20 KiB). */
+	{
+		unsigned long long held = 0;
+		struct stat sb;
+		int i;
+
+		for (i = 0; i < 3; i++) {
+			char path[300];
+
+			snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+			cr_assert_eq(stat(path, &sb), 0);
+			held += (unsigned long long)sb.st_blocks * 512;
+		}
+		cr_assert_eq(st.shm_bytes, held);
+		cr_assert_leq(held, 3 * 20480);
+	}
 	cr_assert_eq(st.not_traced, 4, "7 threads, 3 traced: %llu",
 		     (unsigned long long)st.not_traced);
 	cr_assert_not_null(strstr(err, "not traced (--max-shm)"), "%s", err);
@@ -479,10 +495,10 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 Test(lifecycle, tmpfs_full_is_handled_like_a_limit)
 {
 	char mnt[128], *err;
-	char *argv[] = {
-		(char *)rk_bin, "record",	  "--root", mnt, "--session", "f", "-m", "16K",
-		"--",		(char *)workload, "-t",	    "8", "-i",	      "5", NULL
-	};
+	/* A cap above the filesystem: the default (a quarter of it) would never fill it. */
+	char *argv[] = { (char *)rk_bin, "record", "--root",	mnt,  "--session", "f",
+			 "-m",		 "16K",	   "--max-shm", "1G", "--",	   (char *)workload,
+			 "-t",		 "8",	   "-i",	"5",  NULL };
 	char dir[256], path[300];
 	unsigned int files[16];
 	struct rk_session_stat st;
@@ -783,4 +799,115 @@ Test(lifecycle, a_reused_tid_never_replaces_an_earlier_history)
 	snprintf(path, sizeof(path), "%s/%d.999", dir, p1);
 	s = slurp(path);
 	cr_assert_str_eq(s, "earlier", "%s was replaced", path);
+}
+
+/*
+ * Without --max-shm, a session keeps at most a quarter of its filesystem:
+ * 1,000 short threads on a 4 MiB tmpfs never fill it (before, with no cap,
+ * "No space left on device" and threads not traced).
+ */
+Test(lifecycle, default_max_shm_is_a_quarter_of_the_filesystem)
+{
+	char mnt[128], dir[256], path[600], *err;
+	char *argv[] = { (char *)rk_bin, "record", "--root",	     mnt,  "--session", "d", "-m",
+			 "16K",		 "--",	   (char *)workload, "-C", "1000",	NULL };
+	unsigned long long held = 0;
+	struct rk_session_stat st;
+	struct dirent *de;
+	struct stat sb;
+	int status;
+	DIR *d;
+
+	snprintf(mnt, sizeof(mnt), "%s/small", root);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m,mode=0755"))
+		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+	status = run_rk(argv, NULL, &err);
+	snprintf(dir, sizeof(dir), "%s/d", mnt);
+	cr_assert_eq(rk_session_stat_read(dir, &st), 0);
+	snprintf(dir, sizeof(dir), "%s/d/sched", mnt);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			cr_assert_eq(stat(path, &sb), 0);
+			held += (unsigned long long)sb.st_blocks * 512;
+		}
+	closedir(d);
+	umount2(mnt, MNT_DETACH);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_eq(st.max_shm, 1024 * 1024, "default --max-shm %llu",
+		     (unsigned long long)st.max_shm);
+	cr_assert_null(strstr(err, "No space left on device"), "the tmpfs filled up:\n%s", err);
+	cr_assert_eq(st.file_errors, 0);
+	cr_assert_eq(st.files_broken, 0);
+	cr_assert_leq(held, 1024 * 1024ull, "the files hold %llu bytes", held);
+	cr_assert_geq(st.retention_removed, 500, "%llu removed",
+		      (unsigned long long)st.retention_removed);
+	free(err);
+}
+
+/*
+ * --max-shm-user: one user's threads take at most that much; they make
+ * room from their own exited files, and past that are not traced
+ * (counted, named), while root's thread in the same session is traced.
+ */
+Test(lifecycle, max_shm_user_caps_one_user_s_files)
+{
+	char cmd[600], dir[256], path[600], *err;
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "u",
+			 "-m",
+			 "16K",
+			 "--max-shm",
+			 "1200K",
+			 "--max-shm-user",
+			 "400K",
+			 "--",
+			 "/bin/sh",
+			 "-c",
+			 cmd,
+			 NULL };
+	size_t nobody = 0, rootf = 0;
+	struct rk_session_stat st;
+	struct dirent *de;
+	int status;
+	DIR *d;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups %s -t 40 -i 20 -s 5000 "
+		 ">/dev/null",
+		 workload);
+	status = run_rk(argv, NULL, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	read_stat("u", &st);
+	snprintf(dir, sizeof(dir), "%s/u/sched", root);
+	d = opendir(dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		struct rk_bufile *bf;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open(path, NULL);
+		cr_assert_not_null(bf);
+		nobody += bf->ident->uid == 65534;
+		rootf += bf->ident->uid == 0;
+		rk_bufile__free(bf);
+	}
+	closedir(d);
+	/* 20 KiB a thread: 400K is 20 live threads of nobody's. */
+	cr_assert_leq(nobody, 20, "nobody's threads have %zu files", nobody);
+	cr_assert_geq(nobody, 1);
+	cr_assert_geq(rootf, 1, "root's shell was not traced");
+	cr_assert_geq(st.not_traced, 21, "%llu not traced", (unsigned long long)st.not_traced);
+	cr_assert_not_null(strstr(err, "--max-shm-user"), "%s", err);
+	free(err);
 }
