@@ -97,7 +97,16 @@ struct {
 
 struct rk_task {
 	__u64 creds; /* as in the creds map */
+	__u64 rename_ns; /* the last rename signalled (RK_RENAME_GAP_NS) */
 };
+
+/* See RK_RENAME_GAP_NS: a thread's latest held name, by tid. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RK_RENAMES_HELD_MAX);
+	__type(key, __u32);
+	__type(value, struct rk_rename_held);
+} renames_held SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -739,23 +748,45 @@ SEC("tp_btf/task_rename")
 int BPF_PROG(rk_task_rename, struct task_struct *task, const char *comm)
 {
 	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	__u64 now = bpf_ktime_get_ns();
 	struct rk_signal *s;
+	struct rk_task *ts;
+	__u32 tid;
 
 	key.tid = task->pid;
+	tid = task->pid;
 	if (!bpf_map_lookup_elem(&pmu_info, &key))
 		return 0;
 	if (bpf_core_field_exists(task->in_execve) &&
 	    BPF_CORE_READ_BITFIELD_PROBED(task, in_execve))
 		return 0;
+	ts = task_store(task);
+	if (ts && ts->rename_ns && now - ts->rename_ns < RK_RENAME_GAP_NS) {
+		/* Too soon after the last: keep only the latest name, for the next drain. */
+		struct rk_rename_held h = { .time_ns = now, .tgid = task->tgid };
+
+		bpf_probe_read_kernel_str(h.comm, sizeof(h.comm), comm);
+		if (bpf_map_update_elem(&renames_held, &tid, &h, BPF_ANY))
+			count(RK_CNT_DROPS); /* more threads than slots renaming at once */
+		else
+			count(RK_CNT_RENAMES_HELD);
+		return 0;
+	}
+	if (ts)
+		ts->rename_ns = now;
 	s = reserve();
 	if (!s)
 		return 0;
+	/* This name is newer than any held one. */
+	bpf_map_delete_elem(&renames_held, &tid);
 	s->kind = RK_SIG_RENAME;
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, task);
 	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), comm);
+	/* Stamped after the reserve, as every signal (the drain's bound relies on it). */
 	s->time_ns = bpf_ktime_get_ns();
-	submit(s, 1);
+	/* Not urgent: the next drain tick takes it (a wakeup per rename cost 16 us). */
+	submit(s, 0);
 	return 0;
 }
 

@@ -69,7 +69,28 @@
 #define RK_CNT_CRASHES 5 /* fatal core-dumping signals delivered to traced threads */
 #define RK_CNT_PIN_WAKES 6 /* switch-ins that woke the loader for a pin (pin_asked) */
 #define RK_CNT_ADOPTED 7 /* tasks traced by -a / --cgroup at fork, exec or cgroup move */
-#define RK_CNT_MAX 8
+#define RK_CNT_RENAMES_HELD 8 /* renames within RK_RENAME_GAP_NS of a thread's last one */
+#define RK_CNT_MAX 9
+
+/*
+ * A thread's renames are signalled at most once per RK_RENAME_GAP_NS; in
+ * between, only its latest name is kept (renames_held map, RK_RENAMES_HELD_MAX
+ * threads), which the loader writes at its next drain. A user renaming a
+ * thread in a loop cannot make the recorder handle every rename.
+ */
+#define RK_RENAME_GAP_NS 10000000ull
+#define RK_RENAMES_HELD_MAX 4096
+
+/**
+ * struct rk_rename_held - a thread's latest name not yet signalled.
+ * @comm: the name; @time_ns: when it was given; @tgid: the thread's process.
+ */
+struct rk_rename_held {
+	char comm[RK_COMM_LEN];
+	__u64 time_ns;
+	__u32 tgid;
+	__u32 pad;
+};
 
 /* Index of the always-present sched source in struct rk_pmu_key. */
 #define RK_SRC_SCHED 0
@@ -324,6 +345,7 @@ _Static_assert(sizeof(struct rk_pmu_key) == 8, "key size");
 _Static_assert(sizeof(struct rk_pmu_entry) == 8 + RK_PERF_ATTR_SIZE + RK_PMU_DESC_MAX,
 	       "entry size");
 _Static_assert(sizeof(struct rk_signal) == 56, "signal size");
+_Static_assert(sizeof(struct rk_rename_held) == 32, "held rename size");
 _Static_assert(sizeof(struct rk_swrec) == 32, "switch record size");
 _Static_assert(sizeof(struct rk_swpos) == 64, "ring position: a cache line");
 _Static_assert(sizeof(struct rk_pt_desc) == 232, "pt descriptor size");

@@ -26,6 +26,9 @@
  *     -N      rename threads after birth: thread I > 0 names itself "w-self-I"
  *             (prctl) after its first sleep, the main thread names thread 0
  *             "w-by-main" (pthread_setname_np from outside); prints "name T NAME"
+ *     -R N    instead: the main thread renames itself N times in a row (r-0,
+ *             r-1, ...), then sleeps 50 ms; prints "renamed T r-<N-1> NS" (the
+ *             time the renames took)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
@@ -214,13 +217,33 @@ static int change_creds(long uid)
 	return 0;
 }
 
+/* -R: a user renaming its thread in a loop (the recorder must not pay per rename). */
+static int rename_loop(long n)
+{
+	struct timespec a, b, nap = { 0, 50 * 1000 * 1000 };
+	char name[16];
+	long i;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "r-%ld", i % 1000000000l);
+		if (prctl(PR_SET_NAME, name))
+			return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("renamed %ld %s %lld\n", (long)syscall(SYS_gettid), name,
+	       (long long)(b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
+	nanosleep(&nap, NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
-	long nchurn = 0, creds_uid = -1;
+	long nchurn = 0, creds_uid = -1, nrenames = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -240,6 +263,9 @@ int main(int argc, char **argv)
 		case 'N':
 			rename_threads = 1;
 			break;
+		case 'R':
+			nrenames = atol(optarg);
+			break;
 		case 'T':
 			use_vdso = 1;
 			break;
@@ -257,7 +283,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N]\n");
 			return 2;
 		}
 	}
@@ -271,6 +297,8 @@ int main(int argc, char **argv)
 	}
 	if (pair)
 		return run_pair();
+	if (nrenames)
+		return rename_loop(nrenames);
 	if (creds_uid >= 0)
 		return change_creds(creds_uid);
 	if (nchurn) {

@@ -106,6 +106,12 @@ struct rk_rec {
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int self_fd; /* the self map: our tgid (-1: none) */
+	int held_fd; /* renames_held (-1: none, a session pinned by an older version) */
+	/*
+	 * The last intake's horizon (every signal before it is handed out) and
+	 * the newest signal handed out: a held rename is written between them.
+	 */
+	uint64_t handed_ns, last_sig_ns;
 	/*
 	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid
 	 * below n; b NULL: none.

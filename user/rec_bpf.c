@@ -86,6 +86,7 @@ int rec_bpf_load(struct rk_rec *r)
 	r->cnt_fd = bpf_map__fd(r->skel->maps.counters);
 	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
 	r->self_fd = bpf_map__fd(r->skel->maps.self);
+	r->held_fd = bpf_map__fd(r->skel->maps.renames_held);
 	err = rec_bytes_map(&r->asked, dup(bpf_map__fd(r->skel->maps.pin_asked)), 1);
 	if (!err)
 		err = rec_bytes_map(&r->traced, dup(bpf_map__fd(r->skel->maps.traced)), 1);
@@ -402,8 +403,9 @@ void rec_unpin_links(void)
 }
 
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
-static const char *const pinned_maps[] = { "pmu_info",	"counters", "signals", "self",
-					   "pin_asked", "traced",   "swring",  "swpos" };
+static const char *const pinned_maps[] = { "pmu_info", "counters",  "signals",
+					   "self",     "pin_asked", "traced",
+					   "swring",   "swpos",	    "renames_held" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -456,7 +458,7 @@ int rec_pin_maps(struct rk_rec *r)
 	struct bpf_map *maps[] = {
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
 		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
-		r->skel->maps.swring,	r->skel->maps.swpos,
+		r->skel->maps.swring,	r->skel->maps.swpos,	 r->skel->maps.renames_held,
 	};
 	char path[128];
 	size_t i;

@@ -37,6 +37,8 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 	if (s->kind == RK_SIG_WAKE)
 		return; /* it only woke us */
 	r->st->signals++;
+	if (s->time_ns > r->last_sig_ns)
+		r->last_sig_ns = s->time_ns;
 	if (s->kind == RK_SIG_SWITCH_OUT && s->flags & RK_SIGF_NEXT_IN) {
 		/* One record for both sides of a switch between two tracked tasks. */
 		struct rk_signal out = *s, in = { 0 };
@@ -105,6 +107,8 @@ static void intake_to(struct rk_rec *r, uint64_t horizon)
 {
 	rk_swring_snapshot(&r->sw, horizon);
 	rk_swring_merge(&r->sw, on_signal, r);
+	if (horizon > r->handed_ns)
+		r->handed_ns = horizon;
 }
 
 void rec_intake(struct rk_rec *r, int all)
@@ -265,6 +269,49 @@ static void on_rename(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 {
 	put_comm(r, t, s, 0);
 	r->st->renames++;
+}
+
+/*
+ * The latest names BPF held back (RK_RENAME_GAP_NS): one COMM per thread
+ * per drain, however often it was renamed. Only names given before the
+ * last intake's horizon are taken (a later one goes back for the next
+ * drain, unless BPF put a newer one there meanwhile), and each is stamped
+ * no earlier than the newest signal handed out, so a file stays in time
+ * order.
+ */
+void rec_renames_held(struct rk_rec *r)
+{
+	__u32 keys[256], key, *prev = NULL;
+	size_t n = 0, i;
+
+	if (r->held_fd < 0)
+		return;
+	while (n < sizeof(keys) / sizeof(keys[0]) &&
+	       !bpf_map_get_next_key(r->held_fd, prev, &key)) {
+		keys[n] = key;
+		prev = &keys[n++];
+	}
+	for (i = 0; i < n; i++) {
+		struct rk_rename_held h;
+		struct rk_signal s = { 0 };
+		struct rk_thread *t;
+
+		if (bpf_map_lookup_and_delete_elem(r->held_fd, &keys[i], &h))
+			continue;
+		if (h.time_ns >= r->handed_ns) {
+			bpf_map_update_elem(r->held_fd, &keys[i], &h, BPF_NOEXIST);
+			continue;
+		}
+		t = rec_thread_find(r, keys[i]);
+		if (!t || t->dead || t->refused || t->tgid != h.tgid)
+			continue;
+		s.kind = RK_SIG_RENAME;
+		s.tid = keys[i];
+		s.tgid = h.tgid;
+		s.time_ns = h.time_ns > r->last_sig_ns ? h.time_ns : r->last_sig_ns;
+		memcpy(s.comm, h.comm, sizeof(s.comm));
+		on_rename(r, t, &s);
+	}
 }
 
 /*
@@ -665,6 +712,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		/* Everything, including what woke nobody (NO_WAKEUP, the switch rings). */
 		rec_intake(r, 0);
 		rec_drain(r);
+		rec_renames_held(r);
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);

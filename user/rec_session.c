@@ -78,6 +78,9 @@ void rec_publish(struct rk_rec *r)
 		case RK_CNT_ADOPTED:
 			r->st->bpf_adopted = sum;
 			break;
+		case RK_CNT_RENAMES_HELD:
+			r->st->renames_held = sum;
+			break;
 		}
 	}
 	rec_prog_stats(r);
@@ -188,6 +191,7 @@ int rec_resume_session(struct rk_rec *r)
 	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
 	r->sig_fd = bpf_obj_get(RK_BPFFS_DIR "/signals");
 	r->self_fd = bpf_obj_get(RK_BPFFS_DIR "/self");
+	r->held_fd = bpf_obj_get(RK_BPFFS_DIR "/renames_held"); /* -1 from an older version */
 	/* pin_asked's flags start at 0; traced is kept (the programs kept it right). */
 	if (rec_bytes_map(&r->asked, bpf_obj_get(RK_BPFFS_DIR "/pin_asked"), 1))
 		rec_bytes_unmap(&r->asked);

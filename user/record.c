@@ -79,6 +79,7 @@ static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 	r->o = &r->ro;
 	r->lock_fd = -1;
 	r->pmu_fd = r->cnt_fd = r->sig_fd = r->self_fd = r->asked.fd = r->traced.fd = -1;
+	r->held_fd = -1;
 	r->sfd = r->tfd = r->pidfd = r->go_fd = -1;
 	r->ncpus = rk_online_cpus();
 	r->paranoid = rk_access_paranoid();
@@ -504,6 +505,7 @@ static void stop(struct rk_rec *r)
 	rec_intake(r, 1);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
+	rec_renames_held(r);
 }
 
 /* Whether @pid has exited (not reaped: the caller still waits for it). */
@@ -598,6 +600,8 @@ static void bpf_release(struct rk_rec *r)
 		close(r->sig_fd);
 		if (r->self_fd >= 0)
 			close(r->self_fd);
+		if (r->held_fd >= 0)
+			close(r->held_fd);
 	}
 	/* After the pin workers (threads_stop): they store into it. */
 	rec_bytes_unmap(&r->asked);
@@ -622,6 +626,8 @@ static void resume_abandon(struct rk_rec *r)
 		close(r->sig_fd);
 	if (r->self_fd >= 0)
 		close(r->self_fd);
+	if (r->held_fd >= 0)
+		close(r->held_fd);
 	rec_bytes_unmap(&r->asked);
 	rec_bytes_unmap(&r->traced);
 	rec_swring_unmap(r);

@@ -87,6 +87,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(crashes, "processes frozen at a crash")             \
 	X(after_crash, "records after a crash, not written")  \
 	X(renames, "threads renamed")                         \
+	X(renames_held, "  renames held back (rate limit)")   \
 	X(creds_changes, "credential/dumpability changes")    \
 	X(creds_rotated, "  threads continued in a new file") \
 	X(outage_drops, "signals dropped while no recorder")  \

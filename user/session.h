@@ -136,6 +136,8 @@ struct rk_session_stat {
 	 */
 	__u64 switch_prog_runs;
 	__u64 switch_prog_ns;
+	/* renames within RK_RENAME_GAP_NS of a thread's last: only its latest name written */
+	__u64 renames_held;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */
