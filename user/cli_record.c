@@ -444,7 +444,7 @@ static int o_resume_or_start(struct rec_args *a, const char *v)
 
 /*
  * --resume-or-start: the newest session under @root whose recorder died
- * while recording (its BPF objects still pinned), sched-only. Return: 0
+ * while recording (its BPF objects still pinned). Return: 0
  * with its name in @name, or -ENOENT.
  */
 static int resumable_session(const char *root, char *name, size_t len)
@@ -467,7 +467,7 @@ static int resumable_session(const char *root, char *name, size_t len)
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", root, de->d_name);
 		if (rk_session_stat_read(dir, &st) || st.state != RK_SESSION_RUNNING ||
-		    rk_session_alive(&st) || st.nev || st.start_ns < newest)
+		    rk_session_alive(&st) || st.start_ns < newest)
 			continue;
 		newest = st.start_ns;
 		strcpy(name, de->d_name);
@@ -579,7 +579,8 @@ static const struct rec_opt opts[] = {
 	  "continue a session whose recorder was killed: its BPF\n"
 	  "programs stayed attached (pinned in bpffs) and their\n"
 	  "signals waited in the pinned rings; the live threads'\n"
-	  "files are taken over as they are (sched-only sessions)" },
+	  "files are taken over as they are; -e events are opened\n"
+	  "again (their samples of the outage are missing)" },
 	{ "resume-or-start", 0, NULL, o_resume_or_start, NULL,
 	  "resume the newest session whose recorder was killed\n"
 	  "(as --resume), or else start a new one with the other\n"

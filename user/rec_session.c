@@ -157,6 +157,54 @@ int rec_stat_open(struct rk_rec *r, int create)
  * on (pinned links) and their signals wait in the pinned ringbuf; the
  * session's options come from its stat file.
  */
+/*
+ * The -e events of a session being resumed: their kernel rings died with
+ * the recorder and are opened again. Names and directories come from the
+ * session's event list; each event's exact attr (period or frequency, call
+ * chains, kernel excluded or not) from pmu_info, root's map that the
+ * programs kept (any thread's entry of that source).
+ */
+static int resume_events(struct rk_rec *r, const struct rk_session_stat *cur)
+{
+	struct rk_record_opts *o = &r->ro;
+	struct rk_evsel_opts eo = { 0 };
+	struct rk_pmu_key key, *prev = NULL;
+	struct rk_pmu_entry e;
+	char msg[256];
+	int n = 0, k, found = 0;
+
+	o->nev = 0;
+	if (!cur->nev)
+		return 0;
+	if (rk_evsel_parse(cur->events, &eo, o->evs, RK_MAX_SRC - 1, &n, msg, sizeof(msg)) ||
+	    n != (int)cur->nev) {
+		rk_err("session %s recorded -e %s, which cannot be opened again here (%s): not "
+		       "resumed",
+		       r->session, cur->events, n != (int)cur->nev ? "a different count" : msg);
+		return -EOPNOTSUPP;
+	}
+	while (found != (1 << n) - 1 && !bpf_map_get_next_key(r->pmu_fd, prev, &key)) {
+		prev = &key;
+		if (key.src < 1 || key.src > (__u32)n || found & 1 << (key.src - 1) ||
+		    bpf_map_lookup_elem(r->pmu_fd, &key, &e))
+			continue;
+		o->evs[key.src - 1].entry = e;
+		found |= 1 << (key.src - 1);
+	}
+	for (k = 0; k < n; k++) {
+		o->evs[k].entry.attr.inherit = o->inherit ? 1 : 0;
+		if (!(found & 1 << k))
+			rk_warn("resume: no traced thread has %s any more: it is opened as -e %s "
+				"alone would (its -F/-c/-g options are not known)",
+				o->evs[k].name, o->evs[k].name);
+	}
+	o->nev = n;
+	o->cpu_ring = cur->cpu_ring;
+	o->aux_size = cur->aux_size;
+	o->cpu_aux = cur->cpu_aux;
+	return 0;
+}
+
 int rec_resume_session(struct rk_rec *r)
 {
 	struct rk_record_opts *o = &r->ro;
@@ -180,12 +228,6 @@ int rec_resume_session(struct rk_rec *r)
 	if (cur.state == RK_SESSION_ENDED) {
 		rk_err("session %s ended normally: there is nothing to resume", r->session);
 		return -EINVAL;
-	}
-	if (cur.nev) {
-		rk_err("session %s also recorded perf events (-e %s): their kernel rings died with "
-		       "the recorder, so only its sched history could continue; not resumed",
-		       r->session, cur.events);
-		return -EOPNOTSUPP;
 	}
 	r->pmu_fd = bpf_obj_get(RK_BPFFS_DIR "/pmu_info");
 	r->cnt_fd = bpf_obj_get(RK_BPFFS_DIR "/counters");
@@ -232,7 +274,9 @@ int rec_resume_session(struct rk_rec *r)
 	o->keep_exited_ns = r->st->keep_exited_ns;
 	o->on_exit_drop = (int)r->st->on_exit_drop;
 	o->pid = (pid_t)r->st->target_pid;
-	o->nev = 0;
+	err = resume_events(r, &cur);
+	if (err)
+		return err;
 	/* -a / --cgroup: the pinned programs adopt as before; no target to wait for. */
 	o->all = r->st->scope == RK_SCOPE_ALL;
 	o->ncgroups = r->st->scope == RK_SCOPE_CGROUP ? 1 : 0;
@@ -243,6 +287,20 @@ int rec_resume_session(struct rk_rec *r)
 }
 
 /* Resume: every live thread's file becomes ours again, as it was. */
+/* @bf, taken over from a killed recorder, as @t's source @k. */
+static void adopt_buf(struct rk_rec *r, struct rk_thread *t, int k, struct rk_bufile *bf)
+{
+	t->b[k].bf = bf;
+	t->b[k].pin.addr = bf->base;
+	t->b[k].pin.len = bf->map_size;
+	t->b[k].pin.uid = t->uid;
+	t->b[k].pin.owner = &t->b[k];
+	t->b[k].pin.pinned_flag = &bf->ident->pinned;
+	t->b[k].pin.asked = rec_asked_flag(r, t->tid);
+	t->b[k].t = t;
+	t->unreleased++;
+}
+
 int rec_adopt_files(struct rk_rec *r)
 {
 	char dir[PATH_MAX + 16], path[PATH_MAX + 300];
@@ -261,6 +319,7 @@ int rec_adopt_files(struct rk_rec *r)
 		const char *msg = NULL;
 		char *end;
 		__u32 tid = (__u32)strtoul(de->d_name, &end, 10);
+		int k;
 
 		if (!tid || *end)
 			continue;
@@ -287,15 +346,36 @@ int rec_adopt_files(struct rk_rec *r)
 		t->via_cgroup = r->o->ncgroups > 0 && (bf->id.flags & RK_IDENT_VIA_CGROUP);
 		/* Its pin state died with the old recorder. */
 		bf->ident->pinned = 0;
-		t->b[0].bf = bf;
-		t->b[0].pin.addr = bf->base;
-		t->b[0].pin.len = bf->map_size;
-		t->b[0].pin.uid = t->uid;
-		t->b[0].pin.owner = &t->b[0];
-		t->b[0].pin.pinned_flag = &bf->ident->pinned;
-		t->b[0].pin.asked = rec_asked_flag(r, tid);
-		t->b[0].t = t;
-		t->unreleased = 1;
+		adopt_buf(r, t, 0, bf);
+		/* Its -e files (made again if one is not there to take over). */
+		for (k = 1; k < rec_nsrc(r); k++) {
+			struct rk_bufile *eb;
+
+			snprintf(path, sizeof(path), "%s/%s/%s", r->dir, rec_src_dir(r, k),
+				 de->d_name);
+			eb = rk_bufile__open_rw(path, &msg);
+			if (!eb) {
+				struct rk_thread_ident id = *t->b[0].bf->ident;
+
+				rec_move_aside(r, path, tid);
+				eb = rk_bufile__create(path, r->o->data_size, rec_src_aux(r, k),
+						       rec_src_entry(r, k), &id);
+			}
+			if (!eb) {
+				rk_warn("resume: tid %u: no %s file: %s", tid, rec_src_dir(r, k),
+					strerror(errno));
+				break;
+			}
+			eb->ident->pinned = 0;
+			adopt_buf(r, t, k, eb);
+		}
+		if (k < rec_nsrc(r)) {
+			/* A thread with a source missing is not ours to route into. */
+			while (k--)
+				rk_bufile__free(t->b[k].bf);
+			free(t);
+			continue;
+		}
 		t->hnext = r->buckets[tid % NBUCKETS];
 		r->buckets[tid % NBUCKETS] = t;
 		t->all_next = r->all;

@@ -26,6 +26,34 @@
 #include "access.h"
 #include "util.h"
 #include "rec_threads.h"
+/*
+ * --resume: a killed recorder's sideband of @pid, taken over as it is (its
+ * mappings so far stay with the samples they resolve). Return: 1 taken, 0 not.
+ */
+int rec_sideband_adopt(struct rk_rec *r, __u32 pid)
+{
+	char path[PATH_MAX + 64];
+	struct rk_bufile *bf;
+	struct rk_proc *p;
+
+	for (p = r->procs; p; p = p->next)
+		if (p->pid == pid)
+			return 1;
+	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
+	bf = rk_bufile__open_rw(path, NULL);
+	if (!bf)
+		return 0;
+	if (bf->ident->state != RK_THREAD_LIVE || !(p = calloc(1, sizeof(*p)))) {
+		rk_bufile__free(bf);
+		return 0;
+	}
+	p->bf = bf;
+	p->pid = pid;
+	p->next = r->procs;
+	r->procs = p;
+	return 1;
+}
+
 /* The per-process buffer of records with no single thread owner. */
 struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 {

@@ -21,5 +21,6 @@ void rec_sideband_done(struct rk_rec *r, __u32 pid, __u32 state);
 void rec_sideband_reap(struct rk_rec *r, uint64_t now);
 size_t rec_synth_sample_id(struct rk_rec *r, __u8 *p, __u32 pid, __u32 tid);
 void rec_synthesize(struct rk_rec *r, pid_t pid);
+int rec_sideband_adopt(struct rk_rec *r, __u32 pid);
 
 #endif /* RK_REC_SIDEBAND_H */

@@ -377,6 +377,42 @@ static void rec_untrack_self(struct rk_rec *r)
 }
 
 /* Resume: the files, the backlog of signals, who vanished, what the outage cost. */
+/*
+ * --resume of an -e session: the events died with the killed recorder;
+ * each adopted live thread gets them again, each process its sideband
+ * back and its mappings as they are now (what it mapped and unmapped
+ * meanwhile was not seen). Their samples of the outage are missing: said.
+ */
+static void reopen_events(struct rk_rec *r)
+{
+	struct rk_thread *t, *u;
+	char msg[256];
+	int opened = 0;
+
+	if (!r->drain)
+		return;
+	for (t = r->all; t; t = t->all_next) {
+		if (t->dead || t->refused)
+			continue;
+		if (!rk_drain_open_task(r->drain, (int)t->tid, msg, sizeof(msg)))
+			opened++;
+		else if (rk_verbose)
+			rk_info("%s", msg);
+		/* Once per process: its first thread on the list. */
+		for (u = r->all; u != t && (u->tgid != t->tgid || u->dead || u->refused);
+		     u = u->all_next)
+			;
+		if (u == t) {
+			rec_sideband_adopt(r, t->tgid);
+			rec_synthesize(r, (pid_t)t->tgid);
+		}
+	}
+	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
+	rk_warn("resume: -e %s opened again for %d threads; their samples from the recorder's "
+		"death until now are missing",
+		r->st->events, opened);
+}
+
 static int resume_catch_up(struct rk_rec *r)
 {
 	int n = rec_adopt_files(r);
@@ -388,6 +424,7 @@ static int resume_catch_up(struct rk_rec *r)
 	/* Inherited from a traced parent (systemd, with -a): we never trace ourselves. */
 	rec_untrack_self(r);
 	rec_adopt_config(r);
+	reopen_events(r);
 	rec_intake(r, 0);
 	rec_drain(r);
 	rec_finish_vanished(r);

@@ -911,3 +911,92 @@ Test(lifecycle, max_shm_user_caps_one_user_s_files)
 	cr_assert_not_null(strstr(err, "--max-shm-user"), "%s", err);
 	free(err);
 }
+
+static int count_samples(const struct perf_event_header *h, void *ctx)
+{
+	*(size_t *)ctx += h->type == PERF_RECORD_SAMPLE;
+	return 0;
+}
+
+/* PERF_RECORD_SAMPLEs in @path (a file that must parse). */
+static size_t samples_in(const char *path)
+{
+	struct rk_bufile *bf = rk_bufile__open(path, NULL);
+	size_t n = 0;
+
+	cr_assert_not_null(bf, "%s", path);
+	cr_assert_eq(rk_bufile__for_each(bf, count_samples, &n), 0, "%s does not parse", path);
+	rk_bufile__free(bf);
+	return n;
+}
+
+/*
+ * An -e session resumes too: kill -9 the recorder of `-e cpu-clock`,
+ * --resume opens the event again for the live threads, takes their files
+ * and the process's sideband over, and the samples go on after the
+ * outage, resolved through the sideband (before, --resume refused it and
+ * the rest of the run was lost).
+ */
+Test(lifecycle, resume_of_an_e_session_goes_on_sampling)
+{
+	char line[64], dir[256], path[300], cmd[600], *err, *s;
+	size_t before[8], n, i, more = 0;
+	unsigned int files[8];
+	int ready, st;
+	pid_t wl, rk;
+	char *wl_argv[] = { (char *)workload, "-t", "2",      "-i", "400", "-s",
+			    "1000",	      "-l", "200000", NULL };
+	const char *const extra[] = { "-m", "512K", "-e", "cpu-clock", "-F", "2000", NULL };
+
+	wl = spawn(wl_argv, "/dev/null", "/dev/null", -1);
+	rk = start_recorder_on(wl, "e", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
+	close(ready);
+	snprintf(dir, sizeof(dir), "%s/e/cpu-clock", root);
+	{
+		uint64_t end = now_ms() + 20000;
+
+		do {
+			cr_assert_lt(now_ms(), end, "no samples before the kill");
+			usleep(20000);
+			n = files_in(dir, files, 8);
+			for (i = 0, more = 0; i < n; i++) {
+				snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+				more += samples_in(path) >= 5;
+			}
+		} while (more < 2);
+	}
+	kill(rk, SIGKILL);
+	cr_assert(WIFSIGNALED(wait_for(rk, 10000)));
+	n = files_in(dir, files, 8);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		before[i] = samples_in(path);
+	}
+	{
+		char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "e", NULL };
+
+		st = run_rk(argv, NULL, &err);
+	}
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, "resumed session e"), "%s", err);
+	cr_assert_not_null(strstr(err, "-e cpu-clock opened again"), "%s", err);
+	free(err);
+	st = wait_for(wl, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (i = 0, more = 0; i < n; i++) {
+		size_t after;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		after = samples_in(path);
+		cr_assert_geq(after, before[i], "%s: samples lost", path);
+		more += after > before[i] + 5;
+	}
+	cr_assert_geq(more, 2, "the worker threads were not sampled after the resume");
+	/* The samples after the outage resolve through the sideband taken over. */
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session e -e cpu-clock %u | grep -c body",
+		 rk_bin, root, files[n - 1]);
+	s = sh_out(cmd, NULL);
+	cr_assert_gt(atoi(s), 0, "no sample resolves to the workload's body()");
+	free(s);
+}
