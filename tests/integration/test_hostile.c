@@ -588,9 +588,9 @@ Test(hostile, memory_cgroup_limit_degrades_instead_of_oom, .fini = memcg_cleanup
 	 * The threads live at once (5 sleeps of 100 ms): an exited thread's
 	 * file counts only the pages it holds, so short threads could all fit.
 	 */
-	char *argv[] = { (char *)rk_bin, "record", "--root", root,	 "--session",
-			 "m",		 "--",	   (char *)workload, "-t",	 "200",
-			 "-i",		 "5",	   "-s",	     "100000", NULL };
+	char *argv[] = { (char *)rk_bin, "record",	   "--root", root,  "--session", "m",
+			 "--",		 (char *)workload, "-t",     "200", "-i",	 "5",
+			 "-s",		 "100000",	   NULL };
 	struct rk_session_stat st;
 	int p[2], status, kills = -1;
 	pid_t c;
