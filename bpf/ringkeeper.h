@@ -80,6 +80,8 @@
  */
 #define RK_RENAME_GAP_NS 10000000ull
 #define RK_RENAMES_HELD_MAX 4096
+/* How often the loader writes the held names: a renaming thread's name is at most this late. */
+#define RK_RENAMES_HELD_EVERY_NS 100000000ull
 
 /**
  * struct rk_rename_held - a thread's latest name not yet signalled.

@@ -112,6 +112,7 @@ struct rk_rec {
 	 * the newest signal handed out: a held rename is written between them.
 	 */
 	uint64_t handed_ns, last_sig_ns;
+	uint64_t held_ns; /* when the held renames were last written (RK_RENAMES_HELD_EVERY_NS) */
 	/*
 	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid
 	 * below n; b NULL: none.

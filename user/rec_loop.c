@@ -273,45 +273,56 @@ static void on_rename(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 
 /*
  * The latest names BPF held back (RK_RENAME_GAP_NS): one COMM per thread
- * per drain, however often it was renamed. Only names given before the
+ * every RK_RENAMES_HELD_EVERY_NS at most (@all: now, at the end), however
+ * often it was renamed. Only names given before the
  * last intake's horizon are taken (a later one goes back for the next
  * drain, unless BPF put a newer one there meanwhile), and each is stamped
  * no earlier than the newest signal handed out, so a file stays in time
  * order.
  */
-void rec_renames_held(struct rk_rec *r)
+/*
+ * @tid's held name, if BPF holds one given before @before, into its file
+ * (@t: the thread, when the caller has it).
+ */
+static void held_rename(struct rk_rec *r, __u32 tid, struct rk_thread *t, uint64_t before)
+{
+	struct rk_rename_held h;
+	struct rk_signal s = { 0 };
+
+	if (r->held_fd < 0 || bpf_map_lookup_and_delete_elem(r->held_fd, &tid, &h))
+		return;
+	if (h.time_ns >= before) {
+		bpf_map_update_elem(r->held_fd, &tid, &h, BPF_NOEXIST);
+		return;
+	}
+	if (!t)
+		t = rec_thread_find(r, tid);
+	if (!t || t->dead || t->refused || t->tgid != h.tgid)
+		return;
+	s.kind = RK_SIG_RENAME;
+	s.tid = tid;
+	s.tgid = h.tgid;
+	s.time_ns = h.time_ns > r->last_sig_ns ? h.time_ns : r->last_sig_ns;
+	memcpy(s.comm, h.comm, sizeof(s.comm));
+	on_rename(r, t, &s);
+}
+
+void rec_renames_held(struct rk_rec *r, int all)
 {
 	__u32 keys[256], key, *prev = NULL;
+	uint64_t now = rk_now_mono_ns();
 	size_t n = 0, i;
 
-	if (r->held_fd < 0)
+	if (r->held_fd < 0 || (!all && now - r->held_ns < RK_RENAMES_HELD_EVERY_NS))
 		return;
+	r->held_ns = now;
 	while (n < sizeof(keys) / sizeof(keys[0]) &&
 	       !bpf_map_get_next_key(r->held_fd, prev, &key)) {
 		keys[n] = key;
 		prev = &keys[n++];
 	}
-	for (i = 0; i < n; i++) {
-		struct rk_rename_held h;
-		struct rk_signal s = { 0 };
-		struct rk_thread *t;
-
-		if (bpf_map_lookup_and_delete_elem(r->held_fd, &keys[i], &h))
-			continue;
-		if (h.time_ns >= r->handed_ns) {
-			bpf_map_update_elem(r->held_fd, &keys[i], &h, BPF_NOEXIST);
-			continue;
-		}
-		t = rec_thread_find(r, keys[i]);
-		if (!t || t->dead || t->refused || t->tgid != h.tgid)
-			continue;
-		s.kind = RK_SIG_RENAME;
-		s.tid = keys[i];
-		s.tgid = h.tgid;
-		s.time_ns = h.time_ns > r->last_sig_ns ? h.time_ns : r->last_sig_ns;
-		memcpy(s.comm, h.comm, sizeof(s.comm));
-		on_rename(r, t, &s);
-	}
+	for (i = 0; i < n; i++)
+		held_rename(r, keys[i], NULL, r->handed_ns);
 }
 
 /*
@@ -429,6 +440,8 @@ static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_s
 		struct sample_id id;
 	} er = { 0 };
 
+	/* A name held back is its last before it died: written ahead of the exit. */
+	held_rename(r, t->tid, t, s->time_ns + 1);
 	er.h.type = PERF_RECORD_EXIT;
 	er.h.size = sizeof(er);
 	er.pid = t->tgid;
@@ -712,7 +725,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		/* Everything, including what woke nobody (NO_WAKEUP, the switch rings). */
 		rec_intake(r, 0);
 		rec_drain(r);
-		rec_renames_held(r);
+		rec_renames_held(r, 0);
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);

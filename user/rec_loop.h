@@ -21,8 +21,11 @@
  * are detached), else what is older than now.
  */
 void rec_intake(struct rk_rec *r, int all);
-/* rec_renames_held() - write the latest names BPF held back (RK_RENAME_GAP_NS). */
-void rec_renames_held(struct rk_rec *r);
+/*
+ * rec_renames_held() - write the latest names BPF held back (RK_RENAME_GAP_NS),
+ * every RK_RENAMES_HELD_EVERY_NS, or now with @all.
+ */
+void rec_renames_held(struct rk_rec *r, int all);
 void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s);
 void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct perf_event_header *h,
 		   __u32 pid, __u32 tid);

@@ -542,7 +542,7 @@ static void stop(struct rk_rec *r)
 	rec_intake(r, 1);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
-	rec_renames_held(r);
+	rec_renames_held(r, 1);
 }
 
 /* Whether @pid has exited (not reaped: the caller still waits for it). */

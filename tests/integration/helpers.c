@@ -267,6 +267,48 @@ size_t files_in(const char *dir, unsigned int *tids, size_t max)
 	return n;
 }
 
+unsigned long long blocks_in(const char *dir)
+{
+	unsigned long long bytes = 0;
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat sb;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d, "%s", dir);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			cr_assert_eq(stat(path, &sb), 0, "%s", path);
+			bytes += (unsigned long long)sb.st_blocks * 512;
+		}
+	closedir(d);
+	return bytes;
+}
+
+size_t files_of_uid(const char *dir, __u32 uid)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d, "%s", dir);
+	while ((de = readdir(d))) {
+		struct rk_bufile *bf;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		bf = rk_bufile__open(path, NULL);
+		cr_assert_not_null(bf, "%s", path);
+		n += bf->ident->uid == uid;
+		rk_bufile__free(bf);
+	}
+	closedir(d);
+	return n;
+}
+
 static int check_fn(const struct perf_event_header *h, void *ctx)
 {
 	struct check *c = ctx;

@@ -43,6 +43,10 @@ void assert_switches_cover(const struct check *c, const char *out, const char *p
 int cmp_u32(const void *a, const void *b);
 /* The tids that have a file in @dir, sorted. */
 size_t files_in(const char *dir, unsigned int *tids, size_t max);
+/* The memory the files in @dir hold: their blocks, as tmpfs counts them. */
+unsigned long long blocks_in(const char *dir);
+/* The buffer files in @dir whose identity says uid @uid. */
+size_t files_of_uid(const char *dir, __u32 uid);
 
 /** struct check - what check_file() found in one buffer. */
 struct check {

@@ -110,21 +110,8 @@ Test(lifecycle, max_shm_caps_the_files_created)
 	cr_assert_eq(files_in(dir, files, 16), 3);
 	read_stat("s", &st);
 	/* All exited: each counts the blocks it holds now (at most its 20 KiB). */
-	{
-		unsigned long long held = 0;
-		struct stat sb;
-		int i;
-
-		for (i = 0; i < 3; i++) {
-			char path[300];
-
-			snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
-			cr_assert_eq(stat(path, &sb), 0);
-			held += (unsigned long long)sb.st_blocks * 512;
-		}
-		cr_assert_eq(st.shm_bytes, held);
-		cr_assert_leq(held, 3 * 20480);
-	}
+	cr_assert_eq(st.shm_bytes, blocks_in(dir));
+	cr_assert_leq(st.shm_bytes, 3 * 20480);
 	cr_assert_eq(st.not_traced, 4, "7 threads, 3 traced: %llu",
 		     (unsigned long long)st.not_traced);
 	cr_assert_not_null(strstr(err, "not traced (--max-shm)"), "%s", err);
@@ -486,6 +473,15 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 		cr_assert_lt(rss1 - rss0, 8 * 1024, "loader RSS grew by %ld kB", rss1 - rss0);
 }
 
+/* A tmpfs of @opts at ROOT/small, for a --root that fills (unmounted by the test). */
+static void small_tmpfs(char *mnt, size_t len, const char *opts)
+{
+	snprintf(mnt, len, "%s/small", root);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	if (mount("tmpfs", mnt, "tmpfs", 0, opts))
+		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+}
+
 /*
  * tmpfs full: files are sparse, so it bites twice: a thread whose page 0
  * cannot be allocated is not traced (counted); a file whose data page
@@ -505,11 +501,8 @@ Test(lifecycle, tmpfs_full_is_handled_like_a_limit)
 	size_t n, i;
 	int status;
 
-	snprintf(mnt, sizeof(mnt), "%s/small", root);
-	cr_assert_eq(mkdir(mnt, 0755), 0);
 	/* Room for the stat file and a few threads' first pages, not more. */
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=40k,mode=0755"))
-		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+	small_tmpfs(mnt, sizeof(mnt), "size=40k,mode=0755");
 	status = run_rk(argv, NULL, &err);
 	snprintf(dir, sizeof(dir), "%s/f/sched", mnt);
 	n = files_in(dir, files, 16);
@@ -808,33 +801,19 @@ Test(lifecycle, a_reused_tid_never_replaces_an_earlier_history)
  */
 Test(lifecycle, default_max_shm_is_a_quarter_of_the_filesystem)
 {
-	char mnt[128], dir[256], path[600], *err;
+	char mnt[128], dir[256], *err;
 	char *argv[] = { (char *)rk_bin, "record", "--root",	     mnt,  "--session", "d", "-m",
 			 "16K",		 "--",	   (char *)workload, "-C", "1000",	NULL };
-	unsigned long long held = 0;
+	unsigned long long held;
 	struct rk_session_stat st;
-	struct dirent *de;
-	struct stat sb;
 	int status;
-	DIR *d;
 
-	snprintf(mnt, sizeof(mnt), "%s/small", root);
-	cr_assert_eq(mkdir(mnt, 0755), 0);
-	if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m,mode=0755"))
-		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+	small_tmpfs(mnt, sizeof(mnt), "size=4m,mode=0755");
 	status = run_rk(argv, NULL, &err);
 	snprintf(dir, sizeof(dir), "%s/d", mnt);
 	cr_assert_eq(rk_session_stat_read(dir, &st), 0);
 	snprintf(dir, sizeof(dir), "%s/d/sched", mnt);
-	d = opendir(dir);
-	cr_assert_not_null(d);
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			cr_assert_eq(stat(path, &sb), 0);
-			held += (unsigned long long)sb.st_blocks * 512;
-		}
-	closedir(d);
+	held = blocks_in(dir);
 	umount2(mnt, MNT_DETACH);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
 	cr_assert_eq(st.max_shm, 1024 * 1024, "default --max-shm %llu",
@@ -855,7 +834,7 @@ Test(lifecycle, default_max_shm_is_a_quarter_of_the_filesystem)
  */
 Test(lifecycle, max_shm_user_caps_one_user_s_files)
 {
-	char cmd[600], dir[256], path[600], *err;
+	char cmd[600], dir[256], *err;
 	char *argv[] = { (char *)rk_bin,
 			 "record",
 			 "--root",
@@ -873,11 +852,9 @@ Test(lifecycle, max_shm_user_caps_one_user_s_files)
 			 "-c",
 			 cmd,
 			 NULL };
-	size_t nobody = 0, rootf = 0;
+	size_t nobody, rootf;
 	struct rk_session_stat st;
-	struct dirent *de;
 	int status;
-	DIR *d;
 
 	cr_assert_eq(chmod(root, 0755), 0);
 	snprintf(cmd, sizeof(cmd),
@@ -888,21 +865,8 @@ Test(lifecycle, max_shm_user_caps_one_user_s_files)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
 	read_stat("u", &st);
 	snprintf(dir, sizeof(dir), "%s/u/sched", root);
-	d = opendir(dir);
-	cr_assert_not_null(d);
-	while ((de = readdir(d))) {
-		struct rk_bufile *bf;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		bf = rk_bufile__open(path, NULL);
-		cr_assert_not_null(bf);
-		nobody += bf->ident->uid == 65534;
-		rootf += bf->ident->uid == 0;
-		rk_bufile__free(bf);
-	}
-	closedir(d);
+	nobody = files_of_uid(dir, 65534);
+	rootf = files_of_uid(dir, 0);
 	/* 20 KiB a thread: 400K is 20 live threads of nobody's. */
 	cr_assert_leq(nobody, 20, "nobody's threads have %zu files", nobody);
 	cr_assert_geq(nobody, 1);

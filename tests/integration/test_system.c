@@ -443,54 +443,22 @@ static size_t count_files(const char *session)
 	return count_in(session, "sched");
 }
 
-/* The memory @session's sched files hold: their blocks, as tmpfs counts them. */
+/* The memory @session's sched files hold. */
 static unsigned long long blocks_of(const char *session)
 {
-	char dir[256], path[600];
-	unsigned long long bytes = 0;
-	struct dirent *de;
-	struct stat sb;
-	DIR *d;
+	char dir[256];
 
 	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
-	d = opendir(dir);
-	cr_assert_not_null(d);
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			cr_assert_eq(stat(path, &sb), 0);
-			bytes += (unsigned long long)sb.st_blocks * 512;
-		}
-	closedir(d);
-	return bytes;
+	return blocks_in(dir);
 }
-
 /* The files in @session's sched directory whose identity says uid @uid. */
 static size_t count_of_uid(const char *session, __u32 uid)
 {
-	char dir[256], path[600];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
+	char dir[256];
 
 	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
-	d = opendir(dir);
-	cr_assert_not_null(d);
-	while ((de = readdir(d))) {
-		struct rk_bufile *bf;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		bf = rk_bufile__open(path, NULL);
-		if (bf && bf->ident->uid == uid)
-			n++;
-		rk_bufile__free(bf);
-	}
-	closedir(d);
-	return n;
+	return files_of_uid(dir, uid);
 }
-
 /*
  * Retention is fair per user: root's exited history (a workload of 21
  * threads), then an unprivileged user churning 300 short threads through
