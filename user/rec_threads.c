@@ -374,8 +374,8 @@ static struct rk_uid_shm *gone_victim(struct rk_rec *r, __u32 uid)
 	return best;
 }
 
-/* The oldest exited file of @victim goes. */
-static void gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
+/* The oldest exited file of @victim goes. Return: 1, or 0 if it has none. */
+static int gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
 {
 	size_t i;
 
@@ -387,9 +387,10 @@ static void gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
 				gone_pop(r);
 			else
 				gone_remove(r, g);
-			return;
+			return 1;
 		}
 	}
+	return 0;
 }
 
 /*
@@ -400,8 +401,9 @@ static int gone_room_user(struct rk_rec *r, uint64_t need, __u32 uid)
 {
 	struct rk_uid_shm *u = ushm_of(r, uid);
 
-	while (u && u->bytes + need > r->o->max_shm_user && u->ngone)
-		gone_remove_oldest_of(r, uid);
+	while (u && u->bytes + need > r->o->max_shm_user && u->ngone &&
+	       gone_remove_oldest_of(r, uid))
+		;
 	return !u || u->bytes + need <= r->o->max_shm_user;
 }
 
@@ -415,9 +417,9 @@ static int gone_room(struct rk_rec *r, uint64_t need, __u32 uid)
 	while (r->st->shm_bytes + need > r->o->max_shm && r->gone_n) {
 		struct rk_uid_shm *v = gone_victim(r, uid);
 
-		if (!v)
+		/* Its count says it has one: if the ring disagrees, stop rather than spin. */
+		if (!v || !gone_remove_oldest_of(r, v->uid))
 			break;
-		gone_remove_oldest_of(r, v->uid);
 	}
 	return r->st->shm_bytes + need <= r->o->max_shm;
 }
