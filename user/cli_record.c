@@ -282,24 +282,22 @@ static int o_max_threads(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/* A cap of --max-shm or --max-shm-user (@opt): bytes, or K/M/G, not 0. */
+static int shm_cap(const char *opt, const char *v, uint64_t *out)
+{
+	if (rk_parse_size(v, 0, out) || !*out)
+		return bad(opt, v, "not a size (bytes, or K/M/G)");
+	return 0;
+}
+
 static int o_max_shm(struct rec_args *a, const char *v)
 {
-	uint64_t size;
-
-	if (rk_parse_size(v, 0, &size) || !size)
-		return bad("--max-shm", v, "not a size (bytes, or K/M/G)");
-	a->o.max_shm = size;
-	return 0;
+	return shm_cap("--max-shm", v, &a->o.max_shm);
 }
 
 static int o_max_shm_user(struct rec_args *a, const char *v)
 {
-	uint64_t size;
-
-	if (rk_parse_size(v, 0, &size) || !size)
-		return bad("--max-shm-user", v, "not a size (bytes, or K/M/G)");
-	a->o.max_shm_user = size;
-	return 0;
+	return shm_cap("--max-shm-user", v, &a->o.max_shm_user);
 }
 
 /*
