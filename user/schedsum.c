@@ -10,7 +10,7 @@
 #include "show.h"
 #include "util.h"
 
-void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
+void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s)
 {
 	const struct rk_tl_event *in = NULL, *out = NULL;
 	__u32 last_cpu = ~0u;
@@ -24,6 +24,12 @@ void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
 			s->first_ns = e->time;
 		if (e->time > s->last_ns)
 			s->last_ns = e->time;
+		if (e->time < lo || e->time > hi) {
+			/* Outside: the next event inside has no other end in it. */
+			in = out = NULL;
+			last_cpu = ~0u;
+			continue;
+		}
 		if (e->kind == RK_TL_IN) {
 			if (out && e->time >= out->time) {
 				enum rk_offcpu k = rk_offcpu_of(out->arg);
@@ -52,6 +58,29 @@ void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
 			in = NULL;
 		}
 	}
+}
+
+void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
+{
+	rk_sched_sum_window(t, 0, ~0ull, s);
+}
+
+__u64 rk_sched_window(const struct rk_timeline *tl, size_t *nwrapped)
+{
+	__u64 lo = 0;
+	size_t i;
+
+	*nwrapped = 0;
+	for (i = 0; i < tl->nthreads; i++) {
+		const struct rk_tl_thread *t = &tl->threads[i];
+
+		if (!t->id.overwritten || !t->nev)
+			continue;
+		(*nwrapped)++;
+		if (t->ev[0].time > lo)
+			lo = t->ev[0].time;
+	}
+	return lo;
 }
 
 static void ms(FILE *out, unsigned long long ns, int width)
@@ -108,38 +137,61 @@ static void text_figures(FILE *out, const struct rk_sched_sum *s)
 		   s->off_ns[RK_OFF_UNKNOWN],
 	   11);
 	ms(out, s->max_off_ns, 11);
-	fprintf(out, " %5llu\n", s->migrations);
+	fprintf(out, " %5llu", s->migrations);
+}
+
+/* The history column: the span in seconds, '*' if the ring wrapped (the span is all there is). */
+static void text_history(FILE *out, __u64 first, __u64 last, int wrapped)
+{
+	fprintf(out, " %9.3f%s\n", last > first ? (double)(last - first) / 1e9 : 0.0,
+		wrapped ? "*" : "");
 }
 
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 {
-	struct rk_sched_sum tot = { 0 }, s;
-	size_t i;
+	struct rk_sched_sum tot = { 0 }, s, w;
+	__u64 first = ~0ull, last = 0, lo;
+	size_t i, nwrapped;
 
+	/*
+	 * A thread whose ring wrapped lost its oldest runs: the totals cover
+	 * only the time every thread's history is whole in, not a mix of
+	 * windows (its rows: its own, marked).
+	 */
+	lo = rk_sched_window(tl, &nwrapped);
 	if (json)
 		fprintf(out, "{\"threads\":[");
 	else
 		fprintf(out,
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s\n"
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s\n",
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %10s\n"
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %10s\n",
 			"comm", "tid", "tgid", "runs", "on-CPU", "avg", "max", "preempted",
-			"sleeping", "blocked", "other", "longest off", "migr", "", "", "", "",
-			"(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)", "(ms, off)", "(ms, off)",
-			"(ms)", "");
+			"sleeping", "blocked", "other", "longest off", "migr", "history", "", "",
+			"", "", "(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)", "(ms, off)",
+			"(ms, off)", "(ms)", "", "(s)");
 	for (i = 0; i < tl->nthreads; i++) {
 		const struct rk_tl_thread *t = &tl->threads[i];
 		char comm[RK_COMM_LEN];
 
 		rk_sched_sum_thread(t, &s);
-		add(&tot, &s);
+		rk_sched_sum_window(t, lo, ~0ull, &w);
+		add(&tot, &w);
+		if (s.first_ns && s.first_ns < first)
+			first = s.first_ns;
+		if (s.last_ns > last)
+			last = s.last_ns;
 		if (json) {
 			fprintf(out, "%s{\"tid\":%u,\"tgid\":%u,\"comm\":", i ? "," : "", t->id.tid,
 				t->id.tgid);
 			rk_json_str(out, t->id.comm);
 			fprintf(out, ",");
 			json_sum(out, &s);
-			fprintf(out, ",\"first_ns\":%llu,\"last_ns\":%llu,\"state\":",
-				(unsigned long long)s.first_ns, (unsigned long long)s.last_ns);
+			fprintf(out,
+				",\"first_ns\":%llu,\"last_ns\":%llu,\"wrapped\":%s,"
+				"\"overwritten\":%llu,\"state\":",
+				(unsigned long long)s.first_ns, (unsigned long long)s.last_ns,
+				t->id.overwritten ? "true" : "false",
+				(unsigned long long)t->id.overwritten);
 			rk_json_str(out, rk_thread_state_name(t->id.state));
 			fprintf(out, "}");
 			continue;
@@ -149,15 +201,30 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		rk_strip_controls(comm);
 		fprintf(out, "%-16s %8u %8u", comm, t->id.tid, t->id.tgid);
 		text_figures(out, &s);
+		text_history(out, s.first_ns, s.last_ns, !!t->id.overwritten);
 	}
+	if (first > last)
+		first = last = 0;
+	if (lo > first)
+		first = lo;
 	if (json) {
 		fprintf(out, "],\"total\":{\"threads\":%zu,", tl->nthreads);
 		json_sum(out, &tot);
-		fprintf(out, "}}\n");
+		fprintf(out,
+			",\"window\":{\"first_ns\":%llu,\"last_ns\":%llu},\"wrapped_threads\":%zu}}\n",
+			(unsigned long long)first, (unsigned long long)last, nwrapped);
 		return;
 	}
 	fprintf(out, "%-16s %8s %8zu", "total", "threads:", tl->nthreads);
 	text_figures(out, &tot);
+	text_history(out, first, last, 0);
+	if (nwrapped)
+		fprintf(out,
+			"# *: %zu thread%s ring wrapped: %s row covers only the history shown (its "
+			"older runs were overwritten; perf, which saw them, counts more); the total "
+			"covers the last %.3f s, where every thread's history is whole\n",
+			nwrapped, nwrapped == 1 ? "'s" : "s'", nwrapped == 1 ? "its" : "each",
+			(double)(last - first) / 1e9);
 	if (tot.offs[RK_OFF_UNKNOWN])
 		fprintf(out,
 			"# %llu off-CPU periods of unknown state: recorded by a ringkeeper that "

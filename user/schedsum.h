@@ -24,6 +24,21 @@ struct rk_sched_sum {
 /** rk_sched_sum_thread() - @t's figures. */
 void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s);
 
+/**
+ * rk_sched_sum_window() - @t's figures of what lies in [@lo, @hi]: a run or
+ * an off-CPU period counts only with both ends in it (first_ns, last_ns:
+ * still the whole history's).
+ */
+void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s);
+
+/**
+ * rk_sched_window() - the one window @tl's totals cover: from the latest
+ * start of a history that wrapped (its ring overwrote older records: before
+ * it, that thread's runs are missing) to the end. @nwrapped: how many did.
+ * Return: its start (0: none wrapped, everything).
+ */
+__u64 rk_sched_window(const struct rk_timeline *tl, size_t *nwrapped);
+
 /** rk_sched_print() - every thread of @tl, then the totals; text or JSON. */
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json);
 

@@ -184,3 +184,74 @@ Test(timeline, hostile_records_are_not_believed)
 	rk_timeline__free(&tl);
 	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 99, 0), -ENOENT);
 }
+
+/*
+ * A thread whose ring wrapped says so, and the totals cover one window:
+ * from its history's start on, where every thread's runs are whole. B runs
+ * 1 ms every 10 ms from 0 to 1 s (100 runs, ring never full); A, in a ring
+ * of 16 KiB, ran 1 ms every 2 ms for 1 s (500 runs): only its last ~200
+ * switches are left, from about 0.6 s on. The totals count A's runs and
+ * B's after A's first record, not B's whole second.
+ */
+Test(timeline, a_wrapped_ring_is_said_and_totals_cover_one_window)
+{
+	struct rk_bufile *a = make(200, 200, "wrapped"), *b = make(201, 200, "whole");
+	struct rk_sched_sum sa, sb, wb;
+	struct rk_timeline tl;
+	char *buf = NULL;
+	size_t len = 0, nwrapped;
+	__u64 lo, t;
+	FILE *f;
+
+	for (t = 0; t < 1000; t += 10) {
+		sw(b, 0, 0, t, 0);
+		sw(b, 1, S(0x1), t + 1, 0);
+	}
+	for (t = 0; t < 1000; t += 2) {
+		sw(a, 0, 0, t, 1);
+		sw(a, 1, S(0x1), t + 1, 1);
+	}
+	cr_assert_gt(a->ident->overwritten, 0, "the ring did not wrap");
+	cr_assert_eq(b->ident->overwritten, 0);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 2);
+	lo = rk_sched_window(&tl, &nwrapped);
+	cr_assert_eq(nwrapped, 1);
+	rk_sched_sum_thread(&tl.threads[0], &sa);
+	rk_sched_sum_thread(&tl.threads[1], &sb);
+	cr_assert_eq(lo, sa.first_ns, "the window starts where the wrapped history does");
+	cr_assert_gt(lo, 500000000ull);
+	cr_assert_eq(sb.runs, 100);
+	rk_sched_sum_window(&tl.threads[1], lo, ~0ull, &wb);
+	cr_assert_lt(wb.runs, 50, "B's runs in A's window: %llu", wb.runs);
+	cr_assert_gt(wb.runs, 0);
+
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_sched_print(f, &tl, 1);
+	fclose(f);
+	{
+		char want[200];
+
+		snprintf(want, sizeof(want), "\"total\":{\"threads\":2,\"runs\":%llu,",
+			 sa.runs + wb.runs);
+		cr_assert_not_null(strstr(buf, want), "%s", buf);
+		snprintf(want, sizeof(want), "\"window\":{\"first_ns\":%llu,",
+			 (unsigned long long)lo);
+		cr_assert_not_null(strstr(buf, want), "%s", buf);
+	}
+	cr_assert_not_null(strstr(buf, "\"wrapped\":true"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\"wrapped\":false"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\"wrapped_threads\":1}"), "%s", buf);
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	rk_sched_print(f, &tl, 0);
+	fclose(f);
+	cr_assert_not_null(strstr(buf, "*\n"), "no wrapped mark:\n%s", buf);
+	cr_assert_not_null(strstr(buf, "# *: 1 thread's ring wrapped"), "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+}
