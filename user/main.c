@@ -345,6 +345,61 @@ static const char *show_event = RK_SCHED_DIR;
 static int show_pt;
 static const char *show_core;
 
+/* --time START,END / --last DURATION: what show and sched take of a history. */
+struct twin {
+	uint64_t lo, hi, last;
+	int set;
+};
+
+#define TWIN_LONGOPTS                                \
+	{ "time", required_argument, NULL, 'T' },    \
+	{                                            \
+		"last", required_argument, NULL, 'L' \
+	}
+
+/* Return: 1 taken, 0 not ours, -1 a bad value (said). */
+static int twin_opt(struct twin *w, int c, const char *arg)
+{
+	if ((c == 'T' || c == 'L') && w->set) {
+		rk_err("--time and --last: one of them, once");
+		return -1;
+	}
+	if (c == 'T') {
+		if (rk_parse_time_window(arg, &w->lo, &w->hi)) {
+			rk_err("--time: '%s' is not START,END in seconds, END not before START "
+			       "(either may be left out)",
+			       arg);
+			return -1;
+		}
+		w->set = 1;
+		return 1;
+	}
+	if (c == 'L') {
+		if (rk_parse_duration_ns(arg, &w->last)) {
+			rk_err("--last: '%s' is not a duration (500ms, 2s, 10m, 1h)", arg);
+			return -1;
+		}
+		w->set = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* The window in ns, once the newest event (@end) is known; everything if none was asked. */
+static void twin_resolve(struct twin *w, uint64_t end)
+{
+	if (w->last) {
+		w->hi = end;
+		w->lo = end > w->last ? end - w->last : 0;
+	} else if (!w->set) {
+		w->lo = 0;
+		w->hi = ~0ull;
+	}
+}
+
+/* show's --time / --last. */
+static struct twin show_twin;
+
 static int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
 		       const char **session, int *all)
 {
@@ -356,6 +411,7 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 		{ "event", required_argument, NULL, 'e' },
 		{ "pt", optional_argument, NULL, 'P' },
 		{ "core", required_argument, NULL, 'C' },
+		TWIN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -363,6 +419,13 @@ static int common_opts(int argc, char **argv, const char *usage, int *json, cons
 
 	while ((c = getopt_long(argc, argv, "+jr:s:ae:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'T':
+		case 'L':
+			if (!session)
+				goto bad;
+			if (twin_opt(&show_twin, c, optarg) < 0)
+				return -2;
+			break;
 		case 'e': {
 			char *c = strrchr(optarg, ':');
 
@@ -708,8 +771,10 @@ static int show_from_core(const char *tid_s, int json)
 				if (b.v[k].type == RK_NOTE_SIDEBAND && !b.v[k].why &&
 				    b.v[k].bf.ident->tgid == cb->bf.ident->tgid)
 					rk_symbols__add_sideband(syms, &b.v[k].bf);
-			r = rk_show(stdout, &cb->bf, cb->name, json, syms,
-				    tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL) ?
+			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
+			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
+					  tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL,
+					  show_twin.lo, show_twin.hi) ?
 				    1 :
 				    0;
 			rk_symbols__free(syms);
@@ -748,7 +813,13 @@ static int cmd_show(int argc, char **argv)
 		"         --pt=insn|branches, the code also comes from the core's memory (it\n"
 		"         wins over the files where both have an address), also for a FILE\n"
 		"  --json one JSON document: {\"thread\": identity and pmu_info, \"records\":\n"
-		"         [one per line]}; addresses as hex strings (schema: man ringkeeper)\n";
+		"         [one per line]}; addresses as hex strings (schema: man ringkeeper)\n"
+		"  --time START,END\n"
+		"         only the records timed within it: seconds of the recorded clock, as\n"
+		"         shown (START or END may be left out)\n"
+		"  --last DURATION\n"
+		"         only the records of the last DURATION (500ms, 2s, 10m, 1h) before the\n"
+		"         newest one\n";
 	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
 	char path[PATH_MAX + 300];
 	struct rk_symbols *syms = NULL;
@@ -838,7 +909,9 @@ static int cmd_show(int argc, char **argv)
 	/* Addresses resolve through the sideband of the thread's process. */
 	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
 		syms = thread_symbols(path, bf);
-	err = rk_show(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), NULL);
+	twin_resolve(&show_twin, show_twin.last ? rk_show_end(bf) : 0);
+	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), NULL,
+			    show_twin.lo, show_twin.hi);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);
 	if (err) {
@@ -1132,20 +1205,27 @@ static int cmd_sched(int argc, char **argv)
 		"other: idle, stopped, or not recorded); the longest off-CPU gap; migrations\n"
 		"(a run on another CPU than the run before). Only what the ring still holds\n"
 		"counts: a history's first out and last in have one end and are left out.\n"
+		"A thread whose ring wrapped is marked '*'; the totals cover one window, where\n"
+		"every thread's history is whole.\n"
 		"  --json one JSON document: {\"threads\": [...], \"total\": {...}}, times in ns\n"
+		"  --time START,END  only runs and off-CPU periods within it (seconds of the\n"
+		"         recorded clock, as show prints them; either may be left out)\n"
+		"  --last DURATION   only the last DURATION (500ms, 2s, 10m, 1h) before the\n"
+		"         newest event\n"
 		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' },
-		FROM_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{ "json", no_argument, NULL, 'j' }, TWIN_LONGOPTS, FROM_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	struct from f = { .root = RK_DEFAULT_ROOT };
+	struct twin tw = { 0 };
 	struct rk_timeline tl;
 	int c, r, json = 0;
 
 	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
+		if (!r)
+			r = twin_opt(&tw, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r)
@@ -1183,7 +1263,8 @@ static int cmd_sched(int argc, char **argv)
 	}
 	if (r)
 		return 1;
-	rk_sched_print(stdout, &tl, json);
+	twin_resolve(&tw, rk_sched_end(&tl));
+	rk_sched_print_window(stdout, &tl, json, tw.lo, tw.hi);
 	rk_timeline__free(&tl);
 	return 0;
 }

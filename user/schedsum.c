@@ -147,7 +147,23 @@ static void text_history(FILE *out, __u64 first, __u64 last, int wrapped)
 		wrapped ? "*" : "");
 }
 
+__u64 rk_sched_end(const struct rk_timeline *tl)
+{
+	__u64 end = 0;
+	size_t i;
+
+	for (i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].nev && tl->threads[i].ev[tl->threads[i].nev - 1].time > end)
+			end = tl->threads[i].ev[tl->threads[i].nev - 1].time;
+	return end;
+}
+
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
+{
+	rk_sched_print_window(out, tl, json, 0, ~0ull);
+}
+
+void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __u64 from, __u64 to)
 {
 	struct rk_sched_sum tot = { 0 }, s, w;
 	__u64 first = ~0ull, last = 0, lo;
@@ -159,6 +175,8 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 	 * windows (its rows: its own, marked).
 	 */
 	lo = rk_sched_window(tl, &nwrapped);
+	if (from > lo)
+		lo = from;
 	if (json)
 		fprintf(out, "{\"threads\":[");
 	else
@@ -173,8 +191,8 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		const struct rk_tl_thread *t = &tl->threads[i];
 		char comm[RK_COMM_LEN];
 
-		rk_sched_sum_thread(t, &s);
-		rk_sched_sum_window(t, lo, ~0ull, &w);
+		rk_sched_sum_window(t, from, to, &s);
+		rk_sched_sum_window(t, lo, to, &w);
 		add(&tot, &w);
 		if (s.first_ns && s.first_ns < first)
 			first = s.first_ns;
@@ -207,6 +225,10 @@ void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
 		first = last = 0;
 	if (lo > first)
 		first = lo;
+	if (to < last)
+		last = to;
+	if (first > last)
+		first = last;
 	if (json) {
 		fprintf(out, "],\"total\":{\"threads\":%zu,", tl->nthreads);
 		json_sum(out, &tot);

@@ -42,4 +42,14 @@ __u64 rk_sched_window(const struct rk_timeline *tl, size_t *nwrapped);
 /** rk_sched_print() - every thread of @tl, then the totals; text or JSON. */
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json);
 
+/**
+ * rk_sched_print_window() - the same, of what lies in [@lo, @hi] only
+ * (--time, --last): rows and totals count the runs and off-CPU periods
+ * with both ends in it.
+ */
+void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __u64 lo, __u64 hi);
+
+/** rk_sched_end() - the newest event of @tl's histories (0: none). */
+__u64 rk_sched_end(const struct rk_timeline *tl);
+
 #endif /* RK_SCHEDSUM_H */

@@ -42,6 +42,7 @@ struct walk {
 	char event[64];
 	const struct rk_tp_format *tpf;
 	int nrec_json; /* records printed into the JSON "records" array */
+	__u64 lo, hi; /* only records timed within (0, ~0: all) */
 };
 
 /* Between two records of the JSON array: a comma. */
@@ -214,6 +215,14 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	int have_crash = 0;
 	struct sid s;
 
+	if (w->lo || w->hi != ~0ull) {
+		__u64 t = rk_record_time(w->bf->pmu->attr.sample_type, h);
+
+		if (t < w->lo || t > w->hi) {
+			w->c.outside++;
+			return 0;
+		}
+	}
 	w->c.records++;
 	if (h->type == PERF_RECORD_SAMPLE) {
 		int err = show_sample(w, h);
@@ -356,12 +365,39 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	return 0;
 }
 
+static int end_of(const struct perf_event_header *h, void *ctx)
+{
+	struct walk *w = ctx;
+	__u64 t = rk_record_time(w->bf->pmu->attr.sample_type, h);
+
+	if (t > w->hi)
+		w->hi = t;
+	return 0;
+}
+
+__u64 rk_show_end(const struct rk_bufile *bf)
+{
+	struct walk w = { .bf = bf };
+
+	rk_bufile__for_each(bf, end_of, &w);
+	return w.hi;
+}
+
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	    struct rk_symbols *syms, const struct rk_tp_format *tpf, struct rk_show_counts *counts)
 {
+	return rk_show_range(out, bf, path, json, syms, tpf, counts, 0, ~0ull);
+}
+
+int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int json,
+		  struct rk_symbols *syms, const struct rk_tp_format *tpf,
+		  struct rk_show_counts *counts, __u64 lo, __u64 hi)
+{
 	const struct rk_thread_ident *id = bf->ident;
 	const struct rk_perf_event_attr *a = &bf->pmu->attr;
-	struct walk w = { .out = out, .bf = bf, .json = json, .syms = syms, .tpf = tpf };
+	struct walk w = {
+		.out = out, .bf = bf, .json = json, .syms = syms, .tpf = tpf, .lo = lo, .hi = hi
+	};
 	const char *slash = strrchr(path, '/'), *start = path;
 
 	/* The event is the name of the file's directory (<session>/<event>/<tid>). */
@@ -433,7 +469,10 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 		fprintf(out, "]}\n");
 	if (!json)
 		fprintf(out,
-			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu other\n",
-			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.other);
+			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu other%s\n",
+			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.other,
+			w.c.outside ? " (in the time window)" : "");
+	if (!json && w.c.outside)
+		fprintf(out, "# %llu records outside the time window, not shown\n", w.c.outside);
 	return err;
 }

@@ -17,6 +17,7 @@ struct rk_show_counts {
 	unsigned long long foreign; /* sample_id tid not the file's tid */
 	unsigned long long samples;
 	unsigned long long lost; /* sum of PERF_RECORD_LOST counts */
+	unsigned long long outside; /* records outside the window (--time, --last), not shown */
 };
 
 /**
@@ -30,6 +31,17 @@ struct rk_show_counts {
  */
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	    struct rk_symbols *syms, const struct rk_tp_format *tpf, struct rk_show_counts *counts);
+
+/**
+ * rk_show_range() - rk_show() of the records timed in [@lo, @hi] only
+ * (--time, --last); the others are counted in @counts->outside.
+ */
+int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int json,
+		  struct rk_symbols *syms, const struct rk_tp_format *tpf,
+		  struct rk_show_counts *counts, __u64 lo, __u64 hi);
+
+/** rk_show_end() - the newest record time of @bf (0: none). */
+__u64 rk_show_end(const struct rk_bufile *bf);
 
 /** rk_thread_state_name() - "live", "exited", ... */
 const char *rk_thread_state_name(__u32 state);

@@ -131,6 +131,92 @@ uint64_t rk_now_real_ns(void)
 	return now_ns(CLOCK_REALTIME);
 }
 
+int rk_parse_seconds_ns(const char *s, uint64_t *ns)
+{
+	unsigned long long sec = 0, frac = 0;
+	const char *dot = strchr(s, '.');
+	char whole[24];
+	size_t n = dot ? (size_t)(dot - s) : strlen(s), k;
+
+	if (!n || n >= sizeof(whole))
+		return -EINVAL;
+	memcpy(whole, s, n);
+	whole[n] = '\0';
+	if (rk_parse_uint(whole, 18000000000ull, &sec))
+		return -EINVAL;
+	if (dot) {
+		const char *f = dot + 1;
+
+		if (!*f || strlen(f) > 9)
+			return -EINVAL;
+		for (k = 0; k < 9; k++) {
+			if (*f && (*f < '0' || *f > '9'))
+				return -EINVAL;
+			frac = frac * 10 + (*f ? (unsigned long long)(*f++ - '0') : 0);
+		}
+	}
+	*ns = sec * 1000000000ull + frac;
+	return 0;
+}
+
+int rk_parse_time_window(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	const char *comma = s ? strchr(s, ',') : NULL;
+	char start[32];
+	size_t n;
+
+	if (!comma || strchr(comma + 1, ','))
+		return -EINVAL;
+	n = (size_t)(comma - s);
+	if (n >= sizeof(start))
+		return -EINVAL;
+	memcpy(start, s, n);
+	start[n] = '\0';
+	*lo = 0;
+	*hi = ~0ull;
+	if (n && rk_parse_seconds_ns(start, lo))
+		return -EINVAL;
+	if (comma[1] && rk_parse_seconds_ns(comma + 1, hi))
+		return -EINVAL;
+	if (!n && !comma[1])
+		return -EINVAL;
+	return *hi < *lo ? -EINVAL : 0;
+}
+
+int rk_parse_duration_ns(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = { { "ns", 1 },
+		      { "us", 1000 },
+		      { "ms", 1000000 },
+		      { "s", 1000000000ull },
+		      { "m", 60000000000ull },
+		      { "h", 3600000000000ull } };
+	char num[32];
+	size_t i, l = s ? strspn(s, "0123456789.") : 0;
+	uint64_t v, mul = 1000000000ull;
+
+	if (!l || l >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, l);
+	num[l] = '\0';
+	if (s[l]) {
+		for (i = 0; i < sizeof(units) / sizeof(units[0]) && strcmp(s + l, units[i].unit);
+		     i++)
+			;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -EINVAL;
+		mul = units[i].ns;
+	}
+	/* As seconds with 9 decimals, then scaled: 1.5ms is 1,500,000 ns. */
+	if (rk_parse_seconds_ns(num, &v) || !v || v / 1000000000ull > ~0ull / mul)
+		return -EINVAL;
+	*ns = (__u64)((unsigned __int128)v * mul / 1000000000ull);
+	return *ns ? 0 : -EINVAL;
+}
+
 char *rk_strip_controls(char *s)
 {
 	char *c;

@@ -31,6 +31,26 @@ uint64_t rk_now_mono_ns(void);
 uint64_t rk_now_real_ns(void);
 
 /**
+ * rk_parse_seconds_ns() - "S" or "S.FRACTION" (up to 9 digits) seconds, as
+ * show prints times, into ns. Return: 0, or -EINVAL.
+ */
+int rk_parse_seconds_ns(const char *s, uint64_t *ns);
+
+/**
+ * rk_parse_time_window() - --time START,END (seconds of the recorded clock;
+ * either may be empty: from the start, to the end) into [*@lo, *@hi].
+ * Return: 0, or -EINVAL (also END before START).
+ */
+int rk_parse_time_window(const char *s, uint64_t *lo, uint64_t *hi);
+
+/**
+ * rk_parse_duration_ns() - --last DURATION: a number with a unit (ns, us,
+ * ms, s, m, h; none: s; fractions allowed: 1.5s) into ns, not 0.
+ * Return: 0, or -EINVAL.
+ */
+int rk_parse_duration_ns(const char *s, uint64_t *ns);
+
+/**
  * rk_strip_controls() - replace control characters in @s with '?', in place:
  * a comm or a path is its owner's to choose, and text output is read on a
  * terminal (JSON output escapes them instead).

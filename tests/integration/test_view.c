@@ -260,3 +260,85 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 	expect_error(a3, 2, "--tid: not a tid: 'x'");
 	expect_error(a4, 1, "no thread with that --tid");
 }
+
+/*
+ * --time and --last on show and sched: show prints only the records timed
+ * in the window and counts the rest; sched's totals count only what lies
+ * in it; a window END before START, a bad duration, or both options get
+ * exit 2 and say why.
+ */
+Test(view, time_window_on_show_and_sched)
+{
+	char *rec[] = { (char *)rk_bin, "record",	  "--root", root, "--session", "tw",
+			"--",		(char *)workload, "-t",	    "2",  "-i",	       "40",
+			"-s",		"2000",		  NULL };
+	char cmd[800], tid[16], win[64], *out, *err, *s;
+	unsigned long long a_s, a_ns, b_s, b_ns;
+	int status, all, in;
+
+	status = run_rk(rec, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	cr_assert_eq(sscanf(strstr(out, "tid "), "tid %15s", tid), 1, "%s", out);
+	free(out);
+	free(err);
+	/* The 10th and 30th records' times, as show prints them. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s show --root %s --session tw %s | grep -v '^#' | awk 'NR==10||NR==30{print "
+		 "$4}' | tr -d ':' | tr '\\n' ' '",
+		 rk_bin, root, tid);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(sscanf(s, "%llu.%llu %llu.%llu", &a_s, &a_ns, &b_s, &b_ns), 4, "%s", s);
+	free(s);
+	snprintf(win, sizeof(win), "%llu.%09llu,%llu.%09llu", a_s, a_ns, b_s, b_ns);
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session tw --time %s %s | grep -vc '^#'",
+		 rk_bin, root, win, tid);
+	s = sh_out(cmd, NULL);
+	in = atoi(s);
+	free(s);
+	cr_assert_eq(in, 21, "records from the 10th to the 30th: %d", in);
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session tw %s | grep -vc '^#'", rk_bin,
+		 root, tid);
+	s = sh_out(cmd, NULL);
+	all = atoi(s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session tw --time %s %s | tail -1", rk_bin,
+		 root, win, tid);
+	s = sh_out(cmd, NULL);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want), "# %d records outside the time window, not shown",
+			 all - in);
+		cr_assert_not_null(strstr(s, want), "%s", s);
+	}
+	free(s);
+	/* sched --last: fewer runs than the whole history, the window said in JSON. */
+	snprintf(
+		cmd, sizeof(cmd),
+		"%s sched --root %s tw --json | grep -o '\"total\":{\"threads\":[0-9]*,\"runs\":[0-9]*'"
+		" | cut -d: -f4; %s sched --root %s tw --json --last 20ms | "
+		"grep -o '\"total\":{\"threads\":[0-9]*,\"runs\":[0-9]*' | cut -d: -f4",
+		rk_bin, root, rk_bin, root);
+	s = sh_out(cmd, NULL);
+	{
+		int whole = 0, last = -1;
+
+		cr_assert_eq(sscanf(s, "%d %d", &whole, &last), 2, "%s", s);
+		cr_assert_gt(whole, 40);
+		cr_assert_gt(last, 0);
+		cr_assert_lt(last, whole, "--last 20ms counted %d of %d runs", last, whole);
+	}
+	free(s);
+	{
+		char *a1[] = {
+			(char *)rk_bin, "sched", "--root", root, "tw", "--time", "5,1", NULL
+		};
+		char *a2[] = { (char *)rk_bin, "sched", "--root", root, "tw", "--last", "5d", NULL };
+		char *a3[] = { (char *)rk_bin, "show", "--root", root,	"--session", "tw",
+			       "--last",       "1s",   "--time", "1,2", tid,	     NULL };
+
+		expect_error(a1, 2, "END not before START");
+		expect_error(a2, 2, "--last: '5d' is not a duration");
+		expect_error(a3, 2, "one of them");
+	}
+}

@@ -255,3 +255,49 @@ Test(timeline, a_wrapped_ring_is_said_and_totals_cover_one_window)
 	free(buf);
 	rk_timeline__free(&tl);
 }
+
+/*
+ * --time / --last: of the known history (runs 10-13, 20-21, 25-30, 40-41,
+ * in at 50), the window [12, 35] ms holds the runs 20-21 and 25-30 and the
+ * off-CPU periods 13-20 (sleeping) and 21-25 (preempted), nothing else.
+ */
+Test(timeline, a_time_window_counts_what_lies_in_it)
+{
+	struct rk_bufile *bf = make(100, 100, "known");
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	sw(bf, 0, 0, 10, 0);
+	sw(bf, 1, S(0x1), 13, 0);
+	sw(bf, 0, 0, 20, 1);
+	sw(bf, 1, S(0), 21, 1);
+	sw(bf, 0, 0, 25, 1);
+	sw(bf, 1, S(0x2), 30, 1);
+	sw(bf, 0, 0, 40, 0);
+	sw(bf, 1, S(0x402), 41, 0);
+	sw(bf, 0, 0, 50, 0);
+	rk_bufile__free(bf);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	rk_sched_sum_window(&tl.threads[0], 12000000, 35000000, &s);
+	cr_assert_eq(s.runs, 2);
+	cr_assert_eq(s.on_ns, 6000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_SLEEPING], 7000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_PREEMPTED], 4000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_BLOCKED], 0);
+	cr_assert_eq(s.migrations, 0, "the run before 20 (on CPU 0) is outside");
+	cr_assert_eq(rk_sched_end(&tl), 50000000ull);
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_sched_print_window(f, &tl, 1, 12000000, 35000000);
+	fclose(f);
+	cr_assert_not_null(strstr(buf,
+				  "\"total\":{\"threads\":1,\"runs\":2,\"on_cpu_ns\":6000000,"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "\"window\":{\"first_ns\":12000000,\"last_ns\":35000000}"),
+			   "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+}

@@ -331,3 +331,56 @@ Test(session, stat_text_strips_control_characters_of_a_crash)
 	cr_assert_null(strchr(buf, '\x1b'), "an escape reached the terminal:\n%s", buf);
 	free(buf);
 }
+
+/* --time START,END and --last DURATION, as show, sched and the tests read them. */
+Test(util, time_window_and_duration)
+{
+	uint64_t lo = 0xdead, hi = 0xdead, ns = 0xdead;
+
+	cr_assert_eq(rk_parse_seconds_ns("12", &ns), 0);
+	cr_assert_eq(ns, 12000000000ull);
+	cr_assert_eq(rk_parse_seconds_ns("12.5", &ns), 0);
+	cr_assert_eq(ns, 12500000000ull);
+	cr_assert_eq(rk_parse_seconds_ns("0.000000001", &ns), 0);
+	cr_assert_eq(ns, 1);
+	cr_assert_eq(rk_parse_seconds_ns("1.0000000001", &ns), -EINVAL, "10 decimals");
+	cr_assert_eq(rk_parse_seconds_ns("1.", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_seconds_ns(".5", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_seconds_ns("1.5x", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_seconds_ns("-1", &ns), -EINVAL);
+
+	cr_assert_eq(rk_parse_time_window("10.5,11", &lo, &hi), 0);
+	cr_assert_eq(lo, 10500000000ull);
+	cr_assert_eq(hi, 11000000000ull);
+	cr_assert_eq(rk_parse_time_window(",11", &lo, &hi), 0);
+	cr_assert_eq(lo, 0);
+	cr_assert_eq(hi, 11000000000ull);
+	cr_assert_eq(rk_parse_time_window("10,", &lo, &hi), 0);
+	cr_assert_eq(lo, 10000000000ull);
+	cr_assert_eq(hi, ~0ull);
+	cr_assert_eq(rk_parse_time_window(",", &lo, &hi), -EINVAL);
+	cr_assert_eq(rk_parse_time_window("11,10", &lo, &hi), -EINVAL, "end before start");
+	cr_assert_eq(rk_parse_time_window("10", &lo, &hi), -EINVAL, "no comma");
+	cr_assert_eq(rk_parse_time_window("1,2,3", &lo, &hi), -EINVAL);
+	cr_assert_eq(rk_parse_time_window(NULL, &lo, &hi), -EINVAL);
+
+	cr_assert_eq(rk_parse_duration_ns("2", &ns), 0);
+	cr_assert_eq(ns, 2000000000ull);
+	cr_assert_eq(rk_parse_duration_ns("1.5s", &ns), 0);
+	cr_assert_eq(ns, 1500000000ull);
+	cr_assert_eq(rk_parse_duration_ns("500ms", &ns), 0);
+	cr_assert_eq(ns, 500000000ull);
+	cr_assert_eq(rk_parse_duration_ns("1.5ms", &ns), 0);
+	cr_assert_eq(ns, 1500000ull);
+	cr_assert_eq(rk_parse_duration_ns("250us", &ns), 0);
+	cr_assert_eq(ns, 250000ull);
+	cr_assert_eq(rk_parse_duration_ns("10m", &ns), 0);
+	cr_assert_eq(ns, 600000000000ull);
+	cr_assert_eq(rk_parse_duration_ns("2h", &ns), 0);
+	cr_assert_eq(ns, 7200000000000ull);
+	cr_assert_eq(rk_parse_duration_ns("0s", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_duration_ns("5d", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_duration_ns("ms", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_duration_ns("", &ns), -EINVAL);
+	cr_assert_eq(rk_parse_duration_ns("0.1ns", &ns), -EINVAL, "less than a ns");
+}
