@@ -195,6 +195,14 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->crashes++;
 		return 0;
 	}
+	if (e->o->windowed && (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH)) {
+		__u64 t = rk_record_time(e->cur_sample_type, h);
+
+		if (t < e->o->lo || t > e->o->hi) {
+			e->st->outside++;
+			return 0;
+		}
+	}
 	return push(e, h, NULL, 0, rk_record_time(e->cur_sample_type, h), 1);
 }
 

@@ -13,12 +13,16 @@
  * @session_dir: <root>/<session>.
  * @out: the perf.data path (written through a temporary, then renamed).
  * @tid, @pid: only this thread / process (0: all).
+ * @windowed: only the samples and switches timed in [@lo, @hi] (--time,
+ *	--last); the sideband (mappings, names, forks) goes whole.
  */
 struct rk_export_opts {
 	const char *session_dir;
 	const char *out;
 	pid_t tid;
 	pid_t pid;
+	int windowed;
+	__u64 lo, hi;
 };
 
 /** struct rk_export_stats - what was written. */
@@ -30,6 +34,7 @@ struct rk_export_stats {
 	unsigned long long aux_bytes; /* Intel PT bytes, in AUXTRACE records */
 	/* RK_RECORD_CRASH records left out: perf.data has no record type for them */
 	unsigned long long crashes;
+	unsigned long long outside; /* samples and switches outside the window, left out */
 	unsigned int attrs;
 };
 

@@ -1072,9 +1072,10 @@ static void from_close(struct from *f)
 }
 
 /* export --perfetto: the timeline of f's threads. */
-static int export_perfetto(const struct from *f, const char *out)
+static int export_perfetto(const struct from *f, const char *out, struct twin *tw)
 {
 	struct rk_perfetto_stats ps;
+	unsigned long long outside = 0;
 	struct rk_timeline tl;
 	int err;
 
@@ -1089,6 +1090,10 @@ static int export_perfetto(const struct from *f, const char *out)
 	}
 	if (err)
 		return 1;
+	if (tw->set) {
+		twin_resolve(tw, rk_sched_end(&tl));
+		outside = rk_timeline__clip(&tl, tw->lo, tw->hi);
+	}
 	err = rk_perfetto_write(&tl, out, &ps);
 	if (!err)
 		fprintf(stderr,
@@ -1097,18 +1102,35 @@ static int export_perfetto(const struct from *f, const char *out)
 			out, f->core ? f->core : f->dir, tl.nthreads, ps.slices, ps.instants,
 			ps.samples, ps.packets, ps.bytes,
 			tl.skipped ? " (some files skipped, see above)" : "");
+	if (!err && outside)
+		fprintf(stderr,
+			"ringkeeper: %llu events and samples outside the time window left "
+			"out\n",
+			outside);
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }
 
 /* export --perf-data: f's threads. */
-static int export_perf(const struct from *f, const char *out)
+static int export_perf(const struct from *f, const char *out, struct twin *tw)
 {
 	struct rk_export_opts eo = {
 		.session_dir = f->dir, .out = out, .tid = (pid_t)f->tid, .pid = (pid_t)f->pid
 	};
 	struct rk_export_stats es;
 
+	if (tw->set) {
+		/* --last: the newest switch of the threads exported ends the window. */
+		struct rk_timeline tl;
+
+		if (tw->last && !rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, 0)) {
+			twin_resolve(tw, rk_sched_end(&tl));
+			rk_timeline__free(&tl);
+		}
+		eo.windowed = 1;
+		eo.lo = tw->lo;
+		eo.hi = tw->last && !tw->hi ? ~0ull : tw->hi;
+	}
 	if (rk_export_perf_data(&eo, &es))
 		return 1;
 	fprintf(stderr,
@@ -1116,6 +1138,11 @@ static int export_perf(const struct from *f, const char *out)
 		"attrs%s\n",
 		out, f->core ? f->core : f->dir, es.records, es.samples, es.threads, es.attrs,
 		es.skipped ? " (some files skipped, see above)" : "");
+	if (es.outside)
+		fprintf(stderr,
+			"ringkeeper: %llu samples and switches outside the time window left "
+			"out\n",
+			es.outside);
 	export_crash_note(&es);
 	return 0;
 }
@@ -1138,20 +1165,30 @@ static int cmd_export(int argc, char **argv)
 		"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
 		"         exec, renames, exit and crash as instants; -e samples with their call\n"
 		"         stacks (the flame graph), tracepoints as instants with their fields\n"
+		"  --time START,END\n"
+		"         only the switches and samples timed within it (seconds of the recorded\n"
+		"         clock, as show prints them; either may be left out); the sideband\n"
+		"         (mappings, names, forks) goes whole\n"
+		"  --last DURATION\n"
+		"         only the last DURATION (500ms, 2s, 10m, 1h) before the newest switch\n"
 		"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
+		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct from f = { .root = RK_DEFAULT_ROOT };
+	struct twin tw = { 0 };
 	const char *out = NULL;
 	int c, r, perfetto = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
+		if (!r)
+			r = twin_opt(&tw, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r)
@@ -1186,7 +1223,7 @@ static int cmd_export(int argc, char **argv)
 		from_close(&f);
 		return 1;
 	}
-	r = perfetto ? export_perfetto(&f, out) : export_perf(&f, out);
+	r = perfetto ? export_perfetto(&f, out, &tw) : export_perf(&f, out, &tw);
 	from_close(&f);
 	return r;
 }

@@ -570,6 +570,33 @@ int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid
 	return 0;
 }
 
+unsigned long long rk_timeline__clip(struct rk_timeline *tl, __u64 lo, __u64 hi)
+{
+	unsigned long long gone = 0;
+	size_t i, j, k;
+
+	for (i = 0; i < tl->nthreads; i++) {
+		struct rk_tl_thread *t = &tl->threads[i];
+
+		for (j = k = 0; j < t->nev; j++) {
+			const struct rk_tl_event *e = &t->ev[j];
+			int names = e->kind == RK_TL_FORK || e->kind == RK_TL_EXEC ||
+				    e->kind == RK_TL_COMM;
+
+			if (names || (e->time >= lo && e->time <= hi))
+				t->ev[k++] = *e;
+		}
+		gone += t->nev - k;
+		t->nev = k;
+	}
+	for (j = k = 0; j < tl->nsamples; j++)
+		if (tl->samples[j].time >= lo && tl->samples[j].time <= hi)
+			tl->samples[k++] = tl->samples[j];
+	gone += tl->nsamples - k;
+	tl->nsamples = k;
+	return gone;
+}
+
 void rk_timeline__free(struct rk_timeline *tl)
 {
 	size_t i;

@@ -93,6 +93,14 @@ int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid
 
 void rk_timeline__free(struct rk_timeline *tl);
 
+/**
+ * rk_timeline__clip() - keep of @tl only what lies in [@lo, @hi] (--time,
+ * --last): switches, exits, crashes and samples outside go; births, execs
+ * and renames stay (they name the threads). Return: the events and samples
+ * removed.
+ */
+unsigned long long rk_timeline__clip(struct rk_timeline *tl, __u64 lo, __u64 hi);
+
 struct rk_symbols;
 struct rk_tp_format;
 

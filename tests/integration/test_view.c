@@ -312,6 +312,36 @@ Test(view, time_window_on_show_and_sched)
 		cr_assert_not_null(strstr(s, want), "%s", s);
 	}
 	free(s);
+	/* export: the same window's switches reach perf; the perfetto export says what it left. */
+	if (!access("/usr/bin/perf", X_OK)) {
+		int shown, exported;
+
+		snprintf(cmd, sizeof(cmd),
+			 "%s show --root %s --session tw --time %s %s | grep -c PERF_RECORD_SWITCH",
+			 rk_bin, root, win, tid);
+		s = sh_out(cmd, NULL);
+		shown = atoi(s);
+		free(s);
+		snprintf(
+			cmd, sizeof(cmd),
+			"%s export --root %s --session tw --tid %s --time %s --perf-data %s/w.data "
+			">/dev/null 2>&1 && perf script -i %s/w.data --show-switch-events 2>/dev/null "
+			"| grep -c PERF_RECORD_SWITCH",
+			rk_bin, root, tid, win, root, root);
+		s = sh_out(cmd, NULL);
+		exported = atoi(s);
+		free(s);
+		cr_assert_gt(shown, 0);
+		cr_assert_eq(exported, shown, "perf script: %d switches, show --time: %d", exported,
+			     shown);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "%s export --root %s --session tw --last 20ms --perfetto %s/w.pftrace 2>&1",
+		 rk_bin, root, root);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "outside the time window left out"), "%s", s);
+	free(s);
 	/* sched --last: fewer runs than the whole history, the window said in JSON. */
 	snprintf(
 		cmd, sizeof(cmd),
