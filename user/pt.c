@@ -273,6 +273,17 @@ int rk_pt_desc_time(struct rk_pt_desc *d)
 }
 
 /* rk_pt_desc.filter into libipt's address filter configuration. Return: 0 or -EINVAL. */
+/* A C-state as PWRE/PWRX carry it (the state - 1, mod 16) and as ptdump and ptxed print it. */
+#define CSTATE(v) (((unsigned int)(v) + 1) & 0xf)
+
+/* PWRX's wake reason as ptdump prints it: one of int, st, hw, or bad. */
+static const char *pwrx_wake_reason(const struct pt_packet_pwrx *p)
+{
+	if (p->interrupt + p->store + p->autonomous != 1)
+		return "bad";
+	return p->interrupt ? "int" : p->store ? "st" : "hw";
+}
+
 static int filters(const struct rk_pt_desc *d, struct pt_config *cfg)
 {
 	char text[sizeof(d->filter) + 1], *save = NULL, *tok;
@@ -465,13 +476,13 @@ void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len)
 		snprintf(s, len, "mwait %x, %x", p->payload.mwait.hints, p->payload.mwait.ext);
 		break;
 	case ppt_pwre:
-		snprintf(s, len, "pwre c%u.%u%s", p->payload.pwre.state, p->payload.pwre.sub_state,
-			 p->payload.pwre.hw ? ", hw" : "");
+		/* The packets carry C-state - 1 (mod 16): ptdump prints the state. */
+		snprintf(s, len, "pwre c%u.%u%s", CSTATE(p->payload.pwre.state),
+			 CSTATE(p->payload.pwre.sub_state), p->payload.pwre.hw ? ", hw" : "");
 		break;
 	case ppt_pwrx:
-		snprintf(s, len, "pwrx %s%s%s: c%u, c%u", p->payload.pwrx.interrupt ? "int" : "",
-			 p->payload.pwrx.store ? "st" : "", p->payload.pwrx.autonomous ? "hw" : "",
-			 p->payload.pwrx.last, p->payload.pwrx.deepest);
+		snprintf(s, len, "pwrx %s: c%u, c%u", pwrx_wake_reason(&p->payload.pwrx),
+			 CSTATE(p->payload.pwrx.last), CSTATE(p->payload.pwrx.deepest));
 		break;
 	case ppt_ptw:
 		snprintf(s, len, "ptw %u: %llx%s", p->payload.ptw.plc,
@@ -686,14 +697,15 @@ static int event_str(const struct pt_event *ev, char *s, size_t len)
 		snprintf(s, len, "mwait %x %x", ev->variant.mwait.hints, ev->variant.mwait.ext);
 		break;
 	case ptev_pwre:
-		snprintf(s, len, "pwre c%u.%u%s", ev->variant.pwre.state,
-			 ev->variant.pwre.sub_state, ev->variant.pwre.hw ? " hw" : "");
+		snprintf(s, len, "pwre c%u.%u%s", CSTATE(ev->variant.pwre.state),
+			 CSTATE(ev->variant.pwre.sub_state), ev->variant.pwre.hw ? " hw" : "");
 		break;
 	case ptev_pwrx:
-		snprintf(s, len, "pwrx %s%s%s: c%u, c%u", ev->variant.pwrx.interrupt ? "int" : "",
-			 ev->variant.pwrx.store ? "st" : "",
-			 ev->variant.pwrx.autonomous ? "hw" : "", ev->variant.pwrx.last,
-			 ev->variant.pwrx.deepest);
+		/* As ptxed: each wake reason, then the last (deepest) C-state. */
+		snprintf(s, len, "pwrx %s%s%sc%u (c%u)", ev->variant.pwrx.interrupt ? "int: " : "",
+			 ev->variant.pwrx.store ? "st: " : "",
+			 ev->variant.pwrx.autonomous ? "hw: " : "", CSTATE(ev->variant.pwrx.last),
+			 CSTATE(ev->variant.pwrx.deepest));
 		break;
 	case ptev_ptwrite:
 		snprintf(s, len, "ptwrite: %llx", (unsigned long long)ev->variant.ptwrite.payload);

@@ -1352,18 +1352,11 @@ Test(pt, tsx_status_repeats_are_quiet_and_transactions_are_named)
 /* Every payload ptdump prints is in rk_pt_dump's lines. */
 Test(pt, packets_show_their_payloads)
 {
-	struct pt_packet pk[14];
-	const char *want[] = { "psb",
-			       "ptw 1: deadbeefcafe, ip",
-			       "exstop ip",
-			       "pwre c1.2, hw",
-			       "pwrx int: c3, c4",
-			       "vmcs 12345000",
-			       "mnt 1122334455667788",
-			       "mwait 5, 1",
-			       "mode.tsx intx",
-			       "mode.tsx abrt",
-			       "pip 1000, nr",
+	struct pt_packet pk[16];
+	const char *want[] = { "psb",		"ptw 1: deadbeefcafe, ip", "exstop ip",
+			       "pwre c2.3, hw", "pwrx int: c4, c5",	   "pwre c1.0\n",
+			       "vmcs 12345000", "mnt 1122334455667788",	   "mwait 5, 1",
+			       "mode.tsx intx", "mode.tsx abrt",	   "pip 1000, nr",
 			       "psbend" };
 	__u8 tr[512];
 	size_t len, n = 0, i;
@@ -1387,6 +1380,10 @@ Test(pt, packets_show_their_payloads)
 	pk[n].payload.pwrx.last = 3;
 	pk[n].payload.pwrx.deepest = 4;
 	pk[n++].payload.pwrx.interrupt = 1;
+	/* C1.0 is carried as 0.15 (the "c0.15 where ptdump says c1.0"). */
+	pk[n] = P(ppt_pwre);
+	pk[n].payload.pwre.state = 0;
+	pk[n++].payload.pwre.sub_state = 15;
 	pk[n] = P(ppt_vmcs);
 	pk[n++].payload.vmcs.base = 0x12345000;
 	pk[n] = P(ppt_mnt);
@@ -1454,8 +1451,9 @@ Test(pt, events_carry_their_payloads)
 	image_size = sizeof(code);
 	cr_assert_not_null(strstr(out, "400000  ptwrite"), "%s", out);
 	cr_assert_not_null(strstr(out, "[ptwrite: 1234567890]"), "%s", out);
-	cr_assert_not_null(strstr(out, "[pwre c2.0]"), "%s", out);
-	cr_assert_not_null(strstr(out, "[pwrx st: c2, c6]"), "%s", out);
+	/* As ptxed prints them: the C-states, not the packets' state - 1. */
+	cr_assert_not_null(strstr(out, "[pwre c3.1]"), "%s", out);
+	cr_assert_not_null(strstr(out, "[pwrx st: c3 (c7)]"), "%s", out);
 	cr_assert_not_null(strstr(out, "[paging, cr3: 0000000000abc000]"), "%s", out);
 	cr_assert_null(strstr(out, "[event]"), "%s", out);
 	cr_assert_null(strstr(out, "error"), "%s", out);
