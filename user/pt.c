@@ -828,13 +828,50 @@ static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip,
 	w->lines++;
 }
 
+/*
+ * A run of direct jumps and calls consumes no trace: a decode that went
+ * astray into a loop of them (or code that is one) would print forever. As
+ * perf's decoder does, such a run that comes back to an instruction it
+ * passed (checked at doubling distances), or that is longer than
+ * RK_PT_MAX_LOOPS, is a never-ending loop; anything else ends the run.
+ */
+#define RK_PT_MAX_LOOPS 10000
+
+struct loop_check {
+	__u64 mark; /* an ip of the run, moved at doubling distances */
+	unsigned long n, period, left;
+};
+
+/* Return: 1 if @insn closes a never-ending loop. */
+static int loop_check(struct loop_check *lc, const struct pt_insn *insn)
+{
+	if (insn->iclass != ptic_jump && insn->iclass != ptic_call) {
+		lc->n = 0;
+		return 0;
+	}
+	if (!lc->n++) {
+		lc->mark = insn->ip;
+		lc->period = lc->left = 1;
+		return 0;
+	}
+	if (insn->ip == lc->mark || lc->n > RK_PT_MAX_LOOPS)
+		return 1;
+	if (!--lc->left) {
+		lc->period *= 2;
+		lc->left = lc->period;
+		lc->mark = insn->ip;
+	}
+	return 0;
+}
+
 long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
 		struct pt_image *img, struct rk_symbols *syms, int mode)
 {
 	struct insn_walk w = { .out = out, .syms = syms, .mode = mode, .base = base };
 	struct pt_insn_decoder *dec;
+	struct loop_check lc;
 	uint64_t last_sync = 0;
-	int status, synced = 0;
+	int status, synced = 0, looped = 0;
 
 	cfg->begin = (uint8_t *)buf;
 	cfg->end = (uint8_t *)buf + len;
@@ -864,9 +901,19 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 			continue;
 		}
 		synced = 1;
-		pt_insn_get_sync_offset(dec, &last_sync);
+		{
+			uint64_t sync = 0;
+
+			/* After a never-ending loop, only a later PSB goes on. */
+			pt_insn_get_sync_offset(dec, &sync);
+			if (looped && sync <= last_sync)
+				break;
+			looped = 0;
+			last_sync = sync;
+		}
 		w.pending = 0;
 		memset(&insn, 0, sizeof(insn));
+		memset(&lc, 0, sizeof(lc));
 		for (;;) {
 			status = drain_events(&w, dec, status);
 			if (status < 0)
@@ -886,9 +933,23 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 				print_insn(&w, &insn);
 			if (status < 0)
 				break;
+			if (loop_check(&lc, &insn)) {
+				uint64_t off = 0;
+
+				/* perf's words; decoding goes on at the next PSB. */
+				pt_insn_get_offset(dec, &off);
+				fprintf(out, "[%016llx, %llx: error: Never-ending loop]\n",
+					(unsigned long long)(w.base + off),
+					(unsigned long long)insn.ip);
+				w.lines++;
+				looped = 1;
+				break;
+			}
 		}
 		if (status == -pte_eos)
 			break;
+		if (looped)
+			continue;
 		diagnose(&w, dec, insn.ip, "error", status);
 	}
 	pt_insn_free_decoder(dec);

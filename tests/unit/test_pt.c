@@ -1489,3 +1489,41 @@ Test(pt, address_filters_from_the_descriptor)
 	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
 	cr_assert_eq(cfg.addr_filter.config.addr_cfg, 0);
 }
+
+/*
+ * A loop of direct jumps consumes no trace: 400000 jmp 400002; 400002 jmp
+ * 400000. Decoding stops it as perf does ("Never-ending loop", within a
+ * few turns: the run comes back to an instruction it passed) and ends
+ * (libipt read the PSB+ that follows while in the loop: there is no later
+ * PSB to go on at). Before the bound it printed the two jumps forever (the
+ * timeout fails the test).
+ */
+static const __u8 loop_code[] = { 0xeb, 0x00, 0xeb, 0xfc, 0xcc };
+
+Test(pt, a_loop_of_direct_jumps_is_a_never_ending_loop, .timeout = 20)
+{
+	struct pt_packet pk[12];
+	__u8 tr[256];
+	size_t len, n = 0;
+	long lines;
+	char *out;
+
+	pk[n++] = P(ppt_psb);
+	pk[n++] = P(ppt_psbend);
+	pk[n++] = MODE_EXEC64();
+	pk[n++] = IP(ppt_tip_pge, 0x400000);
+	/* More trace after it: the decoder does not stop at its end. */
+	pk[n++] = P(ppt_psb);
+	pk[n++] = MODE_EXEC64();
+	pk[n++] = IP(ppt_fup, 0x400004);
+	pk[n++] = P(ppt_psbend);
+	len = enc(pk, n, tr, sizeof(tr));
+	image_text = loop_code;
+	image_size = sizeof(loop_code);
+	out = decode_at(tr, len, 0, RK_PT_INSN, &lines);
+	image_text = code;
+	image_size = sizeof(code);
+	cr_assert_not_null(strstr(out, "error: Never-ending loop]"), "%s", out);
+	cr_assert_lt(lines, 20, "%ld lines:\n%.2000s", lines, out);
+	free(out);
+}
