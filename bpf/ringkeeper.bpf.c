@@ -368,6 +368,23 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return ((struct task_struct___o *)t)->state;
 }
 
+extern int LINUX_KERNEL_VERSION __kconfig;
+
+/*
+ * Why @prev left the CPU: since 5.18 sched_switch passes the state
+ * __schedule() decided on (its 4th argument, what perf prints as
+ * prev_state). Read live instead, a task being woken meanwhile by another
+ * CPU shows TASK_WAKING: a D sleep filed as S (43% of one thread's D
+ * switch-outs under i_rwsem contention). Older kernels: the live state.
+ * The version is a constant at load: the verifier drops the other branch.
+ */
+static __always_inline __u32 switch_state(unsigned long long *ctx, struct task_struct *prev)
+{
+	if (LINUX_KERNEL_VERSION >= KERNEL_VERSION(5, 18, 0))
+		return (__u32)ctx[3];
+	return task_state(prev);
+}
+
 /*
  * @tid, tracked, goes on CPU: does the loader want to know now (to lock its
  * buffer)? Once per request: the flag stays set until the loader clears it.
@@ -533,7 +550,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	cpu = bpf_get_smp_processor_id();
 	head = sw_head(cpu); /* NULL (never: one per possible CPU) writes no record */
 	if (prev_tracked) {
-		__u32 state = task_state(prev), next_tgid = 0;
+		__u32 state = switch_state(ctx, prev), next_tgid = 0;
 		int changed = creds_update(prev, 0);
 		__u16 flags = 0;
 

@@ -26,11 +26,15 @@
  *     -N      rename threads after birth: thread I > 0 names itself "w-self-I"
  *             (prctl) after its first sleep, the main thread names thread 0
  *             "w-by-main" (pthread_setname_np from outside); prints "name T NAME"
+ *     -W N    instead: two threads append 64 bytes to one tmpfs file N times
+ *             each (truncated every 1,024): they wait for the file's lock in
+ *             D and wake each other from the other CPU; prints "tid T" each
  *     -R N    instead: the main thread renames itself N times in a row (r-0,
  *             r-1, ...), then sleeps 50 ms; prints "renamed T r-<N-1> NS" (the
  *             time the renames took)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +221,45 @@ static int change_creds(long uid)
 	return 0;
 }
 
+/* -W: one file, two writers. */
+static int race_fd;
+
+static void *race_writer(void *arg)
+{
+	char buf[64] = { 0 };
+	long i, n = (long)arg;
+
+	printf("tid %ld\n", (long)syscall(SYS_gettid));
+	for (i = 0; i < n; i++) {
+		if (write(race_fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			return (void *)1;
+		if (!(i & 1023) && ftruncate(race_fd, 0))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static int write_race(long n)
+{
+	char path[64];
+	pthread_t t[2];
+	void *r0, *r1;
+	int i;
+
+	snprintf(path, sizeof(path), "/dev/shm/rk-workload-%d", getpid());
+	race_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (race_fd < 0)
+		return 1;
+	unlink(path);
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, race_writer, (void *)n))
+			return 1;
+	pthread_join(t[0], &r0);
+	pthread_join(t[1], &r1);
+	close(race_fd);
+	return r0 || r1;
+}
+
 /* -R: a user renaming its thread in a loop (the recorder must not pay per rename). */
 static int rename_loop(long n)
 {
@@ -240,10 +283,10 @@ static int rename_loop(long n)
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
-	long nchurn = 0, creds_uid = -1, nrenames = 0;
+	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -266,6 +309,9 @@ int main(int argc, char **argv)
 		case 'R':
 			nrenames = atol(optarg);
 			break;
+		case 'W':
+			nwrites = atol(optarg);
+			break;
 		case 'T':
 			use_vdso = 1;
 			break;
@@ -283,7 +329,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N]\n");
 			return 2;
 		}
 	}
@@ -299,6 +345,8 @@ int main(int argc, char **argv)
 		return run_pair();
 	if (nrenames)
 		return rename_loop(nrenames);
+	if (nwrites)
+		return write_race(nwrites);
 	if (creds_uid >= 0)
 		return change_creds(creds_uid);
 	if (nchurn) {

@@ -240,6 +240,36 @@ Test(view, sched_summary_agrees_with_perf_sched_switch)
 	free(s);
 }
 
+/*
+ * Why a thread left the CPU agrees with perf's prev_state: two threads
+ * appending to one tmpfs file wait for its lock in D and are woken by each
+ * other from the other CPU, often while still switching out. The state is
+ * the one sched_switch passes (5.18+), not the task's live state, which
+ * then reads TASK_WAKING: ringkeeper filed 9 of 21 D switch-outs as
+ * sleeping where perf says D (tests/states_vs_perf.py).
+ */
+Test(view, off_cpu_states_agree_with_perf_prev_state)
+{
+	char repo[256], cmd[4096], *s;
+	int status;
+
+	if (access("/usr/bin/perf", X_OK))
+		cr_skip_test("perf is not installed");
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd %s && perf record -q -k CLOCK_MONOTONIC -a -e sched:sched_switch -o s.data -- "
+		"%s record --root %s --session st -- %s -W 300000 >st.out 2>&1 && "
+		"perf script -i s.data --ns -F cpu,time,trace >s.txt 2>/dev/null && "
+		"%s sched --root %s st --json >st.json && "
+		"python3 %s/tests/states_vs_perf.py st.json s.txt $(awk '/^tid /{print $2}' st.out)",
+		root, rk_bin, root, workload, rk_bin, root, repo);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s\n%s", cmd, s);
+	cr_assert_not_null(strstr(s, "compared 2 threads, 0 differ"), "%s", s);
+	free(s);
+}
+
 /* sched's errors: a session that is not there, a bad option, --tid of no thread. */
 Test(view, sched_says_what_is_wrong_with_exit_codes)
 {
