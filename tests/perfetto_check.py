@@ -43,7 +43,7 @@ def read(path):
     funcs, frames, stacks, mappings, paths = {}, {}, {}, {}, set()
     event_names, annotation_names, annotation_strings = {}, {}, {}
     last_ts, depth = {}, {}
-    out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={},
+    out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={}, with_offset=0,
                nonmonotonic=0, dangling=0, unbalanced=0, packets=0)
     seq_clean = False
     pending = []  # events seen before their track's descriptor
@@ -104,8 +104,9 @@ def read(path):
                 if any(i not in paths for i in mappings[fr[1]]):
                     out["dangling"] += 1
                 names.append(funcs[fr[0]])
-            # function+offset as show prints it: the function alone
-            base = [n.split("+0x")[0] for n in names]
+            # A function's name alone (its offset is in the frame's rel_pc).
+            out["with_offset"] += sum("+0x" in n for n in names)
+            base = names
             for n in set(base):
                 out["functions"][n] = out["functions"].get(n, 0) + 1
             if base:
@@ -210,6 +211,9 @@ def main():
     for fn in a.function:
         if fn not in out["functions"]:
             bad.append("no sample's stack holds %s" % fn)
+    if out["with_offset"]:
+        bad.append("%d frames name a function with its offset (func+0x...): a profiler "
+                   "groups by function" % out["with_offset"])
     for spec in a.instant:
         tid, word = spec.split(":")
         if word not in th.get(int(tid), {}).get("instants", {}):

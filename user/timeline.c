@@ -292,10 +292,20 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 		if (grow((void **)&tl->frames, &tl->frames_cap, tl->nframes + 1,
 			 sizeof(*tl->frames)))
 			return w->err = -ENOMEM;
-		if (w->syms)
+		if (w->syms) {
+			char *off;
+
 			rk_symbols_resolve(w->syms, a, sym, sizeof(sym), &dso);
-		else
+			/*
+			 * The function alone, as a profiler groups frames: its
+			 * offset is in the frame's address (show prints both).
+			 */
+			off = strstr(sym, "+0x");
+			if (off)
+				*off = '\0';
+		} else {
 			snprintf(sym, sizeof(sym), "[unknown]");
+		}
 		f = &tl->frames[tl->nframes];
 		f->ip = a;
 		f->sym = intern(tl, sym);
