@@ -85,6 +85,25 @@ static void sw(struct rk_bufile *bf, int out, __u32 res, __u64 t_ms, __u32 cpu)
 #define S(x) (RK_SWITCH_STATE | (x))
 
 /*
+ * In at 10 on CPU 0, out sleeping at 13; in at 20 on CPU 1, preempted at 21;
+ * in at 25 on CPU 1, blocked at 30; in at 40 on CPU 0, idle at 41; in at 50.
+ * The file is closed after.
+ */
+static void known_history(struct rk_bufile *bf)
+{
+	sw(bf, 0, 0, 10, 0);
+	sw(bf, 1, S(0x1), 13, 0);
+	sw(bf, 0, 0, 20, 1);
+	sw(bf, 1, S(0), 21, 1);
+	sw(bf, 0, 0, 25, 1);
+	sw(bf, 1, S(0x2), 30, 1);
+	sw(bf, 0, 0, 40, 0);
+	sw(bf, 1, S(0x402), 41, 0);
+	sw(bf, 0, 0, 50, 0);
+	rk_bufile__free(bf);
+}
+
+/*
  * In at 10 on CPU 0, out sleeping at 13; in at 20 on CPU 1 (a migration),
  * preempted at 21; in at 25 on CPU 1, blocked at 30; in at 40 on CPU 0 (a
  * migration), idle (D|NOLOAD) at 41; in at 50 (CPU 0), still on CPU: 4 runs
@@ -96,16 +115,7 @@ Test(timeline, sums_of_a_known_history)
 	struct rk_timeline tl;
 	struct rk_sched_sum s;
 
-	sw(bf, 0, 0, 10, 0);
-	sw(bf, 1, S(0x1), 13, 0);
-	sw(bf, 0, 0, 20, 1);
-	sw(bf, 1, S(0), 21, 1);
-	sw(bf, 0, 0, 25, 1);
-	sw(bf, 1, S(0x2), 30, 1);
-	sw(bf, 0, 0, 40, 0);
-	sw(bf, 1, S(0x402), 41, 0);
-	sw(bf, 0, 0, 50, 0);
-	rk_bufile__free(bf);
+	known_history(bf);
 
 	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
 	cr_assert_eq(tl.nthreads, 1);
@@ -270,16 +280,7 @@ Test(timeline, a_time_window_counts_what_lies_in_it)
 	size_t len = 0;
 	FILE *f;
 
-	sw(bf, 0, 0, 10, 0);
-	sw(bf, 1, S(0x1), 13, 0);
-	sw(bf, 0, 0, 20, 1);
-	sw(bf, 1, S(0), 21, 1);
-	sw(bf, 0, 0, 25, 1);
-	sw(bf, 1, S(0x2), 30, 1);
-	sw(bf, 0, 0, 40, 0);
-	sw(bf, 1, S(0x402), 41, 0);
-	sw(bf, 0, 0, 50, 0);
-	rk_bufile__free(bf);
+	known_history(bf);
 	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
 	rk_sched_sum_window(&tl.threads[0], 12000000, 35000000, &s);
 	cr_assert_eq(s.runs, 2);
