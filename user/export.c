@@ -98,6 +98,7 @@ struct exp {
 	char **dsos;
 	size_t ndsos;
 	__u32 aux_idx; /* AUXTRACE buffers so far: perf's queue index, one per thread */
+	char cpuid[64]; /* HEADER_CPUID: from a PT descriptor, else this machine's */
 };
 
 static __u64 attr_sample_type(const __u8 *attr)
@@ -228,6 +229,9 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 		return 0;
 	}
 	memcpy(&d, bf->pmu->desc, sizeof(d));
+	/* The recording machine's CPU, as perf's HEADER_CPUID says it (its PT decoder reads it). */
+	snprintf(e->cpuid, sizeof(e->cpuid), "GenuineIntel,%u,%u,%u", d.cpu_family, d.cpu_model,
+		 d.cpu_stepping);
 	if (!e->auxtrace_info) {
 		struct {
 			struct perf_event_header h;
@@ -399,7 +403,9 @@ static int cmp_ref(const void *a, const void *b)
 #define HEADER_OSRELEASE 4
 #define HEADER_ARCH 6
 #define HEADER_NRCPUS 7
+#define HEADER_CPUID 9
 #define HEADER_CMDLINE 11
+#define HEADER_EVENT_DESC 12
 #define HEADER_CLOCKID 23
 #define NFEAT 24
 #define NAME_ALIGN 64
@@ -477,10 +483,35 @@ static int kernel_build_id(char *hex, size_t len)
 	return -1;
 }
 
+/* This machine's CPU as perf's HEADER_CPUID says it on x86: vendor,family,model,stepping. */
+static void this_cpuid(char *out, size_t len)
+{
+	char line[256], vendor[64] = "";
+	unsigned int family = 0, model = 0, stepping = 0, got = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	out[0] = '\0';
+	while (f && got != 15 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "vendor_id : %63s", vendor) == 1)
+			got |= 1;
+		else if (sscanf(line, "cpu family : %u", &family) == 1)
+			got |= 2;
+		else if (sscanf(line, "model : %u", &model) == 1)
+			got |= 4;
+		else if (sscanf(line, "stepping : %u", &stepping) == 1)
+			got |= 8;
+	}
+	if (f)
+		fclose(f);
+	if (got == 15)
+		snprintf(out, len, "%s,%u,%u,%u", vendor, family, model, stepping);
+}
+
 /*
  * The header features perf record writes that a reader of ours can use:
- * the machine (host, release, arch, CPUs), the command, the clock, and
- * the build id of each mapped file (read from the files now) and the kernel.
+ * the machine (host, release, arch, CPUs, CPU id), the command, the clock,
+ * the events' names, and the build id of each mapped file (read from the
+ * files now) and the kernel.
  */
 static void features(struct exp *e, struct rk_buf *f)
 {
@@ -522,6 +553,26 @@ static void features(struct exp *e, struct rk_buf *f)
 			fput_build_id(&f[HEADER_BUILD_ID], hex, e->dsos[i], PERF_RECORD_MISC_USER);
 	if (e->tdata)
 		rk_buf_put(&f[HEADER_TRACING_DATA], e->tdata, e->tdata_len);
+	if (!e->cpuid[0])
+		this_cpuid(e->cpuid, sizeof(e->cpuid));
+	if (e->cpuid[0])
+		fput_str(&f[HEADER_CPUID], e->cpuid);
+	/*
+	 * Each attr's name (perf's write_event_desc()): what perf script and
+	 * report call the event, the source's directory (intel_pt, cpu-clock).
+	 */
+	nr[0] = e->nattr;
+	nr[1] = EXPORT_ATTR_SIZE;
+	rk_buf_put(&f[HEADER_EVENT_DESC], nr, 8);
+	for (i = 0; i < e->nattr; i++) {
+		__u32 nids = 1;
+		__u64 id = i + 1;
+
+		rk_buf_put(&f[HEADER_EVENT_DESC], e->attrs[i], EXPORT_ATTR_SIZE);
+		rk_buf_put(&f[HEADER_EVENT_DESC], &nids, 4);
+		fput_str(&f[HEADER_EVENT_DESC], e->names[i]);
+		rk_buf_put(&f[HEADER_EVENT_DESC], &id, 8);
+	}
 }
 
 /* Whether every tracepoint attr's format is in @blob. Return: the first missing, or -1. */

@@ -964,6 +964,15 @@ Test(pt, export_writes_perf_auxtrace_that_perf_decodes)
 	cr_assert_not_null(strstr(txt, "TIP.PGE"), "%.3000s", txt);
 	cr_assert_not_null(strstr(txt, "TNT"), "%.3000s", txt);
 	free(txt);
+	/* The header names the CPU the trace came from and the event (HEADER_CPUID, EVENT_DESC). */
+	snprintf(cmd, sizeof(cmd), "perf report --header-only -i %s > %s.hdr 2>&1", out, out);
+	cr_assert_eq(system(cmd), 0, "perf report --header-only failed");
+	snprintf(p, sizeof(p), "%s.hdr", out);
+	txt = slurp_file(p, &flen);
+	cr_assert_not_null(strstr(txt, "# cpuid : GenuineIntel,"), "%.3000s", txt);
+	cr_assert_not_null(strstr(txt, "# event : name = intel_pt,"), "%.3000s", txt);
+	cr_assert_not_null(strstr(txt, "# event : name = sched,"), "%.3000s", txt);
+	free(txt);
 
 	/* The command line, from the session files alone: packets, instructions, records. */
 	snprintf(cmd, sizeof(cmd), "%s show --pt=insn %s/intel_pt/100 > %s.insn 2>&1", rk_bin(),
