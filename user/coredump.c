@@ -883,14 +883,29 @@ static int core_file_ok(int fd, uid_t uid)
 	return 0;
 }
 
+/* A new core file @name, 0600, never through a link, and checked as the kernel does. */
+static int create_core(const char *name, uid_t uid)
+{
+	int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC,
+		      0600);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = core_file_ok(fd, uid);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 /*
  * The child's half of open_as_task(): become the task's root, cwd and
  * credentials, then create @name as the kernel's do_coredump() would.
  */
 static int open_in_child(int rootfd, int cwdfd, const struct creds *cr, const char *name)
 {
-	int fd, err;
-
 	if (fchdir(rootfd) || chroot(".") || (name[0] != '/' && fchdir(cwdfd)))
 		return -errno;
 	if (setgroups((size_t)cr->ngroups, cr->groups) || setresgid(cr->gid, cr->gid, cr->gid) ||
@@ -898,15 +913,7 @@ static int open_in_child(int rootfd, int cwdfd, const struct creds *cr, const ch
 		return -errno;
 	umask(0);
 	unlink(name); /* as the kernel does, for a core it may replace */
-	fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	err = core_file_ok(fd, cr->uid);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
+	return create_core(name, cr->uid);
 }
 
 /*
@@ -976,7 +983,6 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 			      char *name, size_t len, const char **why)
 {
 	char uses_pid[8] = "0";
-	int fd, err;
 
 	if (rk_core_expand(pattern, c, name, len))
 		return -ENAMETOOLONG;
@@ -992,15 +998,7 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 		*why = "fs.suid_dumpable=2 dumps only to an absolute path (as the kernel)";
 		return 0;
 	}
-	fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	err = core_file_ok(fd, 0);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	return fd;
+	return create_core(name, 0);
 }
 
 static const char *crash_dir(void)
