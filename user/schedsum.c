@@ -192,7 +192,11 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 		char comm[RK_COMM_LEN];
 
 		rk_sched_sum_window(t, from, to, &s);
-		rk_sched_sum_window(t, lo, to, &w);
+		/* The totals' window is the row's unless a wrapped history starts later. */
+		if (lo == from)
+			w = s;
+		else
+			rk_sched_sum_window(t, lo, to, &w);
 		add(&tot, &w);
 		if (s.first_ns && s.first_ns < first)
 			first = s.first_ns;
