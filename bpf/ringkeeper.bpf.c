@@ -36,6 +36,8 @@ const volatile __u32 cfg_ncgroups = 0;
 /* Records per switch ring (a power of two), and the fill that wakes the loader. */
 const volatile __u32 cfg_sw_slots = 1024;
 const volatile __u32 cfg_sw_wake = 512;
+/* Record wakeups of traced tasks (the loader also leaves their programs unattached without). */
+const volatile __u8 cfg_wakeups = 1;
 
 /* PF_KTHREAD: stable since v2.6; a macro, not in BTF. */
 #define RK_PF_KTHREAD 0x00200000
@@ -605,6 +607,50 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (wake)
 		wake_loader();
 	return 0;
+}
+
+/*
+ * @p, traced or not, is being woken by the task current here. Only a
+ * wakeup by another task is a record: a task waking itself (it had set
+ * its state and not yet slept) has no scheduling delay, and it is the one
+ * path of try_to_wake_up() that runs with interrupts on, where an interrupt
+ * could start a second writer of this CPU's ring. Every other path holds
+ * p->pi_lock with interrupts off, as sched_switch runs: one writer per ring.
+ */
+static __always_inline int waking(struct task_struct *p, __u16 flags)
+{
+	struct task_struct *cur;
+	struct rk_swpos *head;
+	struct rk_swrec *w;
+	int wake = 0;
+	__u32 cpu;
+
+	if (!cfg_wakeups || !tid_traced(p->pid))
+		return 0;
+	cur = bpf_get_current_task_btf();
+	if (cur == p)
+		return 0;
+	cpu = bpf_get_smp_processor_id();
+	head = sw_head(cpu);
+	w = sw_reserve(head, cpu, &wake);
+	if (w)
+		sw_commit(head, w, bpf_ktime_get_ns(), p->pid, p->tgid, cur->pid, cur->tgid,
+			  BPF_CORE_READ(p, thread_info.cpu), RK_SIG_WAKING, flags);
+	if (wake)
+		wake_loader();
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(rk_sched_waking, struct task_struct *p)
+{
+	return waking(p, 0);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(rk_sched_wakeup_new, struct task_struct *p)
+{
+	return waking(p, RK_SIGF_WAKE_NEW);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -48,6 +48,14 @@
  * ring past its watermark). The loader reads the rings and drops it.
  */
 #define RK_SIG_WAKE 11
+/*
+ * A traced task is being woken (sched_waking; sched_wakeup_new with
+ * RK_SIGF_WAKE_NEW), by another task: in its waker's CPU's switch ring,
+ * tid/tgid the woken task, ptid/next_tgid the waker (the task current on
+ * that CPU: in an interrupt, whatever it interrupted, as perf reports it),
+ * prev_state the CPU the woken task last ran on (sched_waking's target_cpu).
+ */
+#define RK_SIG_WAKING 12
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */
@@ -59,6 +67,7 @@
 #define RK_SIGF_THREADGROUP 0x20 /* RK_SIG_CGROUP_*: the whole process moved */
 /* RK_SIG_FORK/RK_SIG_EXEC: a task traced for -a or --cgroup, not inherited */
 #define RK_SIGF_ADOPTED 0x40
+#define RK_SIGF_WAKE_NEW 0x80 /* RK_SIG_WAKING: a new task's first wakeup (wake_up_new_task) */
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */

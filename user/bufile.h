@@ -86,6 +86,31 @@ struct rk_crash_record {
 	__u64 time;
 };
 
+/*
+ * A wakeup of the thread by another task (sched_waking, or
+ * sched_wakeup_new for a new thread's first), in its sched ring in time
+ * order with its switches: struct rk_wakeup_record, then the sample_id
+ * (pid/tid the woken thread; time and cpu those of the wakeup, on the
+ * waker's CPU). Recorded unless `record --no-wakeups`.
+ */
+#define RK_RECORD_WAKEUP 0x524c
+#define RK_WAKEUP_NEW 1u /* rk_wakeup_record.flags: the first wakeup of a new thread */
+
+/**
+ * struct rk_wakeup_record - RK_RECORD_WAKEUP.
+ * @waker_pid, @waker_tid: the task that woke it (in an interrupt: the one
+ *	interrupted, as perf reports it).
+ * @target_cpu: the CPU the woken thread last ran on (sched_waking's
+ *	target_cpu; the scheduler may still pick another).
+ * @flags: RK_WAKEUP_*.
+ */
+struct rk_wakeup_record {
+	struct perf_event_header h;
+	__u32 waker_pid, waker_tid;
+	__u32 target_cpu;
+	__u32 flags;
+};
+
 /**
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
  * directly after it (offset 1088).

@@ -264,6 +264,13 @@ static int o_no_inherit(struct rec_args *a, const char *v)
 	return 0;
 }
 
+static int o_no_wakeups(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.no_wakeups = 1;
+	return 0;
+}
+
 static int o_on_exit(struct rec_args *a, const char *v)
 {
 	if (strcmp(v, "keep") && strcmp(v, "drop"))
@@ -544,6 +551,10 @@ static const struct rec_opt opts[] = {
 	  "(0: normal), so thousands of busy threads cannot starve\n"
 	  "them into dropping signals; CMD runs at normal priority" },
 	{ "no-inherit", 0, NULL, o_no_inherit, NULL, "do not trace children and new threads" },
+	{ "no-wakeups", 0, NULL, o_no_wakeups, NULL,
+	  "do not record who woke a thread and when (sched then has\n"
+	  "no scheduling delay; saves two BPF programs' runs per\n"
+	  "wakeup, BENCHMARKS.md)" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
 	  "keep an exited thread's files, or remove them when it\n"
 	  "exits (the RFC's truncate)" },

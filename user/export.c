@@ -196,6 +196,10 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->crashes++;
 		return 0;
 	}
+	if (h->type == RK_RECORD_WAKEUP) {
+		e->st->wakeups++;
+		return 0;
+	}
 	if (e->o->windowed && (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH)) {
 		__u64 t = rk_record_time(e->cur_sample_type, h);
 

@@ -962,6 +962,11 @@ static void export_crash_note(const struct rk_export_stats *es)
 			"not in it: perf.data has no such record; `ringkeeper show` and `stat` "
 			"print them\n",
 			es->crashes);
+	if (es->wakeups)
+		fprintf(stderr,
+			"ringkeeper: %llu wakeup records are not in it: perf.data has no such "
+			"record; `ringkeeper sched` sums them (sch delay), `show` prints them\n",
+			es->wakeups);
 }
 
 /*

@@ -52,6 +52,11 @@ int rec_bpf_load(struct rk_rec *r)
 	r->skel->rodata->cfg_all = o->all ? 1 : 0;
 	r->skel->rodata->cfg_ncgroups = (__u32)o->ncgroups;
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
+	r->skel->rodata->cfg_wakeups = o->no_wakeups ? 0 : 1;
+	if (o->no_wakeups) {
+		bpf_program__set_autoload(r->skel->progs.rk_sched_waking, false);
+		bpf_program__set_autoload(r->skel->progs.rk_sched_wakeup_new, false);
+	}
 	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
 	/*
 	 * --max-threads caps the live traced threads: a full map makes the
@@ -327,10 +332,11 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 	return f;
 }
 
-const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",   "link_fork",
-						"link_exec",	       "link_exit",
-						"link_signal_deliver", "link_task_rename",
-						"link_cgroup_attach" };
+const char *const rec_link_names[RK_NLINKS] = {
+	"link_sched_switch",  "link_fork",	     "link_exec",
+	"link_exit",	      "link_signal_deliver", "link_task_rename",
+	"link_cgroup_attach", "link_sched_waking",   "link_sched_wakeup_new"
+};
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -433,16 +439,24 @@ void rec_unpin_maps(void)
 int rec_pin_links(struct rk_rec *r)
 {
 	struct bpf_link *links[] = {
-		r->skel->links.rk_sched_switch,	  r->skel->links.rk_fork,
-		r->skel->links.rk_exec,		  r->skel->links.rk_exit,
-		r->skel->links.rk_signal_deliver, r->skel->links.rk_task_rename,
+		r->skel->links.rk_sched_switch,
+		r->skel->links.rk_fork,
+		r->skel->links.rk_exec,
+		r->skel->links.rk_exit,
+		r->skel->links.rk_signal_deliver,
+		r->skel->links.rk_task_rename,
 		r->skel->links.rk_cgroup_attach,
+		r->skel->links.rk_sched_waking,
+		r->skel->links.rk_sched_wakeup_new,
 	};
 	char path[128];
 	size_t i;
 	int err;
 
+	_Static_assert(sizeof(links) / sizeof(links[0]) == RK_NLINKS, "a name for every link");
 	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (!links[i])
+			continue; /* not attached (--no-wakeups) */
 		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, rec_link_names[i]);
 		err = bpf_link__pin(links[i], path);
 		if (err) {

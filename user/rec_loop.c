@@ -430,6 +430,25 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 	r->st->cgroup_left += left;
 }
 
+/* A wakeup of a thread we have: its record (before its switch-in, in time order). */
+static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	struct {
+		struct rk_wakeup_record w;
+		struct sample_id id;
+	} wr = { 0 };
+
+	wr.w.h.type = RK_RECORD_WAKEUP;
+	wr.w.h.size = sizeof(wr);
+	wr.w.waker_pid = s->next_tgid;
+	wr.w.waker_tid = s->ptid;
+	wr.w.target_cpu = s->prev_state;
+	wr.w.flags = s->flags & RK_SIGF_WAKE_NEW ? RK_WAKEUP_NEW : 0;
+	rec_fill_id(&wr.id, t, s);
+	rec_put_rec(r, t, &wr, sizeof(wr));
+	r->st->wakeups++;
+}
+
 /* An exit: its EXIT record; the final switch-out that follows finishes the thread. */
 static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
@@ -476,6 +495,12 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	if (s->kind == RK_SIG_CGROUP_IN || s->kind == RK_SIG_CGROUP_OUT) {
 		on_cgroup(r, s);
+		return;
+	}
+	if (s->kind == RK_SIG_WAKING) {
+		/* Only a thread we have: a wakeup makes no file. */
+		if (t && !t->dead)
+			on_waking(r, t, s);
 		return;
 	}
 	if (!t || t->dead) {

@@ -5,14 +5,38 @@
  * switch-out followed by a switch-in (charged to the state the thread left
  * in). A history's first out, or last in, has only one end: not counted.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "schedsum.h"
 #include "show.h"
 #include "util.h"
 
-void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s)
+static int grow_push(__u64 **d, size_t *n, size_t *cap, __u64 v)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		__u64 *p = realloc(*d, nc * sizeof(**d));
+
+		if (!p)
+			return -ENOMEM;
+		*d = p;
+		*cap = nc;
+	}
+	(*d)[(*n)++] = v;
+	return 0;
+}
+
+/*
+ * One pass over @t's events in [@lo, @hi]: runs, off-CPU periods and
+ * delays into @s, each delay also appended to *@d when @d is given.
+ */
+static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s, __u64 **d,
+		size_t *n, size_t *cap)
 {
 	const struct rk_tl_event *in = NULL, *out = NULL;
+	__u64 ready = 0, delay = 0;
+	int has_delay = 0;
 	__u32 last_cpu = ~0u;
 	size_t i;
 
@@ -28,36 +52,94 @@ void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struc
 			/* Outside: the next event inside has no other end in it. */
 			in = out = NULL;
 			last_cpu = ~0u;
+			ready = 0;
+			has_delay = 0;
 			continue;
 		}
-		if (e->kind == RK_TL_IN) {
+		if (e->kind == RK_TL_WAKEUP) {
+			s->wakeups++;
+			/* The first since it left the CPU (perf's ready_to_run). */
+			if (!ready)
+				ready = e->time;
+		} else if (e->kind == RK_TL_IN) {
 			if (out && e->time >= out->time) {
 				enum rk_offcpu k = rk_offcpu_of(out->arg);
-				__u64 d = e->time - out->time;
+				__u64 dt = e->time - out->time;
 
-				s->off_ns[k] += d;
+				s->off_ns[k] += dt;
 				s->offs[k]++;
-				if (d > s->max_off_ns)
-					s->max_off_ns = d;
+				if (dt > s->max_off_ns)
+					s->max_off_ns = dt;
 			}
 			if (last_cpu != ~0u && e->cpu != last_cpu)
 				s->migrations++;
 			last_cpu = e->cpu;
+			has_delay = ready && ready <= e->time;
+			delay = has_delay ? e->time - ready : 0;
 			in = e;
 			out = NULL;
 		} else if (e->kind == RK_TL_OUT) {
 			if (in && e->time >= in->time) {
-				__u64 d = e->time - in->time;
+				__u64 dt = e->time - in->time;
 
 				s->runs++;
-				s->on_ns += d;
-				if (d > s->max_on_ns)
-					s->max_on_ns = d;
+				s->on_ns += dt;
+				if (dt > s->max_on_ns)
+					s->max_on_ns = dt;
+				/* A run's delay counts with the run, as perf prints it. */
+				if (has_delay) {
+					s->delays++;
+					s->delay_ns += delay;
+					if (delay > s->max_delay_ns)
+						s->max_delay_ns = delay;
+					if (d && grow_push(d, n, cap, delay))
+						return -ENOMEM;
+				}
 			}
+			/* Left runnable: ready again at once (perf's 'R'). */
+			ready = rk_offcpu_of(e->arg) == RK_OFF_PREEMPTED ? e->time : 0;
+			has_delay = 0;
 			out = e;
 			in = NULL;
 		}
 	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+__u64 rk_sched_p99(__u64 *d, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(d, n, sizeof(*d), cmp_u64);
+	/* The smallest value at or above 99% of them (nearest rank). */
+	return d[(n * 99 + 99) / 100 - 1];
+}
+
+int rk_sched_delays(const struct rk_tl_thread *t, __u64 lo, __u64 hi, __u64 **d, size_t *n,
+		    size_t *cap)
+{
+	struct rk_sched_sum s;
+
+	return walk(t, lo, hi, &s, d, n, cap);
+}
+
+void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s)
+{
+	__u64 *d = NULL;
+	size_t n = 0, cap = 0;
+
+	if (walk(t, lo, hi, s, &d, &n, &cap))
+		walk(t, lo, hi, s, NULL, NULL, NULL); /* no memory for the p99: the rest */
+	else
+		s->p99_delay_ns = rk_sched_p99(d, n);
+	free(d);
 }
 
 void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s)
@@ -103,6 +185,11 @@ static void json_sum(FILE *out, const struct rk_sched_sum *s)
 		fprintf(out, "%s\"%s\":%llu", k ? "," : "", rk_offcpu_name(k), s->offs[k]);
 	fprintf(out, "},\"longest_off_cpu_ns\":%llu,\"migrations\":%llu", s->max_off_ns,
 		s->migrations);
+	fprintf(out,
+		",\"wakeups\":%llu,\"sch_delay\":{\"runs\":%llu,\"total_ns\":%llu,\"avg_ns\":%llu,"
+		"\"max_ns\":%llu,\"p99_ns\":%llu}",
+		s->wakeups, s->delays, s->delay_ns, s->delays ? s->delay_ns / s->delays : 0,
+		s->max_delay_ns, s->p99_delay_ns);
 }
 
 static void add(struct rk_sched_sum *tot, const struct rk_sched_sum *s)
@@ -120,6 +207,11 @@ static void add(struct rk_sched_sum *tot, const struct rk_sched_sum *s)
 	if (s->max_off_ns > tot->max_off_ns)
 		tot->max_off_ns = s->max_off_ns;
 	tot->migrations += s->migrations;
+	tot->wakeups += s->wakeups;
+	tot->delays += s->delays;
+	tot->delay_ns += s->delay_ns;
+	if (s->max_delay_ns > tot->max_delay_ns)
+		tot->max_delay_ns = s->max_delay_ns;
 }
 
 /* A text row: its first three columns already printed, then @s's figures. */
@@ -138,6 +230,9 @@ static void text_figures(FILE *out, const struct rk_sched_sum *s)
 	   11);
 	ms(out, s->max_off_ns, 11);
 	fprintf(out, " %5llu", s->migrations);
+	ms(out, s->delays ? s->delay_ns / s->delays : 0, 9);
+	ms(out, s->max_delay_ns, 9);
+	ms(out, s->p99_delay_ns, 9);
 }
 
 /* The history column: the span in seconds, '*' if the ring wrapped (the span is all there is). */
@@ -167,7 +262,9 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 {
 	struct rk_sched_sum tot = { 0 }, s, w;
 	__u64 first = ~0ull, last = 0, lo;
-	size_t i, nwrapped;
+	size_t i, nwrapped, nall = 0, capall = 0;
+	__u64 *all = NULL;
+	int dfail = 0;
 
 	/*
 	 * A thread whose ring wrapped lost its oldest runs: the totals cover
@@ -181,12 +278,15 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 		fprintf(out, "{\"threads\":[");
 	else
 		fprintf(out,
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %10s\n"
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %10s\n",
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
+			"%10s\n"
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
+			"%10s\n",
 			"comm", "tid", "tgid", "runs", "on-CPU", "avg", "max", "preempted",
-			"sleeping", "blocked", "other", "longest off", "migr", "history", "", "",
-			"", "", "(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)", "(ms, off)",
-			"(ms, off)", "(ms)", "", "(s)");
+			"sleeping", "blocked", "other", "longest off", "migr", "sch delay", "max",
+			"p99", "history", "", "", "", "", "(ms)", "(ms)", "(ms)", "(ms, off)",
+			"(ms, off)", "(ms, off)", "(ms, off)", "(ms)", "", "(ms, avg)", "(ms)",
+			"(ms)", "(s)");
 	for (i = 0; i < tl->nthreads; i++) {
 		const struct rk_tl_thread *t = &tl->threads[i];
 		char comm[RK_COMM_LEN];
@@ -198,6 +298,9 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 		else
 			rk_sched_sum_window(t, lo, to, &w);
 		add(&tot, &w);
+		/* The totals' p99 is of every thread's delays in their window. */
+		if (!dfail && rk_sched_delays(t, lo, to, &all, &nall, &capall))
+			dfail = 1;
 		if (s.first_ns && s.first_ns < first)
 			first = s.first_ns;
 		if (s.last_ns > last)
@@ -225,6 +328,8 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 		text_figures(out, &s);
 		text_history(out, s.first_ns, s.last_ns, !!t->id.overwritten);
 	}
+	tot.p99_delay_ns = dfail ? 0 : rk_sched_p99(all, nall);
+	free(all);
 	if (first > last)
 		first = last = 0;
 	if (lo > first)

@@ -19,6 +19,15 @@ struct rk_sched_sum {
 	unsigned long long max_off_ns; /* the longest off-CPU gap */
 	unsigned long long migrations; /* a run on another CPU than the one before */
 	__u64 first_ns, last_ns; /* the history's first and last event */
+	/*
+	 * Scheduling delay, as perf sched timehist's "sch delay": of a run,
+	 * from the thread's first wakeup after it last left the CPU (or from
+	 * that switch-out, if it was preempted) to its switch-in. Only runs
+	 * with that start known (a wakeup recorded, or a preemption).
+	 */
+	unsigned long long wakeups; /* wakeups by another task */
+	unsigned long long delays; /* runs with a known delay */
+	unsigned long long delay_ns, max_delay_ns, p99_delay_ns;
 };
 
 /** rk_sched_sum_thread() - @t's figures. */
@@ -30,6 +39,17 @@ void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s);
  * still the whole history's).
  */
 void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s);
+
+/**
+ * rk_sched_delays() - the scheduling delays (ns) of @t's runs that lie in
+ * [@lo, @hi], appended to *@d (*@n of them, *@cap allocated).
+ * Return: 0 or -ENOMEM.
+ */
+int rk_sched_delays(const struct rk_tl_thread *t, __u64 lo, __u64 hi, __u64 **d, size_t *n,
+		    size_t *cap);
+
+/** rk_sched_p99() - the 99th percentile of @d's @n values (sorts @d; 0 if none). */
+__u64 rk_sched_p99(__u64 *d, size_t n);
 
 /**
  * rk_sched_window() - the one window @tl's totals cover: from the latest

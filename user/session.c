@@ -111,6 +111,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(aux_truncated, "AUX records truncated (ring full)") \
 	X(aux_dropped, "AUX bytes with no traced thread")     \
 	X(switches, "switches handled")                       \
+	X(wakeups, "wakeups recorded")                        \
 	X(pin_hot, "switch-ins already pinned")               \
 	X(pin_lat_n, "switch-ins that waited for a pin")      \
 	X(pin_lat_p50_ns, "switch-in to pinned, p50")         \

@@ -138,6 +138,10 @@ struct rk_session_stat {
 	__u64 switch_prog_ns;
 	/* renames within RK_RENAME_GAP_NS of a thread's last: only its latest name written */
 	__u64 renames_held;
+	/* wakeups of traced threads (0 in older stat files) */
+	__u64 wakeups; /* wakeup records written */
+	__u32 no_wakeups; /* record --no-wakeups */
+	__u32 pad_wakeups;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

@@ -118,6 +118,8 @@ static const char *type_name(__u32 type)
 		return "PERF_RECORD_ITRACE_START";
 	case RK_RECORD_CRASH:
 		return "RINGKEEPER_CRASH";
+	case RK_RECORD_WAKEUP:
+		return "RINGKEEPER_WAKEUP";
 	}
 	return "PERF_RECORD_UNKNOWN";
 }
@@ -212,7 +214,8 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 	struct walk *w = ctx;
 	char detail[96] = "";
 	struct rk_crash_record crash;
-	int have_crash = 0;
+	struct rk_wakeup_record wake;
+	int have_crash = 0, have_wake = 0;
 	struct sid s;
 
 	if (w->lo || w->hi != ~0ull) {
@@ -336,6 +339,18 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 				 crash.signo, sigabbrev_np(crash.signo) ?: "?", crash.crash_tid);
 		}
 		break;
+	case RK_RECORD_WAKEUP:
+		w->c.wakeups++;
+		if (h->size >= sizeof(wake)) {
+			memcpy(&wake, h, sizeof(wake));
+			have_wake = 1;
+			/* Who woke it, from where (the record's cpu), and where it last ran. */
+			snprintf(detail, sizeof(detail),
+				 "woken%s by tid %u (pid %u), target cpu %u",
+				 wake.flags & RK_WAKEUP_NEW ? " (new)" : "", wake.waker_tid,
+				 wake.waker_pid, wake.target_cpu);
+		}
+		break;
 	default:
 		w->c.other++;
 		snprintf(detail, sizeof(detail), "type %u size %u", h->type, h->size);
@@ -353,6 +368,11 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		if (have_crash)
 			fprintf(w->out, ",\"signal\":%d,\"crash_tid\":%u", crash.signo,
 				crash.crash_tid);
+		if (have_wake)
+			fprintf(w->out,
+				",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s",
+				wake.waker_pid, wake.waker_tid, wake.target_cpu,
+				wake.flags & RK_WAKEUP_NEW ? "true" : "false");
 		fprintf(w->out, ",\"detail\":");
 		rk_json_str(w->out, detail);
 		fprintf(w->out, "}\n");
@@ -469,9 +489,10 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 		fprintf(out, "]}\n");
 	if (!json)
 		fprintf(out,
-			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu other%s\n",
-			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.other,
-			w.c.outside ? " (in the time window)" : "");
+			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu wakeups, "
+			"%llu other%s\n",
+			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.wakeups,
+			w.c.other, w.c.outside ? " (in the time window)" : "");
 	if (!json && w.c.outside)
 		fprintf(out, "# %llu records outside the time window, not shown\n", w.c.outside);
 	return err;

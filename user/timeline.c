@@ -236,6 +236,14 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 						0);
 		}
 		break;
+	case RK_RECORD_WAKEUP:
+		if (h->size >= sizeof(struct rk_wakeup_record)) {
+			struct rk_wakeup_record wr;
+
+			memcpy(&wr, h, sizeof(wr));
+			w->err = add_ev(w, RK_TL_WAKEUP, time, cpu, wr.waker_tid, wr.waker_pid);
+		}
+		break;
 	case RK_RECORD_CRASH:
 		if (h->size >= sizeof(struct rk_crash_record)) {
 			struct rk_crash_record c;

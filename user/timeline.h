@@ -25,6 +25,8 @@ enum rk_tl_kind {
 	RK_TL_COMM, /* a rename: @arg as for EXEC */
 	RK_TL_EXIT, /* @arg: the exit code as wait(2) encodes it */
 	RK_TL_CRASH, /* @arg: the signal; @arg2: the tid it was delivered to */
+	/* woken by another task on @cpu: @arg its tid, @arg2 its pid (RK_RECORD_WAKEUP) */
+	RK_TL_WAKEUP,
 };
 
 /** struct rk_tl_event - one event of a thread's sched history, oldest first. */

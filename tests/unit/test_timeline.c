@@ -302,3 +302,104 @@ Test(timeline, a_time_window_counts_what_lies_in_it)
 	free(buf);
 	rk_timeline__free(&tl);
 }
+
+/* A wakeup of @bf's thread by tid @waker at @t_us microseconds. */
+static void wk(struct rk_bufile *bf, __u32 waker, __u64 t_us)
+{
+	struct {
+		struct rk_wakeup_record w;
+		struct sid id;
+	} r = { 0 };
+
+	r.w.h.type = RK_RECORD_WAKEUP;
+	r.w.h.size = sizeof(r);
+	r.w.waker_pid = waker;
+	r.w.waker_tid = waker;
+	r.id.pid = bf->ident->tgid;
+	r.id.tid = bf->ident->tid;
+	r.id.time = t_us * 1000;
+	cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+}
+
+/*
+ * Scheduling delay as perf sched timehist counts it (ms): in 10, out
+ * sleeping 11, woken 15 and again 16 (the first counts), in 17: delay 2;
+ * out preempted 18, in 21: delay 3 (runnable from the switch-out); out
+ * sleeping 22, in 25 with no wakeup recorded: none; woken 26.5 while still
+ * switching out, out sleeping at 27 (the switch-out comes after: perf
+ * starts again from 0), woken 28, in 29.5: delay 1.5; out 30. Runs 5,
+ * delays 3 (sum 6.5, max 3, p99 3), wakeups 4. A window from 20 has lost
+ * the preemption at 18: only the delay 28 -> 29.5, and the wakeups 26.5, 28.
+ */
+Test(timeline, scheduling_delay_as_perf_sched_timehist)
+{
+	struct rk_bufile *bf = make(100, 100, "delays");
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	sw(bf, 0, 0, 10, 0);
+	sw(bf, 1, S(0x1), 11, 0);
+	wk(bf, 7, 15000);
+	wk(bf, 8, 16000);
+	sw(bf, 0, 0, 17, 0);
+	sw(bf, 1, S(0), 18, 0);
+	sw(bf, 0, 0, 21, 0);
+	sw(bf, 1, S(0x1), 22, 0);
+	sw(bf, 0, 0, 25, 0);
+	wk(bf, 7, 26500);
+	sw(bf, 1, S(0x1), 27, 0);
+	wk(bf, 7, 28000);
+	{
+		struct {
+			struct perf_event_header h;
+			struct sid id;
+		} r = { 0 };
+
+		r.h.type = PERF_RECORD_SWITCH;
+		r.h.size = sizeof(r);
+		r.id.pid = r.id.tid = 100;
+		r.id.time = 29500000;
+		cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+	}
+	sw(bf, 1, S(0x1), 30, 0);
+	rk_bufile__free(bf);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	rk_sched_sum_thread(&tl.threads[0], &s);
+	cr_assert_eq(s.runs, 5);
+	cr_assert_eq(s.wakeups, 4);
+	cr_assert_eq(s.delays, 3);
+	cr_assert_eq(s.delay_ns, 6500000ull);
+	cr_assert_eq(s.max_delay_ns, 3000000ull);
+	cr_assert_eq(s.p99_delay_ns, 3000000ull);
+	rk_sched_sum_window(&tl.threads[0], 20000000, ~0ull, &s);
+	cr_assert_eq(s.delays, 1, "the preemption at 18 is outside: only 28 -> 29.5");
+	cr_assert_eq(s.delay_ns, 1500000ull);
+	cr_assert_eq(s.wakeups, 2);
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_sched_print(f, &tl, 1);
+	fclose(f);
+	cr_assert_not_null(strstr(buf,
+				  "\"wakeups\":4,\"sch_delay\":{\"runs\":3,\"total_ns\":6500000,"
+				  "\"avg_ns\":2166666,\"max_ns\":3000000,\"p99_ns\":3000000}"),
+			   "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+}
+
+/* The p99 is a value of the set (nearest rank): of 1..200, 198; of one, it. */
+Test(timeline, p99_by_nearest_rank)
+{
+	__u64 d[200], one = 5;
+	size_t i;
+
+	for (i = 0; i < 200; i++)
+		d[i] = 200 - i;
+	cr_assert_eq(rk_sched_p99(d, 200), 198);
+	cr_assert_eq(rk_sched_p99(&one, 1), 5);
+	cr_assert_eq(rk_sched_p99(NULL, 0), 0);
+}
