@@ -36,8 +36,8 @@ const volatile __u32 cfg_ncgroups = 0;
 /* Records per switch ring (a power of two), and the fill that wakes the loader. */
 const volatile __u32 cfg_sw_slots = 1024;
 const volatile __u32 cfg_sw_wake = 512;
-/* Record wakeups of traced tasks (the loader also leaves their programs unattached without). */
-const volatile __u8 cfg_wakeups = 1;
+/* Record wakeups of traced tasks (--wakeups; without, the loader does not attach their programs). */
+const volatile __u8 cfg_wakeups = 0;
 
 /* PF_KTHREAD: stable since v2.6; a macro, not in BTF. */
 #define RK_PF_KTHREAD 0x00200000
@@ -635,7 +635,7 @@ static __always_inline int waking(struct task_struct *p, __u16 flags)
 	w = sw_reserve(head, cpu, &wake);
 	if (w)
 		sw_commit(head, w, bpf_ktime_get_ns(), p->pid, p->tgid, cur->pid, cur->tgid,
-			  BPF_CORE_READ(p, thread_info.cpu), RK_SIG_WAKING, flags);
+			  p->thread_info.cpu, RK_SIG_WAKING, flags);
 	if (wake)
 		wake_loader();
 	return 0;

@@ -5,7 +5,7 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SECTIONS="mem switch switchab progtime pin rate scale system coredump view" \
+#   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +14,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch switchab progtime pin rate scale system coredump view"}
+SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view"}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
@@ -186,6 +186,9 @@ measure() {
 	case $cfg in
 	bare | noop | untracked | cgroup-out) $cmd >"$out" 2>&1 ;;
 	tracked) "$RK" record --root "$ROOT" --session "sw-$w-$RANDOM$RANDOM" -- $cmd >"$out" 2>&1 ;;
+	tracked-wakeups)
+		"$RK" record --root "$ROOT" --session "swn-$w-$RANDOM$RANDOM" --wakeups -- $cmd \
+			>"$out" 2>&1 ;;
 	tracked-cpuclock)
 		"$RK" record --root "$ROOT" --session "swc-$w-$RANDOM$RANDOM" -e cpu-clock -- $cmd \
 			>"$out" 2>&1 ;;
@@ -331,6 +334,45 @@ section_switch() {
 			printf "   %-18s %+6.0f ns (%+.0f / %+.0f)\n" "$cfg" "$m" "$lo" "$hi"
 		done
 		unset val
+	done
+}
+
+# What recording wakeups costs: in the pingpong workloads every switch-in
+# follows a wakeup by the other thread (both traced), so tracked --wakeups
+# minus tracked is the cost of one wakeup record per switch. Then the BPF
+# programs' own time, as in progtime (statson, run-time stats on for the run).
+section_wakeups() {
+	local w cfg rep lo m hi st sess reps=$(( RUNS > 9 ? RUNS : 9 ))
+	echo
+	echo "== Wakeups (record --wakeups): ns per switch of ringkeeper record -- WORKLOAD without and"
+	echo "   with --wakeups, $reps repetitions in turn; every switch-in here follows a wakeup by"
+	echo "   the other (traced) thread; 'over tracked' = median of the differences, min / max;"
+	echo "   then one run under statson: the programs' ns per run (stats' own clock reads included;"
+	echo "   an empty program's is in section 2b)"
+	for w in pipe futex; do
+		echo "-- workload: $(workload_cmd "$w")"
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in tracked tracked-wakeups; do
+				measure_cfg "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
+			done
+		done
+		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
+		printf "   %-18s %s / %s / %s ns per switch\n" tracked "$lo" "$m" "$hi"
+		read -r lo m hi <<<"$(diff_mmm tracked-wakeups tracked "$reps")"
+		printf "   %-18s %+6.0f ns over tracked (%+.0f / %+.0f)\n" --wakeups "$m" "$lo" "$hi"
+		unset val
+		sess=wk-$w-$RANDOM$RANDOM
+		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" --wakeups -- \
+			$(workload_cmd "$w") >"$ROOT/wk.out" 2>&1
+		st=$("$RK" stat --root "$ROOT" --json "$sess")
+		awk -v sn="$(jfield "$st" switch_prog_runs)" -v st="$(jfield "$st" switch_prog_ns)" \
+			-v wn="$(jfield "$st" wake_prog_runs)" -v wt="$(jfield "$st" wake_prog_ns)" \
+			'BEGIN { if (sn > 0 && wn > 0)
+				printf "   programs: sched_switch %.0f ns per run, wakeups %.0f ns per run (%d runs)\n",
+					st / sn, wt / wn, wn }'
+		rm -rf "${ROOT:?}/$sess"
 	done
 }
 

@@ -91,7 +91,7 @@ struct rk_crash_record {
  * sched_wakeup_new for a new thread's first), in its sched ring in time
  * order with its switches: struct rk_wakeup_record, then the sample_id
  * (pid/tid the woken thread; time and cpu those of the wakeup, on the
- * waker's CPU). Recorded unless `record --no-wakeups`.
+ * waker's CPU). Recorded with `record --wakeups`.
  */
 #define RK_RECORD_WAKEUP 0x524c
 #define RK_WAKEUP_NEW 1u /* rk_wakeup_record.flags: the first wakeup of a new thread */

@@ -264,10 +264,10 @@ static int o_no_inherit(struct rec_args *a, const char *v)
 	return 0;
 }
 
-static int o_no_wakeups(struct rec_args *a, const char *v)
+static int o_wakeups(struct rec_args *a, const char *v)
 {
 	(void)v;
-	a->o.no_wakeups = 1;
+	a->o.wakeups = 1;
 	return 0;
 }
 
@@ -551,10 +551,12 @@ static const struct rec_opt opts[] = {
 	  "(0: normal), so thousands of busy threads cannot starve\n"
 	  "them into dropping signals; CMD runs at normal priority" },
 	{ "no-inherit", 0, NULL, o_no_inherit, NULL, "do not trace children and new threads" },
-	{ "no-wakeups", 0, NULL, o_no_wakeups, NULL,
-	  "do not record who woke a thread and when (sched then has\n"
-	  "no scheduling delay; saves two BPF programs' runs per\n"
-	  "wakeup, BENCHMARKS.md)" },
+	{ "wakeups", 0, NULL, o_wakeups, NULL,
+	  "also record who woke a thread and when (sched_waking):\n"
+	  "sched's scheduling delay, show's wakers. Costs a BPF run\n"
+	  "per wakeup in the system (~115 ns per traced one here,\n"
+	  "BENCHMARKS.md 2c); off, sched counts only the waits\n"
+	  "after a preemption" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
 	  "keep an exited thread's files, or remove them when it\n"
 	  "exits (the RFC's truncate)" },

@@ -33,7 +33,7 @@
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
 /* Our BPF programs: sched_switch, fork, exec, exit, signal_deliver, task_rename, cgroup_attach. */
-#define RK_NPROGS 7
+#define RK_NPROGS 9
 
 struct rk_thread {
 	struct rk_thread *hnext;
@@ -122,7 +122,7 @@ struct rk_rec {
 		__u8 *b;
 		size_t n;
 	} asked, traced;
-	int link_fds[8]; /* pinned links taken over on resume */
+	int link_fds[RK_NLINKS]; /* pinned links taken over on resume */
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */
 	__u32 self; /* our tgid: never traced */

@@ -52,8 +52,8 @@ int rec_bpf_load(struct rk_rec *r)
 	r->skel->rodata->cfg_all = o->all ? 1 : 0;
 	r->skel->rodata->cfg_ncgroups = (__u32)o->ncgroups;
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
-	r->skel->rodata->cfg_wakeups = o->no_wakeups ? 0 : 1;
-	if (o->no_wakeups) {
+	r->skel->rodata->cfg_wakeups = o->wakeups ? 1 : 0;
+	if (!o->wakeups) {
 		bpf_program__set_autoload(r->skel->progs.rk_sched_waking, false);
 		bpf_program__set_autoload(r->skel->progs.rk_sched_wakeup_new, false);
 	}
@@ -456,7 +456,7 @@ int rec_pin_links(struct rk_rec *r)
 	_Static_assert(sizeof(links) / sizeof(links[0]) == RK_NLINKS, "a name for every link");
 	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		if (!links[i])
-			continue; /* not attached (--no-wakeups) */
+			continue; /* not attached (no --wakeups) */
 		snprintf(path, sizeof(path), "%s/%s", RK_BPFFS_DIR, rec_link_names[i]);
 		err = bpf_link__pin(links[i], path);
 		if (err) {
@@ -514,7 +514,7 @@ int rec_pin_maps(struct rk_rec *r)
  */
 void rec_prog_stats(struct rk_rec *r)
 {
-	__u64 sum = 0;
+	__u64 sum = 0, wake_runs = 0, wake_ns = 0;
 	int i;
 
 	for (i = 0; i < RK_NPROGS; i++) {
@@ -532,8 +532,15 @@ void rec_prog_stats(struct rk_rec *r)
 			r->st->switch_prog_runs = info.run_cnt;
 			r->st->switch_prog_ns = info.run_time_ns;
 		}
+		/* rk_sched_waking, rk_sched_wakeup_new (names cut at 15 characters) */
+		if (!strncmp(info.name, "rk_sched_wak", 12)) {
+			wake_runs += info.run_cnt;
+			wake_ns += info.run_time_ns;
+		}
 	}
 	r->st->bpf_prog_misses = sum;
+	r->st->wake_prog_runs = wake_runs;
+	r->st->wake_prog_ns = wake_ns;
 }
 
 /* The programs behind our links (the skeleton's, or the pinned ones on resume). */
@@ -543,14 +550,19 @@ void rec_find_progs(struct rk_rec *r)
 
 	if (r->skel) {
 		const struct bpf_program *progs[RK_NPROGS] = {
-			r->skel->progs.rk_sched_switch,	  r->skel->progs.rk_fork,
-			r->skel->progs.rk_exec,		  r->skel->progs.rk_exit,
-			r->skel->progs.rk_signal_deliver, r->skel->progs.rk_task_rename,
+			r->skel->progs.rk_sched_switch,
+			r->skel->progs.rk_fork,
+			r->skel->progs.rk_exec,
+			r->skel->progs.rk_exit,
+			r->skel->progs.rk_signal_deliver,
+			r->skel->progs.rk_task_rename,
 			r->skel->progs.rk_cgroup_attach,
+			r->skel->progs.rk_sched_waking,
+			r->skel->progs.rk_sched_wakeup_new,
 		};
 
 		for (i = 0; i < RK_NPROGS; i++) {
-			int fd = bpf_program__fd(progs[i]);
+			int fd = bpf_program__fd(progs[i]); /* -1: not loaded (no --wakeups) */
 
 			r->prog_fds[i] = fd >= 0 ? dup(fd) : -1;
 		}

@@ -190,7 +190,7 @@ static void stat_fill(struct rk_rec *r)
 	st->file_size = r->file_size;
 	st->budget = o->budget;
 	st->inherit = !!o->inherit;
-	st->no_wakeups = !!o->no_wakeups;
+	st->wakeups_on = !!o->wakeups;
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;

@@ -56,7 +56,7 @@ struct rk_record_opts {
 	uint64_t tick_ns;
 	uint64_t ringbuf_size;
 	int inherit;
-	int no_wakeups; /* --no-wakeups */
+	int wakeups; /* --wakeups */
 	int keep;
 	uint64_t duration_ns;
 	int ready_fd;

@@ -356,6 +356,10 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 			"covers the last %.3f s, where every thread's history is whole\n",
 			nwrapped, nwrapped == 1 ? "'s" : "s'", nwrapped == 1 ? "its" : "each",
 			(double)(last - first) / 1e9);
+	if (!tot.wakeups && tot.runs)
+		fprintf(out,
+			"# sch delay: no wakeups in these histories (`record --wakeups` records "
+			"them): only the waits after a preemption are counted\n");
 	if (tot.offs[RK_OFF_UNKNOWN])
 		fprintf(out,
 			"# %llu off-CPU periods of unknown state: recorded by a ringkeeper that "

@@ -121,7 +121,9 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(loader_cpu_ns, "loader CPU time")                   \
 	X(attach_cpu_ns, "  of which until tracing was on")   \
 	X(switch_prog_runs, "sched_switch runs, timed")       \
-	X(switch_prog_ns, "  their BPF run time")
+	X(switch_prog_ns, "  their BPF run time")             \
+	X(wake_prog_runs, "wakeup programs' runs, timed")     \
+	X(wake_prog_ns, "  their BPF run time")
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -347,15 +349,17 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		rk_json_str(f, st->nev ? st->events : "");
 		/* Wall-clock times as UTC strings: in ns they pass 2^53, what JSON keeps exact. */
 		fprintf(f,
-			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"data_size\":%llu,"
+			",\"nr_cpus\":%u,\"workers\":%u,\"inherit\":%s,\"record_wakeups\":%s,"
+			"\"data_size\":%llu,"
 			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
 			"\"vmlck_peak\":%llu,\"start_time\":\"%s\",\"update_time\":\"%s\","
 			"\"duration_ns\":%llu",
 			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
-			(unsigned long long)st->data_size, (unsigned long long)st->file_size,
-			(unsigned long long)st->budget, (unsigned long long)st->locked,
-			(unsigned long long)st->locked_peak, (unsigned long long)st->vmlck_peak,
-			utc(st->start_ns, b1, sizeof(b1)), utc(st->update_ns, b2, sizeof(b2)),
+			st->wakeups_on ? "true" : "false", (unsigned long long)st->data_size,
+			(unsigned long long)st->file_size, (unsigned long long)st->budget,
+			(unsigned long long)st->locked, (unsigned long long)st->locked_peak,
+			(unsigned long long)st->vmlck_peak, utc(st->start_ns, b1, sizeof(b1)),
+			utc(st->update_ns, b2, sizeof(b2)),
 			(unsigned long long)(st->update_ns > st->start_ns ?
 						     st->update_ns - st->start_ns :
 						     0));
@@ -377,10 +381,10 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		fprintf(f, "  AUX: %s ring per CPU, %s area per thread\n",
 			rk_fmt_size(st->cpu_aux, b1, sizeof(b1)),
 			rk_fmt_size(st->aux_size, b2, sizeof(b2)));
-	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s\n",
+	fprintf(f, "  buffer: %s data, %s per file; %u pin workers; inherit %s; wakeups %s\n",
 		rk_fmt_size(st->data_size, b1, sizeof(b1)),
-		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers,
-		st->inherit ? "on" : "off");
+		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers, st->inherit ? "on" : "off",
+		st->wakeups_on ? "recorded" : "not recorded");
 	fprintf(f, "  locked now %s, peak %s, budget %s per user (VmLck peak %s)\n",
 		rk_fmt_size(st->locked, b1, sizeof(b1)),
 		rk_fmt_size(st->locked_peak, b2, sizeof(b2)),

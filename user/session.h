@@ -140,8 +140,11 @@ struct rk_session_stat {
 	__u64 renames_held;
 	/* wakeups of traced threads (0 in older stat files) */
 	__u64 wakeups; /* wakeup records written */
-	__u32 no_wakeups; /* record --no-wakeups */
+	__u32 wakeups_on; /* record --wakeups */
 	__u32 pad_wakeups;
+	/* the wakeup programs' runs (every wakeup in the system) and run time, as switch_prog_* */
+	__u64 wake_prog_runs;
+	__u64 wake_prog_ns;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */
