@@ -14,6 +14,14 @@ and print what the tests check, as one JSON object:
              interned event and annotation names, annotation strings,
              callstacks, frames, function names, mappings, paths)
   unbalanced: slice ends with no open slice on their track
+  ftrace:    the scheduler's view (FtraceEventBundle): switch_ins and
+             switch_outs per tid, wakings {tid: n} (sched_waking and
+             sched_wakeup_new), states {letter: n} of the switch-outs,
+             cpus, system_info (a kernel release was named),
+             bad_state (prev_state bits outside the kernel's report set),
+             nonmonotonic (a CPU's events going back in time), mismatch
+             (a thread whose ftrace switch-ins differ from its Running
+             slices)
 
 Usage: perfetto_check.py TRACE [checks]
   --thread TID:NAME[:RUNS]  a track for TID named NAME (with RUNS "Running"
@@ -22,6 +30,9 @@ Usage: perfetto_check.py TRACE [checks]
   --perf-samples N, --tp-samples N   that many samples of each kind
   --function F              F is in some sample's stack
   --instant TID:WORD        TID's track has an instant named WORD...
+  --wakings TID:N           TID was woken N times (sched_waking + wakeup_new)
+  --sched                   the scheduler's view is there (switches, the
+                            kernel named) and agrees with the slices
 Always checked: no dangling id, no time going back on a track, no slice
 end without its begin. Prints the report, then each failed check; exit 1
 if one failed.
@@ -45,6 +56,9 @@ def read(path):
     last_ts, depth = {}, {}
     out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={}, with_offset=0,
                nonmonotonic=0, dangling=0, unbalanced=0, packets=0)
+    ft = dict(switch_ins={}, switch_outs={}, wakings={}, states={}, cpus=[], system_info=False,
+              bad_state=0, nonmonotonic=0, mismatch=0)
+    ft_last = {}  # cpu -> last timestamp
     seq_clean = False
     pending = []  # events seen before their track's descriptor
 
@@ -86,6 +100,32 @@ def read(path):
             elif td.HasField("process"):
                 tracks[td.uuid] = None
                 processes[td.process.pid] = td.process.process_name
+        if p.HasField("system_info") and p.system_info.utsname.release:
+            ft["system_info"] = True
+        if p.HasField("ftrace_events"):
+            b = p.ftrace_events
+            if b.cpu not in ft["cpus"]:
+                ft["cpus"].append(b.cpu)
+            for e in b.event:
+                if e.timestamp < ft_last.get(b.cpu, 0):
+                    ft["nonmonotonic"] += 1
+                ft_last[b.cpu] = e.timestamp
+                if e.HasField("sched_switch"):
+                    s = e.sched_switch
+                    if s.prev_pid:
+                        ft["switch_outs"][s.prev_pid] = ft["switch_outs"].get(s.prev_pid, 0) + 1
+                        st = s.prev_state
+                        # R, S, D, T, t, X, Z, P, I: the report bits since 4.14
+                        if st & ~0x1ff:
+                            ft["bad_state"] += 1
+                        letter = "R" if not st else "SDTtXZPI"[(st & -st).bit_length() - 1] \
+                            if st < 0x100 else "R+"
+                        ft["states"][letter] = ft["states"].get(letter, 0) + 1
+                    if s.next_pid:
+                        ft["switch_ins"][s.next_pid] = ft["switch_ins"].get(s.next_pid, 0) + 1
+                for w in (e.sched_waking, e.sched_wakeup_new):
+                    if w.pid:
+                        ft["wakings"][w.pid] = ft["wakings"].get(w.pid, 0) + 1
         if p.HasField("track_event"):
             pending.append((p.timestamp, p.track_event))
         if p.HasField("perf_sample"):
@@ -169,8 +209,12 @@ def read(path):
                 word = name.split(" ")[0]
                 t["instants"][word] = t["instants"].get(word, 0) + 1
 
+    for tid, t in threads.items():
+        if ft["switch_ins"] and ft["switch_ins"].get(tid, 0) != t["running"]:
+            ft["mismatch"] += 1
     out["threads"] = threads
     out["processes"] = processes
+    out["ftrace"] = ft
     return out
 
 
@@ -183,6 +227,8 @@ def main():
     ap.add_argument("--tp-samples", type=int)
     ap.add_argument("--function", action="append", default=[])
     ap.add_argument("--instant", action="append", default=[])
+    ap.add_argument("--wakings", action="append", default=[])
+    ap.add_argument("--sched", action="store_true")
     a = ap.parse_args()
     out = read(a.trace)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -218,6 +264,19 @@ def main():
         tid, word = spec.split(":")
         if word not in th.get(int(tid), {}).get("instants", {}):
             bad.append("tid %s has no %s instant" % (tid, word))
+    ft = out["ftrace"]
+    for k in ("bad_state", "nonmonotonic", "mismatch"):
+        if ft[k]:
+            bad.append("ftrace %s: %d" % (k, ft[k]))
+    if a.sched:
+        if not ft["switch_ins"]:
+            bad.append("no scheduler view (ftrace sched_switch)")
+        if not ft["system_info"]:
+            bad.append("no SystemInfo: Perfetto cannot read prev_state")
+    for spec in a.wakings:
+        tid, n = (int(x) for x in spec.split(":"))
+        if ft["wakings"].get(tid, 0) != n:
+            bad.append("tid %d woken %d times, want %d" % (tid, ft["wakings"].get(tid, 0), n))
     for b in bad:
         print("FAILED: " + b)
     sys.exit(1 if bad else 0)

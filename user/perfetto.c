@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "perfetto.h"
@@ -87,6 +88,36 @@
 #define FR_REL_PC 4
 #define CSK_IID 1
 #define CSK_FRAMES 2
+
+/* TracePacket.ftrace_events (FtraceEventBundle), FtraceEvent and its sched events */
+#define TP_FTRACE_EVENTS 1
+#define TP_SYSTEM_INFO 45
+#define SI_UTSNAME 1
+#define UTS_SYSNAME 1
+#define UTS_VERSION 2
+#define UTS_RELEASE 3
+#define UTS_MACHINE 4
+#define FB_CPU 1
+#define FB_EVENT 2
+#define FE_TIMESTAMP 1
+#define FE_PID 2
+#define FE_SCHED_SWITCH 4
+#define FE_SCHED_WAKING 20
+#define FE_SCHED_WAKEUP_NEW 114
+#define SS_PREV_COMM 1
+#define SS_PREV_PID 2
+#define SS_PREV_PRIO 3
+#define SS_PREV_STATE 4
+#define SS_NEXT_COMM 5
+#define SS_NEXT_PID 6
+#define SS_NEXT_PRIO 7
+#define SW_COMM 1
+#define SW_PID 2
+#define SW_PRIO 3
+#define SW_SUCCESS 4
+#define SW_TARGET_CPU 5
+/* Ftrace events per bundle packet: small packets, as traced writes them. */
+#define RK_FTRACE_BUNDLE 512
 
 #define SEQ_ID 1
 /* Small (short varints, in every packet), never 0, processes odd, threads even. */
@@ -193,6 +224,7 @@ static void end(struct rk_buf *b, size_t at)
 struct out {
 	FILE *f;
 	struct rk_buf pkt;
+	size_t pkt_bundle; /* the open FtraceEventBundle in pkt */
 	struct rk_perfetto_stats *st;
 	int err;
 };
@@ -239,12 +271,17 @@ static __u64 clock_ns(clockid_t c)
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
 }
 
-/* The first packet: the sequence starts clean, the trace's clock is CLOCK_MONOTONIC. */
-static void clock_snapshot(struct out *o)
+/*
+ * The first packet: the sequence starts clean, the trace's clock is
+ * CLOCK_MONOTONIC; *@boot_off: CLOCK_BOOTTIME - CLOCK_MONOTONIC then (ftrace
+ * events are read in the boot clock).
+ */
+static void clock_snapshot(struct out *o, __u64 *boot_off)
 {
 	__u64 mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
 	size_t cs, c;
 
+	*boot_off = boot - mono;
 	pkt_start(o, 0, SEQ_INCREMENTAL_STATE_CLEARED);
 	cs = begin(&o->pkt, TP_CLOCK_SNAPSHOT);
 	c = begin(&o->pkt, CS_CLOCKS);
@@ -382,6 +419,8 @@ static int plan_thread(struct plan *p, const struct rk_tl_thread *t, size_t ti)
 					       e->cpu);
 			open = e->kind == RK_TL_IN || rk_offcpu_of(e->arg) != RK_OFF_DEAD;
 			break;
+		case RK_TL_WAKEUP:
+			break; /* the scheduler's view draws it (ftrace sched_waking) */
 		default:
 			err = plan_add(p, e->time, ti, IT_INSTANT, (__u32)i, 0);
 		}
@@ -792,12 +831,209 @@ out:
 	return err;
 }
 
+/*
+ * The scheduler's view: per CPU, the traced threads' switches as ftrace
+ * sched_switch events (a switch-out and a switch-in at the same time on a
+ * CPU are one switch between two traced threads; otherwise the other side
+ * is not known and is written as the CPU's idle task, which Perfetto does
+ * not draw: a CPU track shows the traced threads' runs only) and their
+ * wakeups as sched_waking / sched_wakeup_new on the waker's CPU, from which
+ * Perfetto derives thread states (Running, Runnable, Sleeping, ...) and
+ * draws who woke whom. A SystemInfo packet names the kernel, which Perfetto
+ * needs to read prev_state.
+ */
+struct fev {
+	__u64 time;
+	__u32 cpu, kind; /* kind: 0 out, 1 in, 2 wakeup (an out sorts before an in) */
+	size_t thread, ev;
+};
+
+static int cmp_fev(const void *x, const void *y)
+{
+	const struct fev *a = x, *b = y;
+
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->thread < b->thread ? -1 : a->thread > b->thread;
+}
+
+/* The tracepoint's prev_state (the kernel's report bits since 4.14) of a state word. */
+static __u64 report_state(__u32 word)
+{
+	switch (rk_offcpu_of(word)) {
+	case RK_OFF_SLEEPING:
+		return 0x1;
+	case RK_OFF_BLOCKED:
+		return 0x2;
+	case RK_OFF_STOPPED:
+		return 0x4;
+	case RK_OFF_DEAD:
+		return 0x10;
+	case RK_OFF_IDLE:
+		return 0x80;
+	default:
+		return 0; /* runnable (preempted), or not recorded */
+	}
+}
+
+static void system_info(struct out *o)
+{
+	struct utsname u;
+	size_t si, un;
+
+	if (uname(&u))
+		return;
+	pkt_start(o, 0, 0);
+	si = begin(&o->pkt, TP_SYSTEM_INFO);
+	un = begin(&o->pkt, SI_UTSNAME);
+	f_str(&o->pkt, UTS_SYSNAME, u.sysname);
+	f_str(&o->pkt, UTS_VERSION, u.version);
+	f_str(&o->pkt, UTS_RELEASE, u.release);
+	f_str(&o->pkt, UTS_MACHINE, u.machine);
+	end(&o->pkt, un);
+	end(&o->pkt, si);
+	pkt_flush(o);
+}
+
+static void idle_comm(char *buf, size_t n, __u32 cpu)
+{
+	snprintf(buf, n, "swapper/%u", cpu);
+}
+
+/* One switch on @cpu at @t: @prev (NULL: idle) leaving in @state, @next (NULL: idle) coming. */
+static void ft_switch(struct rk_buf *b, __u64 t, __u32 cpu, const struct rk_tl_thread *prev,
+		      __u64 state, const struct rk_tl_thread *next)
+{
+	char idle[32];
+	size_t ev, ss;
+
+	idle_comm(idle, sizeof(idle), cpu);
+	ev = begin(b, FB_EVENT);
+	f_u64(b, FE_TIMESTAMP, t);
+	f_u64(b, FE_PID, prev ? prev->id.tid : 0);
+	ss = begin(b, FE_SCHED_SWITCH);
+	f_str(b, SS_PREV_COMM, prev ? prev->id.comm : idle);
+	f_u64(b, SS_PREV_PID, prev ? prev->id.tid : 0);
+	f_u64(b, SS_PREV_PRIO, 120);
+	f_u64(b, SS_PREV_STATE, prev ? state : 0);
+	f_str(b, SS_NEXT_COMM, next ? next->id.comm : idle);
+	f_u64(b, SS_NEXT_PID, next ? next->id.tid : 0);
+	f_u64(b, SS_NEXT_PRIO, 120);
+	end(b, ss);
+	end(b, ev);
+}
+
+static void ft_waking(struct rk_buf *b, __u64 t, const struct rk_tl_thread *woken,
+		      const struct rk_tl_event *e)
+{
+	size_t ev, w;
+
+	ev = begin(b, FB_EVENT);
+	f_u64(b, FE_TIMESTAMP, t);
+	f_u64(b, FE_PID, e->arg);
+	w = begin(b, e->arg2 & RK_TL_WAKEUP_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
+	f_str(b, SW_COMM, woken->id.comm);
+	f_u64(b, SW_PID, woken->id.tid);
+	f_u64(b, SW_PRIO, 120);
+	f_u64(b, SW_SUCCESS, 1);
+	f_u64(b, SW_TARGET_CPU, e->arg2 & ~RK_TL_WAKEUP_NEW);
+	end(b, w);
+	end(b, ev);
+}
+
+static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_off)
+{
+	struct fev *v = NULL;
+	size_t n = 0, cap = 0, i, t, k, bundle = 0, in_bundle = 0;
+
+	for (t = 0; t < tl->nthreads; t++) {
+		const struct rk_tl_thread *th = &tl->threads[t];
+
+		for (k = 0; k < th->nev; k++) {
+			const struct rk_tl_event *e = &th->ev[k];
+			struct fev *f;
+
+			if (e->kind != RK_TL_IN && e->kind != RK_TL_OUT && e->kind != RK_TL_WAKEUP)
+				continue;
+			if (n == cap) {
+				size_t c = cap ? cap * 2 : 4096;
+				struct fev *nv = realloc(v, c * sizeof(*nv));
+
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+				cap = c;
+			}
+			f = &v[n++];
+			f->time = e->time;
+			f->cpu = e->cpu;
+			f->kind = e->kind == RK_TL_OUT ? 0 : e->kind == RK_TL_IN ? 1 : 2;
+			f->thread = t;
+			f->ev = k;
+		}
+	}
+	if (!n) {
+		free(v);
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), cmp_fev);
+	system_info(o);
+	for (i = 0; i < n && !o->err; i++) {
+		const struct fev *f = &v[i];
+		const struct rk_tl_thread *th = &tl->threads[f->thread];
+		const struct rk_tl_event *e = &th->ev[f->ev];
+
+		if (!in_bundle || v[bundle].cpu != f->cpu || in_bundle >= RK_FTRACE_BUNDLE) {
+			if (in_bundle) {
+				end(&o->pkt, o->pkt_bundle);
+				pkt_flush(o);
+			}
+			pkt_start(o, 0, 0);
+			o->pkt_bundle = begin(&o->pkt, TP_FTRACE_EVENTS);
+			f_u64(&o->pkt, FB_CPU, f->cpu);
+			bundle = i;
+			in_bundle = 0;
+		}
+		in_bundle++;
+		if (f->kind == 2) {
+			ft_waking(&o->pkt, f->time + boot_off, th, e);
+			o->st->wakeups++;
+		} else if (f->kind == 0) {
+			/* Out, and a traced thread in at the same time here: one switch. */
+			const struct fev *nx = i + 1 < n ? &v[i + 1] : NULL;
+			int pair = nx && nx->cpu == f->cpu && nx->time == f->time && nx->kind == 1;
+
+			ft_switch(&o->pkt, f->time + boot_off, f->cpu, th, report_state(e->arg),
+				  pair ? &tl->threads[nx->thread] : NULL);
+			o->st->switches++;
+			if (pair)
+				i++;
+		} else {
+			ft_switch(&o->pkt, f->time + boot_off, f->cpu, NULL, 0, th);
+			o->st->switches++;
+		}
+	}
+	if (in_bundle) {
+		end(&o->pkt, o->pkt_bundle);
+		pkt_flush(o);
+	}
+	free(v);
+	return o->err;
+}
+
 int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st)
 {
 	char tmp[4096];
 	struct plan p = { 0 };
 	struct out o = { .st = st };
 	struct stat ost;
+	__u64 boot_off = 0;
 	size_t i;
 	int err = 0, fd;
 
@@ -838,10 +1074,12 @@ int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_
 		free(p.v);
 		return err;
 	}
-	clock_snapshot(&o);
+	clock_snapshot(&o, &boot_off);
 	descriptors(&o, tl);
 	track_events(&o, tl, &p);
 	free(p.v);
+	if (!o.err)
+		o.err = sched_ftrace(&o, tl, boot_off);
 	if (!o.err)
 		o.err = perf_samples(&o, tl);
 	free(o.pkt.p);

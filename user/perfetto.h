@@ -10,7 +10,12 @@
  * exec, rename, exit and crash as instants; tracepoint samples as instants
  * with their fields. Samples of other -e sources as PerfSample packets with
  * interned call stacks (the UI's flame graph). Times are CLOCK_MONOTONIC
- * (the trace's clock, declared by a ClockSnapshot).
+ * (the trace's clock, declared by a ClockSnapshot). The scheduler's view
+ * too: the switches as ftrace sched_switch events per CPU and the wakeups
+ * (record --wakeups) as sched_waking / sched_wakeup_new, in the boot clock
+ * ftrace events are read in, with a SystemInfo naming the kernel: Perfetto
+ * draws CPU tracks (the traced threads' runs), thread states and who woke
+ * whom.
  * May call: timeline, util.
  */
 #ifndef RK_PERFETTO_H
@@ -21,6 +26,7 @@
 /** struct rk_perfetto_stats - what was written. */
 struct rk_perfetto_stats {
 	unsigned long long packets, slices, instants, samples, bytes;
+	unsigned long long switches, wakeups; /* ftrace sched_switch / sched_waking events */
 };
 
 /**

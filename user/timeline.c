@@ -241,7 +241,9 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 			struct rk_wakeup_record wr;
 
 			memcpy(&wr, h, sizeof(wr));
-			w->err = add_ev(w, RK_TL_WAKEUP, time, cpu, wr.waker_tid, wr.waker_pid);
+			w->err = add_ev(w, RK_TL_WAKEUP, time, cpu, wr.waker_tid,
+					(wr.target_cpu & ~RK_TL_WAKEUP_NEW) |
+						(wr.flags & RK_WAKEUP_NEW ? RK_TL_WAKEUP_NEW : 0));
 		}
 		break;
 	case RK_RECORD_CRASH:

@@ -25,9 +25,14 @@ enum rk_tl_kind {
 	RK_TL_COMM, /* a rename: @arg as for EXEC */
 	RK_TL_EXIT, /* @arg: the exit code as wait(2) encodes it */
 	RK_TL_CRASH, /* @arg: the signal; @arg2: the tid it was delivered to */
-	/* woken by another task on @cpu: @arg its tid, @arg2 its pid (RK_RECORD_WAKEUP) */
+	/*
+	 * woken by another task on @cpu (RK_RECORD_WAKEUP): @arg its tid, @arg2
+	 * the target CPU | RK_TL_WAKEUP_NEW for a new thread's first wakeup
+	 */
 	RK_TL_WAKEUP,
 };
+
+#define RK_TL_WAKEUP_NEW 0x80000000u
 
 /** struct rk_tl_event - one event of a thread's sched history, oldest first. */
 struct rk_tl_event {

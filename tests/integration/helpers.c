@@ -358,6 +358,9 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 	case PERF_RECORD_EXIT:
 		c->exit_rec++;
 		break;
+	case RK_RECORD_WAKEUP:
+		c->wakeups++;
+		break;
 	default:
 		c->other++;
 	}

@@ -52,6 +52,7 @@ size_t files_of_uid(const char *dir, __u32 uid);
 struct check {
 	__u32 tid, tgid;
 	long in, out, fork, exec, exit_rec, other, foreign;
+	long wakeups; /* RK_RECORD_WAKEUP (record --wakeups) */
 	long in_missing; /* outs with no in since the last out (or since the fork) */
 	int last_switch; /* 0 none, 1 in, 2 out */
 	int first_switch;

@@ -97,7 +97,11 @@ static void perfetto_check(const char *trace, const char *checks)
  * as many PerfSamples as the files have samples with a stack, and the
  * workload's body() among their functions; as many tracepoint instants as
  * tracepoint samples; no dangling interned id, no time going back on a
- * track. --tid keeps one thread; the figures are the files', read here.
+ * track. The scheduler's view (ftrace sched_switch and sched_waking, which
+ * Perfetto turns into CPU tracks, thread states and wakeup arrows): per
+ * thread as many switch-ins as Running slices, as many wakings as its file
+ * has wakeups (--wakeups), prev_state in the kernel's report bits, the
+ * kernel named. --tid keeps one thread; the figures are the files', read here.
  */
 Test(view, perfetto_export_reads_back_with_the_official_protos)
 {
@@ -109,6 +113,7 @@ Test(view, perfetto_export_reads_back_with_the_official_protos)
 			 "pf",
 			 "-e",
 			 "cpu-clock,syscalls:sys_enter_clock_nanosleep",
+			 "--wakeups",
 			 "-F",
 			 "1999",
 			 "-g",
@@ -127,6 +132,7 @@ Test(view, perfetto_export_reads_back_with_the_official_protos)
 	struct samples cpu, tp;
 	unsigned int tids[16];
 	size_t n, i, len = 0;
+	long wakeups = 0;
 	int status;
 
 	perfetto_py();
@@ -148,14 +154,19 @@ Test(view, perfetto_export_reads_back_with_the_official_protos)
 					tids[i], i ? "fork" : "exec");
 		len += (size_t)snprintf(checks + len, sizeof(checks) - len, " --instant %u:exit",
 					tids[i]);
+		len += (size_t)snprintf(checks + len, sizeof(checks) - len, " --wakings %u:%ld",
+					tids[i], c.wakeups);
+		wakeups += c.wakeups;
 		rk_bufile__free(bf);
 	}
 	samples_of("pf", "cpu-clock", tids, n, &cpu);
 	samples_of("pf", "syscalls:sys_enter_clock_nanosleep", tids, n, &tp);
 	cr_assert_gt(cpu.with_stack, 0, "no cpu-clock sample with a stack");
 	cr_assert_gt(tp.n, 0, "no clock_nanosleep sample");
+	cr_assert_gt(wakeups, 0, "no wakeup recorded");
 	snprintf(checks + len, sizeof(checks) - len,
-		 " --perf-samples %ld --tp-samples %ld --function body", cpu.with_stack, tp.n);
+		 " --perf-samples %ld --tp-samples %ld --function body --sched", cpu.with_stack,
+		 tp.n);
 
 	snprintf(trace, sizeof(trace), "%s/pf.pftrace", root);
 	snprintf(cmd, sizeof(cmd), "%s export --root %s --session pf --perfetto %s 2>&1", rk_bin,
