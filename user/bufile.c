@@ -792,6 +792,24 @@ __u64 rk_record_time(__u64 st, const struct perf_event_header *h)
 	return t;
 }
 
+int rk_record_cpu(__u64 st, const struct perf_event_header *h, __u32 *cpu, __u32 *res)
+{
+	const __u8 *p = (const __u8 *)h;
+	size_t off;
+
+	if (!(st & PERF_SAMPLE_CPU) || h->type == PERF_RECORD_SAMPLE ||
+	    h->size < sizeof(*h) + rk_sample_id_size(st))
+		return -ENOENT;
+	off = h->size - rk_sample_id_size(st);
+	off += st & PERF_SAMPLE_TID ? 8 : 0;
+	off += st & PERF_SAMPLE_TIME ? 8 : 0;
+	off += st & PERF_SAMPLE_ID ? 8 : 0;
+	off += st & PERF_SAMPLE_STREAM_ID ? 8 : 0;
+	memcpy(cpu, p + off, 4);
+	memcpy(res, p + off + 4, 4);
+	return 0;
+}
+
 const char *rk_mmap2_name(const struct perf_event_header *h)
 {
 	const char *name = (const char *)h + RK_MMAP2_NAME_OFFSET;

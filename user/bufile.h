@@ -382,4 +382,10 @@ size_t rk_sample_id_size(__u64 sample_type);
  */
 __u64 rk_record_time(__u64 sample_type, const struct perf_event_header *h);
 
+/**
+ * rk_record_cpu() - PERF_SAMPLE_CPU's cpu and res of a non-sample record's
+ * sample_id. Return: 0, or -ENOENT if it has none or is too short.
+ */
+int rk_record_cpu(__u64 sample_type, const struct perf_event_header *h, __u32 *cpu, __u32 *res);
+
 #endif /* RK_BUFILE_H */

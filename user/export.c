@@ -24,12 +24,14 @@
 #include "pt.h"
 #include "session.h"
 #include "symbols.h"
+#include "timeline.h"
 #include "tracedata.h"
 #include "util.h"
 
 #define PERF_MAGIC2 0x32454c4946524550ULL /* "PERFILE2" */
 #define EXPORT_ATTR_SIZE PERF_ATTR_SIZE_VER7 /* what perf 6.1 knows */
-#define MAX_ATTRS (RK_MAX_SRC)
+/* The sources, and sched:sched_switch, sched_waking, sched_wakeup_new made from sched's records. */
+#define MAX_ATTRS (RK_MAX_SRC + 3)
 /* perf's records for AUX area traces (tools/lib/perf/include/perf/event.h). */
 #define PERF_RECORD_AUXTRACE_INFO_ 70
 #define PERF_RECORD_AUXTRACE_ 71
@@ -76,6 +78,19 @@ struct rec_ref {
 	__u32 attr;
 };
 
+/* A switch or wakeup of a sched file, for the sched tracepoint samples made from them. */
+struct swev {
+	__u64 time;
+	__u32 cpu;
+	__u32 kind; /* SW_OUT, SW_IN, SW_WAKE: an out sorts before an in at the same time */
+	__u32 pid, tid; /* the thread whose file it is */
+	__u32 arg; /* out: the state word; wake: the waker's tid */
+	__u32 arg2; /* wake: the waker's pid */
+	__u32 target_cpu, flags; /* wake */
+	char comm[RK_COMM_LEN];
+};
+enum { SW_OUT, SW_IN, SW_WAKE };
+
 struct exp {
 	const struct rk_export_opts *o;
 	struct rk_export_stats *st;
@@ -99,6 +114,11 @@ struct exp {
 	size_t ndsos;
 	__u32 aux_idx; /* AUXTRACE buffers so far: perf's queue index, one per thread */
 	char cpuid[64]; /* HEADER_CPUID: from a PT descriptor, else this machine's */
+	/* the sched files' switches and wakeups, and the file being read */
+	struct swev *sw;
+	size_t nsw, capsw;
+	const struct rk_thread_ident *cur_id;
+	int cur_sched, cur_comm; /* reading a sched file; it had a COMM record */
 };
 
 static __u64 attr_sample_type(const __u8 *attr)
@@ -184,6 +204,49 @@ static void note_dso(struct exp *e, const struct perf_event_header *h)
 		e->ndsos++;
 }
 
+/* A sched file's switch or wakeup, kept for the tracepoint samples (note_sw's caller checked the window). */
+static int note_sw(struct exp *e, const struct perf_event_header *h)
+{
+	struct rk_wakeup_record wr;
+	struct swev *v;
+	__u64 time = rk_record_time(e->cur_sample_type, h);
+	__u32 cpu, res;
+
+	if (h->type != PERF_RECORD_SWITCH && (h->type != RK_RECORD_WAKEUP || h->size < sizeof(wr)))
+		return 0;
+	if (rk_record_cpu(e->cur_sample_type, h, &cpu, &res))
+		return 0;
+	if (e->nsw == e->capsw) {
+		size_t c = e->capsw ? e->capsw * 2 : 4096;
+		struct swev *n = realloc(e->sw, c * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		e->sw = n;
+		e->capsw = c;
+	}
+	v = &e->sw[e->nsw++];
+	memset(v, 0, sizeof(*v));
+	v->time = time;
+	v->cpu = cpu;
+	v->pid = e->cur_id->tgid;
+	v->tid = e->cur_id->tid;
+	memcpy(v->comm, e->cur_id->comm, RK_COMM_LEN);
+	v->comm[RK_COMM_LEN - 1] = '\0';
+	if (h->type == PERF_RECORD_SWITCH) {
+		v->kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SW_OUT : SW_IN;
+		v->arg = res;
+	} else {
+		memcpy(&wr, h, sizeof(wr));
+		v->kind = SW_WAKE;
+		v->arg = wr.waker_tid;
+		v->arg2 = wr.waker_pid;
+		v->target_cpu = wr.target_cpu;
+		v->flags = wr.flags;
+	}
+	return 0;
+}
+
 static int on_record(const struct perf_event_header *h, void *ctx)
 {
 	struct exp *e = ctx;
@@ -196,11 +259,8 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->crashes++;
 		return 0;
 	}
-	if (h->type == RK_RECORD_WAKEUP) {
-		e->st->wakeups++;
-		return 0;
-	}
-	if (e->o->windowed && (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH)) {
+	if (e->o->windowed && (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH ||
+			       h->type == RK_RECORD_WAKEUP)) {
 		__u64 t = rk_record_time(e->cur_sample_type, h);
 
 		if (t < e->o->lo || t > e->o->hi) {
@@ -208,6 +268,17 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 			return 0;
 		}
 	}
+	if (h->type == PERF_RECORD_COMM)
+		e->cur_comm = 1;
+	if (e->cur_sched) {
+		int err = note_sw(e, h);
+
+		if (err)
+			return err;
+	}
+	/* perf has no record for a wakeup: it becomes a sched_waking sample (sched_samples). */
+	if (h->type == RK_RECORD_WAKEUP)
+		return 0;
 	return push(e, h, NULL, 0, rk_record_time(e->cur_sample_type, h), 1);
 }
 
@@ -296,6 +367,35 @@ static int add_aux(struct exp *e, const char *path, const struct rk_bufile *bf)
 	return err;
 }
 
+/*
+ * A COMM at time 0 for a sched file's thread (its name when recorded),
+ * with the sched attr's sample_id (TID, TIME, CPU, IDENTIFIER: only then).
+ */
+static int synth_comm(struct exp *e, const struct rk_thread_ident *id)
+{
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[RK_COMM_LEN];
+		__u32 spid, stid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 ident;
+	} c;
+
+	if (e->cur_sample_type !=
+	    (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER))
+		return 0;
+	memset(&c, 0, sizeof(c));
+	c.h.type = PERF_RECORD_COMM;
+	c.h.size = sizeof(c);
+	c.pid = c.spid = id->tgid;
+	c.tid = c.stid = id->tid;
+	memcpy(c.comm, id->comm, RK_COMM_LEN);
+	c.comm[RK_COMM_LEN - 1] = '\0';
+	return push(e, &c.h, NULL, 0, 0, 1);
+}
+
 /* The attr index of a source, registering it from its file's pmu_info. */
 static int attr_of(struct exp *e, const char *name, const struct rk_bufile *bf)
 {
@@ -373,6 +473,9 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 	}
 	e->cur_attr = (unsigned int)idx;
 	e->cur_sample_type = attr_sample_type(e->attrs[idx]);
+	e->cur_id = bf->ident;
+	e->cur_sched = !sideband && !strcmp(src, RK_SCHED_DIR);
+	e->cur_comm = 0;
 	if (!sideband && bf->aux_size) {
 		err = add_aux(e, path, bf);
 		if (err) {
@@ -385,9 +488,229 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 		rk_warn("export: %s: records past a corrupt one are left out", path);
 		err = 0;
 	}
+	/* A thread traced from before (-p, -a): no COMM names it; perf record would synthesize one. */
+	if (!err && e->cur_sched && !e->cur_comm)
+		err = synth_comm(e, bf->ident);
 	if (!sideband && !strcmp(src, RK_SCHED_DIR))
 		e->st->threads++;
 	rk_bufile__free(bf);
+	return err;
+}
+
+/*
+ * sched's switches and wakeups as the tracepoint samples perf's tools read
+ * (perf script, perf sched timehist / latency / map): sched:sched_switch per
+ * CPU (an out and an in at the same time on a CPU are one switch between
+ * two traced threads; otherwise the other side is the CPU's idle task, as
+ * the traced threads are all there is), sched:sched_waking and
+ * sched:sched_wakeup_new for the wakeups. Laid out by this machine's
+ * formats (tracefs), which go into the tracing data with them.
+ */
+static int cmp_swev(const void *a, const void *b)
+{
+	const struct swev *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+#define TP_SAMPLE_TYPE                                                                  \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
+	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW)
+#define TP_RAW_MAX 256
+
+/* Field @name of @f set to @v (its size, little endian), or the string @s; no such field: nothing. */
+static void tp_set(const struct rk_tp_format *f, __u8 *raw, const char *name, __u64 v,
+		   const char *s)
+{
+	int i;
+
+	for (i = 0; i < f->nfields; i++) {
+		const struct rk_tp_field *fl = &f->f[i];
+
+		if (strcmp(fl->name, name) || fl->offset + fl->size > TP_RAW_MAX || fl->data_loc)
+			continue;
+		if (s)
+			strncpy((char *)raw + fl->offset, s, fl->size ? fl->size - 1 : 0);
+		else if (fl->size <= 8)
+			memcpy(raw + fl->offset, &v, fl->size); /* little endian: the low bytes */
+		return;
+	}
+}
+
+static __u32 tp_size(const struct rk_tp_format *f)
+{
+	__u32 n = 0;
+	int i;
+
+	for (i = 0; i < f->nfields; i++)
+		if (f->f[i].offset + f->f[i].size > n)
+			n = f->f[i].offset + f->f[i].size;
+	return n <= TP_RAW_MAX ? n : 0;
+}
+
+/* A tracepoint attr for @f, named @name. Return: its index, or -errno. */
+static int tp_attr(struct exp *e, const char *name, const struct rk_tp_format *f)
+{
+	struct rk_perf_event_attr *a;
+	unsigned int i = e->nattr;
+
+	if (i == MAX_ATTRS)
+		return -E2BIG;
+	memset(e->attrs[i], 0, EXPORT_ATTR_SIZE);
+	a = (struct rk_perf_event_attr *)e->attrs[i];
+	a->type = PERF_TYPE_TRACEPOINT;
+	a->size = EXPORT_ATTR_SIZE;
+	a->config = f->id;
+	a->sample_period = 1;
+	a->sample_type = TP_SAMPLE_TYPE;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	snprintf(e->names[i], sizeof(e->names[i]), "%s", name);
+	e->nattr++;
+	return (int)i;
+}
+
+/*
+ * The common fields every tracepoint starts with (the format parser keeps
+ * only the event's own): common_type (u16) at 0, common_pid (s32) at 4.
+ */
+static void tp_common(__u8 *raw, __u64 id, __u32 pid)
+{
+	__u16 type = (__u16)id;
+
+	memcpy(raw, &type, 2);
+	memcpy(raw + 4, &pid, 4);
+}
+
+/* One sample of attr @idx: pid/tid, @time, @cpu, the raw bytes. */
+static int tp_sample(struct exp *e, int idx, __u32 pid, __u32 tid, __u64 time, __u32 cpu,
+		     const __u8 *raw, __u32 raw_len)
+{
+	struct {
+		struct perf_event_header h;
+		__u64 id, ip;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 period;
+		__u32 raw_size;
+		__u8 raw[TP_RAW_MAX + 8];
+	} s;
+	/* The kernel pads the raw data so the record stays 8-byte aligned. */
+	__u32 padded = (__u32)(((raw_len + 4 + 7) & ~7u) - 4);
+
+	memset(&s, 0, sizeof(s));
+	s.h.type = PERF_RECORD_SAMPLE;
+	s.h.misc = PERF_RECORD_MISC_KERNEL; /* a tracepoint fires in the kernel */
+	s.h.size = (__u16)(offsetof(__typeof__(s), raw) + padded);
+	s.pid = pid;
+	s.tid = tid;
+	s.time = time;
+	s.cpu = cpu;
+	s.period = 1;
+	s.raw_size = padded;
+	memcpy(s.raw, raw, raw_len);
+	e->cur_attr = (unsigned int)idx;
+	e->cur_sample_type = TP_SAMPLE_TYPE;
+	return push(e, &s.h, NULL, 0, time, 1);
+}
+
+static void sw_side(const struct rk_tp_format *f, __u8 *raw, const char *which,
+		    const struct swev *v, __u32 cpu)
+{
+	char name[32], idle[32];
+
+	snprintf(idle, sizeof(idle), "swapper/%u", cpu);
+	snprintf(name, sizeof(name), "%s_comm", which);
+	tp_set(f, raw, name, 0, v ? v->comm : idle);
+	snprintf(name, sizeof(name), "%s_pid", which);
+	tp_set(f, raw, name, v ? v->tid : 0, NULL);
+	snprintf(name, sizeof(name), "%s_prio", which);
+	tp_set(f, raw, name, 120, NULL);
+}
+
+static int sched_samples(struct exp *e)
+{
+	struct rk_tp_format *fs, *fw = NULL, *fn = NULL;
+	int iss, iw = -1, in = -1, err = 0;
+	__u32 ss, sw_len = 0, sn_len = 0;
+	__u8 raw[TP_RAW_MAX];
+	size_t i, nwake = 0;
+
+	if (!e->nsw)
+		return 0;
+	for (i = 0; i < e->nsw; i++)
+		nwake += e->sw[i].kind == SW_WAKE;
+	fs = calloc(3, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	if (rk_tp_format_local("sched:sched_switch", fs) || !(ss = tp_size(fs))) {
+		rk_warn("export: no sched:sched_switch format on this machine (tracefs): the "
+			"switches are PERF_RECORD_SWITCH only (perf script --show-switch-events), "
+			"perf sched cannot read them");
+		free(fs);
+		return 0;
+	}
+	iss = tp_attr(e, "sched:sched_switch", fs);
+	if (nwake && iss >= 0) {
+		fw = fs + 1;
+		fn = fs + 2;
+		if (!rk_tp_format_local("sched:sched_waking", fw) && (sw_len = tp_size(fw)))
+			iw = tp_attr(e, "sched:sched_waking", fw);
+		if (!rk_tp_format_local("sched:sched_wakeup_new", fn) && (sn_len = tp_size(fn)))
+			in = tp_attr(e, "sched:sched_wakeup_new", fn);
+	}
+	if (iss < 0 || iw < -1 || in < -1) {
+		free(fs);
+		rk_err("export: too many sources for the sched tracepoints");
+		return -E2BIG;
+	}
+	qsort(e->sw, e->nsw, sizeof(*e->sw), cmp_swev);
+	for (i = 0; i < e->nsw && !err; i++) {
+		const struct swev *v = &e->sw[i], *nx = i + 1 < e->nsw ? &e->sw[i + 1] : NULL;
+
+		memset(raw, 0, sizeof(raw));
+		if (v->kind == SW_WAKE) {
+			int neu = v->flags & RK_WAKEUP_NEW && in >= 0;
+			const struct rk_tp_format *f = neu ? fn : fw;
+
+			if ((neu ? in : iw) < 0)
+				continue;
+			tp_common(raw, f->id, v->arg);
+			tp_set(f, raw, "comm", 0, v->comm);
+			tp_set(f, raw, "pid", v->tid, NULL);
+			tp_set(f, raw, "prio", 120, NULL);
+			tp_set(f, raw, "success", 1, NULL);
+			tp_set(f, raw, "target_cpu", v->target_cpu, NULL);
+			err = tp_sample(e, neu ? in : iw, v->arg2, v->arg, v->time, v->cpu, raw,
+					neu ? sn_len : sw_len);
+			continue;
+		}
+		tp_common(raw, fs->id, v->kind == SW_OUT ? v->tid : 0);
+		if (v->kind == SW_OUT) {
+			/* Out, and a traced thread in at the same time here: one switch. */
+			int pair = nx && nx->cpu == v->cpu && nx->time == v->time &&
+				   nx->kind == SW_IN;
+
+			sw_side(fs, raw, "prev", v, v->cpu);
+			tp_set(fs, raw, "prev_state", rk_offcpu_report(v->arg), NULL);
+			sw_side(fs, raw, "next", pair ? nx : NULL, v->cpu);
+			err = tp_sample(e, iss, v->pid, v->tid, v->time, v->cpu, raw, ss);
+			i += pair;
+		} else {
+			sw_side(fs, raw, "prev", NULL, v->cpu);
+			sw_side(fs, raw, "next", v, v->cpu);
+			err = tp_sample(e, iss, 0, 0, v->time, v->cpu, raw, ss);
+		}
+	}
+	free(fs);
 	return err;
 }
 
@@ -875,6 +1198,9 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 		err = -ENOENT;
 		goto out;
 	}
+	err = sched_samples(e);
+	if (err)
+		goto out;
 	if (e->nrefs)
 		qsort(e->refs, e->nrefs, sizeof(*e->refs), cmp_ref);
 	st->attrs = e->nattr;
@@ -883,6 +1209,7 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 		err = write_perf_data(e);
 out:
 	free(e->tdata);
+	free(e->sw);
 	for (size_t k = 0; k < e->ndsos; k++)
 		free(e->dsos[k]);
 	free(e->dsos);

@@ -861,25 +861,6 @@ static int cmp_fev(const void *x, const void *y)
 	return a->thread < b->thread ? -1 : a->thread > b->thread;
 }
 
-/* The tracepoint's prev_state (the kernel's report bits since 4.14) of a state word. */
-static __u64 report_state(__u32 word)
-{
-	switch (rk_offcpu_of(word)) {
-	case RK_OFF_SLEEPING:
-		return 0x1;
-	case RK_OFF_BLOCKED:
-		return 0x2;
-	case RK_OFF_STOPPED:
-		return 0x4;
-	case RK_OFF_DEAD:
-		return 0x10;
-	case RK_OFF_IDLE:
-		return 0x80;
-	default:
-		return 0; /* runnable (preempted), or not recorded */
-	}
-}
-
 static void system_info(struct out *o)
 {
 	struct utsname u;
@@ -1009,7 +990,7 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 			const struct fev *nx = i + 1 < n ? &v[i + 1] : NULL;
 			int pair = nx && nx->cpu == f->cpu && nx->time == f->time && nx->kind == 1;
 
-			ft_switch(&o->pkt, f->time + boot_off, f->cpu, th, report_state(e->arg),
+			ft_switch(&o->pkt, f->time + boot_off, f->cpu, th, rk_offcpu_report(e->arg),
 				  pair ? &tl->threads[nx->thread] : NULL);
 			o->st->switches++;
 			if (pair)

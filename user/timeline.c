@@ -42,6 +42,24 @@ enum rk_offcpu rk_offcpu_of(__u32 w)
 	return RK_OFF_SLEEPING;
 }
 
+__u64 rk_offcpu_report(__u32 w)
+{
+	switch (rk_offcpu_of(w)) {
+	case RK_OFF_SLEEPING:
+		return 0x1;
+	case RK_OFF_BLOCKED:
+		return 0x2;
+	case RK_OFF_STOPPED:
+		return 0x4;
+	case RK_OFF_DEAD:
+		return 0x10;
+	case RK_OFF_IDLE:
+		return 0x80;
+	default:
+		return 0;
+	}
+}
+
 const char *rk_offcpu_name(enum rk_offcpu s)
 {
 	static const char *const n[RK_OFF_NR] = { "preempted", "sleeping", "blocked", "idle",

@@ -373,22 +373,29 @@ int rk_tp_format_lookup(const char *session_dir, const char *sys_event, __u64 id
 		if (!err)
 			return 0;
 	}
-	if (sys_event && strchr(sys_event, ':') && *rk_tracefs_dir()) {
-		char path[512];
-		const char *c = strchr(sys_event, ':');
-		char *t;
-
-		snprintf(path, sizeof(path), "%s/events/%.*s/%s/format", rk_tracefs_dir(),
-			 (int)(c - sys_event), sys_event, c + 1);
-		t = read_text(path, &flen);
-		if (t) {
-			err = rk_tp_format_parse(t, flen, out);
-			free(t);
-			if (!err && out->id == id)
-				return 0;
-		}
-	}
+	if (sys_event && !rk_tp_format_local(sys_event, out) && out->id == id)
+		return 0;
 	return -ENOENT;
+}
+
+int rk_tp_format_local(const char *sys_event, struct rk_tp_format *out)
+{
+	const char *c = strchr(sys_event, ':');
+	char path[512];
+	size_t flen;
+	char *t;
+	int err;
+
+	if (!c || !*rk_tracefs_dir())
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/events/%.*s/%s/format", rk_tracefs_dir(),
+		 (int)(c - sys_event), sys_event, c + 1);
+	t = read_text(path, &flen);
+	if (!t)
+		return -ENOENT;
+	err = rk_tp_format_parse(t, flen, out);
+	free(t);
+	return err;
 }
 
 static void print_string(FILE *f, const __u8 *p, size_t n, int json)

@@ -74,6 +74,12 @@ struct rk_tp_format {
 int rk_tp_format_parse(const char *text, size_t len, struct rk_tp_format *out);
 
 /**
+ * rk_tp_format_local() - this machine's format of @sys_event ("sched:sched_switch"),
+ * from tracefs. Return: 0, -ENOENT, or -EBADMSG.
+ */
+int rk_tp_format_local(const char *sys_event, struct rk_tp_format *out);
+
+/**
  * rk_tp_format_lookup() - the format of tracepoint @id: from @session_dir's
  * tracing data, else from this machine's tracefs as @sys_event
  * ("SYSTEM:EVENT", may be NULL) if its id is @id.

@@ -260,7 +260,8 @@ Test(view, sched_summary_agrees_with_perf_sched_switch)
  * within 2 us (tests/timehist_vs_perf.py; it undoes two things of perf
  * 6.1: a preempted wait printed as no delay, an exited thread's runs
  * named -1). The threads live on past the recording: what perf names -1 is
- * no part of it.
+ * no part of it. Then the same of export --perf-data's sched tracepoint
+ * samples, read by perf sched timehist.
  */
 Test(view, sched_delay_agrees_with_perf_sched_timehist)
 {
@@ -282,6 +283,27 @@ Test(view, sched_delay_agrees_with_perf_sched_timehist)
 		root, workload, rk_bin, root, rk_bin, root, repo);
 	s = sh_out(cmd, &status);
 	cr_assert_eq(status, 0, "%s\n%s", cmd, s);
+	cr_assert_not_null(strstr(s, "compared 4 threads, 0 differ"), "%s", s);
+	free(s);
+
+	/*
+	 * The export: sched's switches and wakeups as sched:sched_switch and
+	 * sched:sched_waking samples, which perf script prints and perf sched
+	 * timehist reads to the same figures.
+	 */
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd %s && %s export --root %s --session th --perf-data thx.data >/dev/null 2>&1 && "
+		"echo \"switches $(perf script -i thx.data 2>/dev/null | grep -c "
+		"'sched:sched_switch: prev_comm=')\" && "
+		"perf sched timehist -i thx.data --state >thx.txt 2>/dev/null && "
+		"perf script -i thx.data -F cpu,time,trace >thxsw.txt 2>/dev/null && "
+		"python3 %s/tests/timehist_vs_perf.py th.json thx.txt thxsw.txt $(python3 -c "
+		"'import json; print(json.load(open(\"th.json\"))[\"threads\"][0][\"tgid\"])')",
+		root, rk_bin, root, repo);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s\n%s", cmd, s);
+	cr_assert_null(strstr(s, "switches 0\n"), "%s", s);
 	cr_assert_not_null(strstr(s, "compared 4 threads, 0 differ"), "%s", s);
 	free(s);
 
