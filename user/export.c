@@ -732,6 +732,7 @@ static int cmp_ref(const void *a, const void *b)
 #define HEADER_NRCPUS 7
 #define HEADER_CPUID 9
 #define HEADER_CMDLINE 11
+#define HEADER_AUXTRACE 18
 #define HEADER_EVENT_DESC 12
 #define HEADER_CLOCKID 23
 #define NFEAT 24
@@ -971,6 +972,36 @@ static int duplicate_comm(const struct exp *e, size_t k)
 	       !strcmp(e->names[e->refs[k].attr], RK_SCHED_DIR);
 }
 
+/*
+ * HEADER_AUXTRACE: where each AUXTRACE record is in the file (perf's
+ * auxtrace index: a u64 count, then {file offset, record size} each),
+ * so perf queues the AUX data from it as from its own files. None without one.
+ */
+static void auxtrace_index(const struct exp *e, __u64 data_offset, struct rk_buf *f)
+{
+	__u64 at = data_offset, n = 0;
+	size_t k;
+
+	for (k = 0; k < e->nrefs; k++)
+		if (!duplicate_comm(e, k) &&
+		    ((const struct perf_event_header *)(const void *)(e->buf + e->refs[k].off))
+				    ->type == PERF_RECORD_AUXTRACE_)
+			n++;
+	if (!n)
+		return;
+	rk_buf_put(f, &n, 8);
+	for (k = 0; k < e->nrefs; k++) {
+		const struct perf_event_header *h = (const void *)(e->buf + e->refs[k].off);
+		__u64 ent[2] = { at, h->size }; /* the record's own size: perf checks it */
+
+		if (duplicate_comm(e, k))
+			continue;
+		if (h->type == PERF_RECORD_AUXTRACE_)
+			rk_buf_put(f, ent, sizeof(ent));
+		at += e->refs[k].len;
+	}
+}
+
 static int write_perf_data(struct exp *e)
 {
 	struct rk_buf feat[NFEAT] = { 0 };
@@ -1009,6 +1040,7 @@ static int write_perf_data(struct exp *e)
 			hdr.data.size += e->refs[k].len;
 	}
 	features(e, feat);
+	auxtrace_index(e, hdr.data.offset, &feat[HEADER_AUXTRACE]);
 	for (b = 0; b < NFEAT; b++)
 		if (feat[b].len && !feat[b].err)
 			hdr.adds_features[0] |= 1ull << b;

@@ -738,30 +738,106 @@ struct insn_walk {
 	int mode;
 	__u64 base; /* ring position of the buffer's first byte */
 	long lines;
-	/* RK_PT_BRANCHES: the last branch instruction, waiting for where it went */
+	/*
+	 * RK_PT_BRANCHES: the last branch (an instruction, an interrupt, an
+	 * abort, a trace start), waiting for where it went; its kind as perf
+	 * script's flags name it
+	 */
 	int pending;
 	__u64 from, from_size;
 	enum pt_insn_class from_class;
+	const char *flag;
 };
 
-/* The pending branch, ended by @to (an ip, or an event name with @to_ev). */
-static void branch_out(struct insn_walk *w, __u64 to, const char *to_ev)
+/* perf script's flags word of a branch instruction. */
+static const char *branch_flag(enum pt_insn_class c)
+{
+	switch (c) {
+	case ptic_call:
+	case ptic_far_call:
+		return "call";
+	case ptic_return:
+	case ptic_far_return:
+		return "return";
+	case ptic_cond_jump:
+		return "jcc";
+	default:
+		return "jmp";
+	}
+}
+
+/* One branch @from -> @to (0: not traced, perf's "tr end" / "tr strt"), with its @flag. */
+static void branch_edge(struct insn_walk *w, __u64 from, __u64 to, const char *flag)
 {
 	char s[256], t[256];
 
+	sym_of(w->syms, from, s, sizeof(s));
+	sym_of(w->syms, to, t, sizeof(t));
+	fprintf(w->out, "%16llx %s -> %16llx %s  %s\n", (unsigned long long)from, s,
+		(unsigned long long)to, t, flag);
+	w->lines++;
+}
+
+/* The pending branch, ended by @to; @flag overrides its own (NULL: keep). */
+static void branch_out(struct insn_walk *w, __u64 to, const char *flag)
+{
 	w->pending = 0;
 	/* A conditional branch that fell through was not taken: not a branch taken. */
-	if (!to_ev && w->from_class == ptic_cond_jump && to == w->from + w->from_size)
+	if (!flag && w->from_class == ptic_cond_jump && to == w->from + w->from_size)
 		return;
-	sym_of(w->syms, w->from, s, sizeof(s));
-	if (to_ev) {
-		fprintf(w->out, "%16llx %s -> [%s]\n", (unsigned long long)w->from, s, to_ev);
-	} else {
-		sym_of(w->syms, to, t, sizeof(t));
-		fprintf(w->out, "%16llx %s -> %16llx %s\n", (unsigned long long)w->from, s,
-			(unsigned long long)to, t);
+	branch_edge(w, w->from, to, flag ? flag : w->flag);
+}
+
+/* A branch from @from whose target is the next instruction (an event's edge). */
+static void branch_pend(struct insn_walk *w, __u64 from, const char *flag)
+{
+	w->pending = 1;
+	w->from = from;
+	w->from_size = 0;
+	w->from_class = ptic_other;
+	w->flag = flag;
+}
+
+/*
+ * The edges perf's decoder makes of an event (perf script --itrace=b): a
+ * trace start is a branch from 0 to where it starts; tracing disabled by a
+ * branch ends that branch at 0 (its target is not traced); an asynchronous
+ * disable ends the pending branch where it struck, then goes to 0; an
+ * interrupt or a transaction abort ends the pending branch where it
+ * struck, then is itself a branch to the next instruction.
+ */
+static void branch_event(struct insn_walk *w, const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		if (!ev->ip_suppressed)
+			branch_pend(w, 0, "tr strt");
+		break;
+	case ptev_disabled:
+		if (w->pending)
+			branch_out(w, 0, "tr end");
+		break;
+	case ptev_async_disabled:
+		/* ip_suppressed is about where it would go: @at is where it struck. */
+		if (w->pending)
+			branch_out(w, ev->variant.async_disabled.at, NULL);
+		branch_edge(w, ev->variant.async_disabled.at, 0, "tr end async");
+		break;
+	case ptev_async_branch:
+		if (w->pending)
+			branch_out(w, ev->variant.async_branch.from, NULL);
+		branch_pend(w, ev->variant.async_branch.from, "int");
+		break;
+	case ptev_tsx:
+		if (!ev->variant.tsx.aborted || ev->ip_suppressed)
+			break;
+		if (w->pending)
+			branch_out(w, ev->variant.tsx.ip, NULL);
+		branch_pend(w, ev->variant.tsx.ip, "tx abrt");
+		break;
+	default:
+		break;
 	}
-	w->lines++;
 }
 
 /* Print the pending events (ptxed's drain_events_insn()). */
@@ -774,15 +850,13 @@ static int drain_events(struct insn_walk *w, struct pt_insn_decoder *dec, int st
 		status = pt_insn_event(dec, &ev, sizeof(ev));
 		if (status < 0)
 			return status;
-		if (!event_str(&ev, s, sizeof(s)))
-			continue;
 		if (w->mode == RK_PT_BRANCHES) {
-			/* Only what ends a branch: tracing stopped under it. */
-			if (w->pending &&
-			    (ev.type == ptev_disabled || ev.type == ptev_async_disabled))
-				branch_out(w, 0, s);
+			if (!ev.status_update)
+				branch_event(w, &ev);
 			continue;
 		}
+		if (!event_str(&ev, s, sizeof(s)))
+			continue;
 		fprintf(w->out, "[%s]\n", s);
 		w->lines++;
 	}
@@ -802,6 +876,7 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 			w->from = insn->ip;
 			w->from_size = insn->size;
 			w->from_class = insn->iclass;
+			w->flag = branch_flag(insn->iclass);
 			w->pending = 1;
 		}
 		return;

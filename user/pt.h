@@ -108,9 +108,15 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
  * instruction that comes with an error is printed first.
  * @base: added to printed offsets: the ring position of @buf's first byte,
  *	as rk_pt_dump() prints them.
- * @mode: RK_PT_INSN, or RK_PT_BRANCHES: taken branches only, "from ->
- *	to" (a not-taken conditional branch is left out), like perf script
- *	--itrace=b; a branch under which tracing stopped ends in "[disabled]".
+ * @mode: RK_PT_INSN, or RK_PT_BRANCHES: the branches perf script
+ *	--itrace=b shows, as "FROM sym -> TO sym  FLAGS" (perf's flags words):
+ *	taken branches (a not-taken conditional one is left out), a trace
+ *	start as 0 -> ip ("tr strt"), a branch under which tracing stopped as
+ *	ip -> 0 ("tr end"), an asynchronous disable as at -> 0 ("tr end
+ *	async") after the pending branch ends where it struck, an interrupt
+ *	("int") and a transaction abort ("tx abrt") as a branch from where they
+ *	struck to the next instruction; the last branch, whose target the
+ *	trace does not hold, is left out.
  * Return: lines printed (0 for a trace with no instruction), or a negative
  * libipt error if no decoder could be made.
  */
