@@ -7,6 +7,9 @@ and print what the tests check, as one JSON object:
   processes: {pid: name}
   perf_samples, tp_samples: counts
   functions: {function: samples whose stack holds it}
+  mappings:  [{path, start, end, offset, build_id}] of the samples' frames;
+             frames_outside: frames whose rel_pc is not in their mapping's
+             range of the file
   leaf:      {function: samples whose leaf it is}
   nonmonotonic: track events whose time is before the previous one's on
              their track
@@ -31,6 +34,8 @@ Usage: perfetto_check.py TRACE [checks]
   --function F              F is in some sample's stack
   --instant TID:WORD        TID's track has an instant named WORD...
   --wakings TID:N           TID was woken N times (sched_waking + wakeup_new)
+  --mapping NAME            a mapping of a file named NAME has its range and
+                            its build id
   --sched                   the scheduler's view is there (switches, the
                             kernel named) and agrees with the slices
 Always checked: no dangling id, no time going back on a track, no slice
@@ -51,11 +56,12 @@ def read(path):
 
     tracks = {}  # uuid -> tid or None (process)
     threads, processes = {}, {}
-    funcs, frames, stacks, mappings, paths = {}, {}, {}, {}, set()
+    funcs, frames, stacks, mappings, paths = {}, {}, {}, {}, {}
+    build_ids, maps_full = {}, {}
     event_names, annotation_names, annotation_strings = {}, {}, {}
     last_ts, depth = {}, {}
     out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={}, with_offset=0,
-               nonmonotonic=0, dangling=0, unbalanced=0, packets=0)
+               nonmonotonic=0, dangling=0, unbalanced=0, packets=0, frames_outside=0)
     ft = dict(switch_ins={}, switch_outs={}, wakings={}, states={}, cpus=[], system_info=False,
               bad_state=0, nonmonotonic=0, mismatch=0)
     ft_last = {}  # cpu -> last timestamp
@@ -83,11 +89,20 @@ def read(path):
             for s in d.function_names:
                 funcs[s.iid] = s.str.decode()
             for s in d.mapping_paths:
-                paths.add(s.iid)
+                paths[s.iid] = s.str.decode()
+            for s in d.build_ids:
+                build_ids[s.iid] = s.str.hex()
             for m in d.mappings:
                 mappings[m.iid] = list(m.path_string_ids)
+                if m.HasField("build_id") and m.build_id not in build_ids:
+                    out["dangling"] += 1
+                maps_full[m.iid] = m
             for fr in d.frames:
                 frames[fr.iid] = (fr.function_name_id, fr.mapping_id)
+                m = maps_full.get(fr.mapping_id)
+                if m is not None and m.HasField("end") and not (
+                        m.exact_offset <= fr.rel_pc < m.exact_offset + m.end - m.start):
+                    out["frames_outside"] += 1
             for c in d.callstacks:
                 stacks[c.iid] = list(c.frame_ids)
         if p.HasField("track_descriptor"):
@@ -212,6 +227,10 @@ def read(path):
     for tid, t in threads.items():
         if ft["switch_ins"] and ft["switch_ins"].get(tid, 0) != t["running"]:
             ft["mismatch"] += 1
+    out["mappings"] = [dict(path="/" + "/".join(paths.get(i, "?") for i in m.path_string_ids),
+                            start=m.start, end=m.end, offset=m.exact_offset,
+                            build_id=build_ids.get(m.build_id, "") if m.HasField("build_id")
+                            else "") for m in maps_full.values()]
     out["threads"] = threads
     out["processes"] = processes
     out["ftrace"] = ft
@@ -229,6 +248,7 @@ def main():
     ap.add_argument("--instant", action="append", default=[])
     ap.add_argument("--wakings", action="append", default=[])
     ap.add_argument("--sched", action="store_true")
+    ap.add_argument("--mapping", action="append", default=[])
     a = ap.parse_args()
     out = read(a.trace)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -264,6 +284,12 @@ def main():
         tid, word = spec.split(":")
         if word not in th.get(int(tid), {}).get("instants", {}):
             bad.append("tid %s has no %s instant" % (tid, word))
+    if out["frames_outside"]:
+        bad.append("%d frames outside their mapping" % out["frames_outside"])
+    for name in a.mapping:
+        if not any(m["path"].endswith("/" + name) and m["end"] > m["start"] and m["build_id"]
+                   for m in out["mappings"]):
+            bad.append("no mapping of %s with its range and build id" % name)
     ft = out["ftrace"]
     for k in ("bad_state", "nonmonotonic", "mismatch"):
         if ft[k]:

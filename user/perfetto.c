@@ -81,7 +81,13 @@
 #define IS_IID 1
 #define IS_STR 2
 #define MAP_IID 1
+#define MAP_BUILD_ID 2
+#define MAP_START_OFFSET 3
+#define MAP_START 4
+#define MAP_END 5
+#define MAP_EXACT_OFFSET 8
 #define MAP_PATH_IDS 7
+#define ID_BUILD_IDS 16
 #define FR_IID 1
 #define FR_FUNCTION 2
 #define FR_MAPPING 3
@@ -681,8 +687,10 @@ static void intern_free(struct intern *h)
  */
 static int perf_samples(struct out *o, const struct rk_timeline *tl)
 {
-	struct intern frames = { 0 }, names = { 0 }, files = { 0 }, stacks = { 0 };
-	struct rk_buf fn = { 0 }, mp = { 0 }, mm = { 0 }, fr = { 0 }, cs = { 0 };
+	struct intern frames = { 0 }, names = { 0 }, files = { 0 }, stacks = { 0 }, bids = { 0 },
+		      maps = { 0 };
+	struct rk_buf fn = { 0 }, mp = { 0 }, mm = { 0 }, fr = { 0 }, cs = { 0 }, bi = { 0 };
+	__u64 map_iid = 0;
 	__u64 *frame_of = NULL, *stack_of = NULL, *stack_first = NULL;
 	size_t i, j, nstack_first = 0, any = 0;
 	int made, err = 0;
@@ -724,6 +732,7 @@ static int perf_samples(struct out *o, const struct rk_timeline *tl)
 				f_str(&fn, IS_STR, rk_tl_str(tl, f->sym));
 				end(&fn, m);
 			}
+			/* Its file's path, once. */
 			if (!intern_id(&files, f->dso + 1, &made)) {
 				err = -ENOMEM;
 				break;
@@ -736,16 +745,60 @@ static int perf_samples(struct out *o, const struct rk_timeline *tl)
 				f_u64(&mp, IS_IID, f->dso + 1);
 				f_str(&mp, IS_STR, path[0] == '/' ? path + 1 : path);
 				end(&mp, m);
+			}
+			/* Its build id, once (raw bytes, as Perfetto's own profilers intern them). */
+			if (f->build_id != ~0u) {
+				if (!intern_id(&bids, (__u64)f->build_id + 1, &made)) {
+					err = -ENOMEM;
+					break;
+				}
+				if (made) {
+					const char *hex = rk_tl_str(tl, f->build_id);
+					__u8 raw[64];
+					size_t nb = 0;
+
+					for (; hex[2 * nb] && hex[2 * nb + 1] && nb < sizeof(raw);
+					     nb++) {
+						unsigned int byte;
+
+						if (sscanf(hex + 2 * nb, "%2x", &byte) != 1)
+							break;
+						raw[nb] = (__u8)byte;
+					}
+					m = begin(&bi, ID_BUILD_IDS);
+					f_u64(&bi, IS_IID, (__u64)f->build_id + 1);
+					f_bytes(&bi, IS_STR, raw, nb);
+					end(&bi, m);
+				}
+			}
+			/* Its mapping: the file's range where it was mapped, once per (file, start). */
+			map_iid = intern_id(&maps, mix((__u64)f->dso << 40 ^ f->map_start) | 1,
+					    &made);
+			if (!map_iid) {
+				err = -ENOMEM;
+				break;
+			}
+			if (made) {
 				m = begin(&mm, ID_MAPPINGS);
-				f_u64(&mm, MAP_IID, f->dso + 1);
+				f_u64(&mm, MAP_IID, map_iid);
 				f_u64(&mm, MAP_PATH_IDS, f->dso + 1);
+				if (f->map_len) {
+					f_u64(&mm, MAP_START, f->map_start);
+					f_u64(&mm, MAP_END, f->map_start + f->map_len);
+					f_u64(&mm, MAP_EXACT_OFFSET, f->map_pgoff);
+					f_u64(&mm, MAP_START_OFFSET, 0);
+				}
+				if (f->build_id != ~0u)
+					f_u64(&mm, MAP_BUILD_ID, (__u64)f->build_id + 1);
 				end(&mm, m);
 			}
 			m = begin(&fr, ID_FRAMES);
 			f_u64(&fr, FR_IID, fid);
 			f_u64(&fr, FR_FUNCTION, f->sym + 1);
-			f_u64(&fr, FR_MAPPING, f->dso + 1);
-			f_u64(&fr, FR_REL_PC, f->ip);
+			f_u64(&fr, FR_MAPPING, map_iid);
+			/* The pc in the file: from the mapping's start, plus its offset in the file. */
+			f_u64(&fr, FR_REL_PC,
+			      f->map_len ? f->ip - f->map_start + f->map_pgoff : f->ip);
 			end(&fr, m);
 		}
 		if (err)
@@ -790,13 +843,14 @@ static int perf_samples(struct out *o, const struct rk_timeline *tl)
 		size_t d = begin(&o->pkt, TP_INTERNED_DATA);
 
 		rk_buf_put(&o->pkt, fn.p, fn.len);
+		rk_buf_put(&o->pkt, bi.p, bi.len);
 		rk_buf_put(&o->pkt, mp.p, mp.len);
 		rk_buf_put(&o->pkt, mm.p, mm.len);
 		rk_buf_put(&o->pkt, fr.p, fr.len);
 		rk_buf_put(&o->pkt, cs.p, cs.len);
 		end(&o->pkt, d);
 	}
-	if (fn.err || mp.err || mm.err || fr.err || cs.err)
+	if (fn.err || bi.err || mp.err || mm.err || fr.err || cs.err)
 		o->pkt.err = -ENOMEM;
 	pkt_flush(o);
 	for (i = 0; i < tl->nsamples && !o->err; i++) {
@@ -820,7 +874,10 @@ out:
 	intern_free(&names);
 	intern_free(&files);
 	intern_free(&stacks);
+	intern_free(&bids);
+	intern_free(&maps);
 	free(fn.p);
+	free(bi.p);
 	free(mp.p);
 	free(mm.p);
 	free(fr.p);

@@ -547,6 +547,24 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 	return -ENOENT;
 }
 
+int rk_symbols_map_of(const struct rk_symbols *s, __u64 addr, __u64 *start, __u64 *len,
+		      __u64 *pgoff)
+{
+	size_t i;
+
+	for (i = s->nmaps; i-- > 0;) {
+		const struct map *m = &s->maps[i];
+
+		if (addr < m->start || addr - m->start >= m->len)
+			continue;
+		*start = m->start;
+		*len = m->len;
+		*pgoff = m->pgoff;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int rk_symbols_for_each_map(const struct rk_symbols *s, rk_map_fn fn, void *ctx)
 {
 	size_t i;

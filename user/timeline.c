@@ -276,6 +276,26 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 	return w->err;
 }
 
+/* The build id of the file at strs offset @dso (read once per file): its hex's offset, or ~0u. */
+static __u32 build_id_of(struct rk_timeline *tl, __u32 dso)
+{
+	char hex[128];
+	__u32 v = ~0u;
+	size_t i;
+
+	for (i = 0; i < tl->nbids; i++)
+		if (tl->bids[i][0] == dso)
+			return tl->bids[i][1];
+	if (rk_tl_str(tl, dso)[0] == '/' && !rk_build_id_of(rk_tl_str(tl, dso), hex, sizeof(hex)))
+		v = intern(tl, hex);
+	if (!grow((void **)&tl->bids, &tl->bids_cap, tl->nbids + 1, sizeof(*tl->bids))) {
+		tl->bids[tl->nbids][0] = dso;
+		tl->bids[tl->nbids][1] = v;
+		tl->nbids++;
+	}
+	return v;
+}
+
 /* A PERF_RECORD_SAMPLE of our sources (show.c's layout): time, tid, cpu, ip, chain, raw. */
 static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 {
@@ -335,11 +355,16 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 			snprintf(sym, sizeof(sym), "[unknown]");
 		}
 		f = &tl->frames[tl->nframes];
+		memset(f, 0, sizeof(*f));
 		f->ip = a;
 		f->sym = intern(tl, sym);
 		f->dso = intern(tl, dso);
 		if (f->sym == ~0u || f->dso == ~0u)
 			return w->err = -ENOMEM;
+		f->build_id = ~0u;
+		if (w->syms &&
+		    !rk_symbols_map_of(w->syms, a, &f->map_start, &f->map_len, &f->map_pgoff))
+			f->build_id = build_id_of(tl, f->dso);
 		tl->nframes++;
 		nf++;
 	}
@@ -650,5 +675,6 @@ void rk_timeline__free(struct rk_timeline *tl)
 	free(tl->frames);
 	free(tl->strs);
 	free(tl->str_slot);
+	free(tl->bids);
 	memset(tl, 0, sizeof(*tl));
 }

@@ -66,6 +66,10 @@ struct rk_tl_sample {
 struct rk_tl_frame {
 	__u64 ip;
 	__u32 sym, dso; /* "[unknown]" when not resolved */
+	/* the file mapping it is in (map_len 0: none known), the file's build id (~0u: none) */
+	__u64 map_start, map_len, map_pgoff;
+	__u32 build_id; /* offset in strs of its hex */
+	__u32 pad;
 };
 
 /** struct rk_timeline - what rk_timeline__load() read. */
@@ -87,6 +91,9 @@ struct rk_timeline {
 	size_t str_nslot, str_n, str_cap;
 	size_t threads_cap, samples_cap, frames_cap;
 	int oom;
+	/* the build ids found, per file (its path's offset in strs -> its hex's, ~0u: none) */
+	__u32 (*bids)[2];
+	size_t nbids, bids_cap;
 };
 
 /**

@@ -101,7 +101,9 @@ static void perfetto_check(const char *trace, const char *checks)
  * Perfetto turns into CPU tracks, thread states and wakeup arrows): per
  * thread as many switch-ins as Running slices, as many wakings as its file
  * has wakeups (--wakeups), prev_state in the kernel's report bits, the
- * kernel named. --tid keeps one thread; the figures are the files', read here.
+ * kernel named. The samples' mappings: the workload's with its range and
+ * build id, every frame's rel_pc within its mapping's part of the file.
+ * --tid keeps one thread; the figures are the files', read here.
  */
 Test(view, perfetto_export_reads_back_with_the_official_protos)
 {
@@ -165,8 +167,8 @@ Test(view, perfetto_export_reads_back_with_the_official_protos)
 	cr_assert_gt(tp.n, 0, "no clock_nanosleep sample");
 	cr_assert_gt(wakeups, 0, "no wakeup recorded");
 	snprintf(checks + len, sizeof(checks) - len,
-		 " --perf-samples %ld --tp-samples %ld --function body --sched", cpu.with_stack,
-		 tp.n);
+		 " --perf-samples %ld --tp-samples %ld --function body --sched --mapping workload",
+		 cpu.with_stack, tp.n);
 
 	snprintf(trace, sizeof(trace), "%s/pf.pftrace", root);
 	snprintf(cmd, sizeof(cmd), "%s export --root %s --session pf --perfetto %s 2>&1", rk_bin,
