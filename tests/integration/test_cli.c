@@ -290,6 +290,7 @@ Test(cli, json_outputs_fit_their_schemas)
 			"-e",
 			"cpu-clock,sched:sched_wakeup",
 			"-g",
+			"--wakeups",
 			"--",
 			(char *)workload,
 			"-t",
@@ -323,6 +324,11 @@ Test(cli, json_outputs_fit_their_schemas)
 	snprintf(cmd, sizeof(cmd), "%s show --json --root %s --session j %u", rk_bin, root,
 		 tids[0]);
 	assert_valid(repo, cmd, "show.json", NULL);
+	/* Its wakeups (--wakeups) are records of their own, with their fields. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s show --json --root %s --session j %u | grep -c '\"waker_tid\":' >%s", rk_bin,
+		 root, tids[1], txt);
+	cr_assert_eq(system(cmd), 0, "no wakeup record in a --wakeups session");
 	snprintf(cmd, sizeof(cmd), "%s show --json --root %s --session j -e cpu-clock %u", rk_bin,
 		 root, tids[0]);
 	assert_valid(repo, cmd, "show.json", NULL);
