@@ -264,6 +264,34 @@ static int o_no_inherit(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/*
+ * Whether execvp() would find @cmd (a path, or a name in $PATH): 0, 127 if
+ * there is none, 126 if there is one it may not execute.
+ */
+static int runnable(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char full[PATH_MAX];
+	struct stat sb;
+	int seen = 0;
+
+	if (strchr(cmd, '/'))
+		return stat(cmd, &sb) ? 127 : (!S_ISREG(sb.st_mode) || access(cmd, X_OK)) ? 126 : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; *p; p = *end ? end + 1 : end) {
+		end = strchrnul(p, ':');
+		snprintf(full, sizeof(full), "%.*s%s%s", (int)(end - p), p, end > p ? "/" : "",
+			 cmd);
+		if (stat(full, &sb) || !S_ISREG(sb.st_mode))
+			continue;
+		if (!access(full, X_OK))
+			return 0;
+		seen = 1;
+	}
+	return seen ? 126 : 127;
+}
+
 static int o_wakeups(struct rec_args *a, const char *v)
 {
 	(void)v;
@@ -839,6 +867,15 @@ int rk_cmd_record(int argc, char **argv)
 		rc = size_budget(&a);
 	if (rc)
 		return rc;
+	/* A command that cannot run makes no session (the shell's 127 / 126). */
+	if (a.o.argv) {
+		rc = runnable(a.o.argv[0]);
+		if (rc) {
+			rk_err("cannot run %s: %s: nothing recorded", a.o.argv[0],
+			       strerror(rc == 127 ? ENOENT : EACCES));
+			return rc;
+		}
+	}
 	default_shm_caps(&a);
 	/* Like a shell and perf: the command's own status; -p: 0 unless recording failed. */
 	{

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,14 +231,82 @@ static int pt_attr(const char *tok, const struct rk_evsel_opts *o, struct rk_evs
 	return 0;
 }
 
+/*
+ * @list with each SYSTEM:EVENT glob (sched:*, syscalls:sys_enter_*) replaced
+ * by the tracepoints of this machine's tracefs it matches, sorted, as perf
+ * does. Return: the new list (malloc'd), or NULL with @errbuf filled.
+ */
+static char *expand_globs(const char *list, char *errbuf, size_t errlen)
+{
+	char *copy = strdup(list), *save = NULL, *tok, *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	int first = 1, bad = 0;
+
+	if (!copy || !f) {
+		free(copy);
+		if (f)
+			fclose(f);
+		free(out);
+		snprintf(errbuf, errlen, "out of memory");
+		return NULL;
+	}
+	for (tok = next_event(copy, &save); tok && !bad; tok = next_event(NULL, &save)) {
+		const char *colon = strchr(tok, ':');
+		char dir[PATH_MAX], pat[256];
+		struct dirent **names = NULL;
+		int nn, i, matched = 0;
+
+		if (strchr(tok, '/') || !colon || !strpbrk(tok, "*?[")) {
+			fprintf(f, "%s%s", first ? "" : ",", tok);
+			first = 0;
+			continue;
+		}
+		if (strpbrk(tok, "*?[") < colon || strchr(colon + 1, ':')) {
+			snprintf(errbuf, errlen,
+				 "'%s': a wildcard goes in the event name (sched:*)", tok);
+			bad = 1;
+			break;
+		}
+		snprintf(dir, sizeof(dir), "%s/events/%.*s", rk_tracefs_dir(), (int)(colon - tok),
+			 tok);
+		snprintf(pat, sizeof(pat), "%s", colon + 1);
+		nn = *rk_tracefs_dir() ? scandir(dir, &names, NULL, alphasort) : -1;
+		for (i = 0; i < nn; i++) {
+			if (names[i]->d_name[0] != '.' && names[i]->d_type == DT_DIR &&
+			    !fnmatch(pat, names[i]->d_name, 0)) {
+				fprintf(f, "%s%.*s:%s", first ? "" : ",", (int)(colon - tok), tok,
+					names[i]->d_name);
+				first = 0;
+				matched++;
+			}
+			free(names[i]);
+		}
+		free(names);
+		if (!matched) {
+			snprintf(errbuf, errlen, "'%s' matches no tracepoint%s", tok,
+				 *rk_tracefs_dir() ? "" : " (tracefs is not mounted)");
+			bad = 1;
+		}
+	}
+	free(copy);
+	fclose(f);
+	if (bad) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out, int max,
 		   int *n, char *errbuf, size_t errlen)
 {
-	char *copy = strdup(list), *save = NULL, *tok;
+	char *copy, *save = NULL, *tok;
 	int cnt = 0, err = 0;
 
+	copy = expand_globs(list, errbuf, errlen);
 	if (!copy)
-		return -ENOMEM;
+		return -EINVAL;
 	*n = 0;
 	if (strchr(list, '/')) {
 		/* A PMU event's terms hold commas: check its slashes pair up first. */
@@ -257,7 +328,8 @@ int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_ev
 		int k;
 
 		if (cnt >= max) {
-			snprintf(errbuf, errlen, "too many events (at most %d)", max);
+			snprintf(errbuf, errlen, "too many events (at most %d)%s", max,
+				 strpbrk(list, "*?[") ? ": narrow the wildcard" : "");
 			err = -EINVAL;
 			goto out;
 		}

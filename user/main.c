@@ -575,7 +575,11 @@ static int cmd_stat(int argc, char **argv)
 	if (json && shown)
 		fputs("]\n", stdout);
 	if (!shown) {
-		rk_err(optind < argc ? "no such session in %s" : "no sessions in %s", root);
+		if (optind < argc)
+			rk_err("no session %s in %s (ringkeeper ls lists them)", argv[optind],
+			       root);
+		else
+			rk_err("no sessions in %s", root);
 		return 1;
 	}
 	return 0;
@@ -1155,21 +1159,25 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw)
 static int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper export (--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
 		"                         [--session S] [--root DIR | --core CORE]\n"
 		"\n"
 		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
 		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump):\n"
-		"  --perf-data FILE\n"
+		"  -o, --perf-data FILE\n"
 		"         as a perf.data file sorted by time, with the sideband of their\n"
 		"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"
-		"         source (sched, every -e event) becomes one attr\n"
+		"         source (sched, every -e event) becomes one attr, and sched's switches\n"
+		"         and wakeups also sched:sched_switch / sched_waking samples (perf sched\n"
+		"         timehist, latency, map read them)\n"
 		"  --perfetto FILE\n"
 		"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
 		"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
 		"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
 		"         exec, renames, exit and crash as instants; -e samples with their call\n"
-		"         stacks (the flame graph), tracepoints as instants with their fields\n"
+		"         stacks (the flame graph), tracepoints as instants with their fields;\n"
+		"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
+		"         record --wakeups)\n"
 		"  --time START,END\n"
 		"         only the switches and samples timed within it (seconds of the recorded\n"
 		"         clock, as show prints them; either may be left out); the sideband\n"
@@ -1207,6 +1215,16 @@ static int cmd_export(int argc, char **argv)
 			}
 			out = optarg;
 			perfetto = c == 'f';
+			/*
+			 * Both are written to a file and renamed into place; perf's
+			 * pipe format is another one: no stdout.
+			 */
+			if (!strcmp(out, "-")) {
+				rk_err("%s -: a pipe is not supported (the file is written whole, "
+				       "then renamed into place): give a file name",
+				       perfetto ? "--perfetto" : "--perf-data");
+				return 2;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);

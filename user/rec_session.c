@@ -67,6 +67,9 @@ void rec_publish(struct rk_rec *r)
 			r->st->bpf_forks = sum;
 			break;
 		case RK_CNT_FORK_FAIL:
+			/* Children the BPF side could not add: not traced, as the loader's refusals. */
+			if (sum > r->st->bpf_fork_fail)
+				r->st->not_traced += sum - r->st->bpf_fork_fail;
 			r->st->bpf_fork_fail = sum;
 			break;
 		case RK_CNT_EXITS:

@@ -529,6 +529,35 @@ static void announce(struct rk_rec *r)
 	}
 }
 
+/*
+ * --keep: the pinned pmu_info holds every thread's entries again, exited
+ * ones too (their final switch-out took them out, as the tracked set), so
+ * `bpftool map dump` shows the session. The programs are detached by then:
+ * nothing reads it as the tracked set any more. As many as fit.
+ */
+static void keep_pmu_info(struct rk_rec *r)
+{
+	struct rk_thread *t;
+	unsigned long n = 0, full = 0;
+	int k;
+
+	for (t = r->all; t; t = t->all_next) {
+		struct rk_pmu_key key = { .tid = t->tid };
+
+		if (t->refused)
+			continue;
+		for (k = 0; k < rec_nsrc(r); k++) {
+			key.src = (__u32)k;
+			if (bpf_map_update_elem(r->pmu_fd, &key, rec_src_entry(r, k), BPF_ANY))
+				full++;
+			else
+				n++;
+		}
+	}
+	if (full)
+		rk_warn("--keep: %lu pmu_info entries did not fit the map (%lu kept)", full, n);
+}
+
 /* Stop: no new signals (the pins first: they hold the links), then the last ones. */
 static void stop(struct rk_rec *r)
 {
@@ -544,6 +573,8 @@ static void stop(struct rk_rec *r)
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
 	rec_renames_held(r, 1);
+	if (r->o->keep && r->maps_pinned)
+		keep_pmu_info(r);
 }
 
 /* Whether @pid has exited (not reaped: the caller still waits for it). */

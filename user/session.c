@@ -61,68 +61,68 @@ static const char *state_name(const struct rk_session_stat *st)
 	return st->state == RK_SESSION_ENDED ? "ended" : "dead-loader";
 }
 
-#define FIELDS(X)                                             \
-	X(bpf_signals, "signals (BPF)")                       \
-	X(bpf_drops, "signals dropped (BPF rings full)")      \
-	X(bpf_forks, "children added (BPF)")                  \
-	X(bpf_fork_fail, "children not added (map full)")     \
-	X(bpf_exits, "exits (BPF)")                           \
-	X(bpf_prog_misses, "BPF runs skipped by the kernel")  \
-	X(signals, "signals handled")                         \
-	X(records, "records written")                         \
-	X(unpaired, "switches with no opposite (kernel)")     \
-	X(perf_records, "perf records drained")               \
-	X(perf_lost, "perf records lost (PERF_RECORD_LOST)")  \
-	X(sideband, "sideband records (mmap, comm, task)")    \
-	X(overwritten, "records overwritten (ring wrap)")     \
-	X(lost, "records lost (too big / no file)")           \
-	X(threads, "threads traced")                          \
-	X(threads_live, "threads live")                       \
-	X(file_errors, "buffer files not created")            \
-	X(not_traced, "threads not traced (limits)")          \
-	X(mem_refused, "  of which for the memory cgroup")    \
-	X(files_broken, "files lost while written (SIGBUS)")  \
-	X(files_root_only, "files readable by root only")     \
-	X(exec_rotated, "execs into a root-only file")        \
-	X(crashes, "processes frozen at a crash")             \
-	X(after_crash, "records after a crash, not written")  \
-	X(renames, "threads renamed")                         \
-	X(renames_held, "  renames held back (rate limit)")   \
-	X(creds_changes, "credential/dumpability changes")    \
-	X(creds_rotated, "  threads continued in a new file") \
-	X(outage_drops, "signals dropped while no recorder")  \
-	X(outage_exited, "threads found exited at resume")    \
-	X(loader_rss, "loader peak resident memory")          \
-	X(pins, "pins (mlock)")                               \
-	X(unpins, "unpins (munlock)")                         \
-	X(refusals, "pins refused by budget")                 \
-	X(evictions, "early unpins for budget")               \
-	X(lock_errors, "mlock failures")                      \
-	X(coalesced, "switches with no syscall")              \
-	X(pins_skipped_short, "pins skipped: runs too short") \
-	X(pin_wakeups, "loader wakeups for a pin (BPF)")      \
-	X(bpf_adopted, "tasks adopted by -a/--cgroup (BPF)")  \
-	X(cgroup_joined, "moves into a --cgroup subtree")     \
-	X(cgroup_left, "threads that left the cgroups")       \
-	X(retention_removed, "exited threads' files removed") \
-	X(retention_bytes, "  their size")                    \
-	X(aux_records, "AUX records (PERF_RECORD_AUX)")       \
-	X(aux_bytes, "AUX bytes into thread files")           \
-	X(aux_truncated, "AUX records truncated (ring full)") \
-	X(aux_dropped, "AUX bytes with no traced thread")     \
-	X(switches, "switches handled")                       \
-	X(wakeups, "wakeups recorded")                        \
-	X(pin_hot, "switch-ins already pinned")               \
-	X(pin_lat_n, "switch-ins that waited for a pin")      \
-	X(pin_lat_p50_ns, "switch-in to pinned, p50")         \
-	X(pin_lat_p99_ns, "switch-in to pinned, p99")         \
-	X(oncpu_ns, "on-CPU time, per buffer")                \
-	X(oncpu_pinned_ns, "  of which pinned")               \
-	X(loader_cpu_ns, "loader CPU time")                   \
-	X(attach_cpu_ns, "  of which until tracing was on")   \
-	X(switch_prog_runs, "sched_switch runs, timed")       \
-	X(switch_prog_ns, "  their BPF run time")             \
-	X(wake_prog_runs, "wakeup programs' runs, timed")     \
+#define FIELDS(X)                                              \
+	X(bpf_signals, "signals (BPF)")                        \
+	X(bpf_drops, "signals dropped (BPF rings full)")       \
+	X(bpf_forks, "children added (BPF)")                   \
+	X(bpf_fork_fail, "new threads not added (BPF, limit)") \
+	X(bpf_exits, "exits (BPF)")                            \
+	X(bpf_prog_misses, "BPF runs skipped by the kernel")   \
+	X(signals, "signals handled")                          \
+	X(records, "records written")                          \
+	X(unpaired, "switches with no opposite (kernel)")      \
+	X(perf_records, "perf records drained")                \
+	X(perf_lost, "perf records lost (PERF_RECORD_LOST)")   \
+	X(sideband, "sideband records (mmap, comm, task)")     \
+	X(overwritten, "records overwritten (ring wrap)")      \
+	X(lost, "records lost (too big / no file)")            \
+	X(threads, "threads traced")                           \
+	X(threads_live, "threads live")                        \
+	X(file_errors, "buffer files not created")             \
+	X(not_traced, "threads not traced (limits)")           \
+	X(mem_refused, "  of which for the memory cgroup")     \
+	X(files_broken, "files lost while written (SIGBUS)")   \
+	X(files_root_only, "files readable by root only")      \
+	X(exec_rotated, "execs into a root-only file")         \
+	X(crashes, "processes frozen at a crash")              \
+	X(after_crash, "records after a crash, not written")   \
+	X(renames, "threads renamed")                          \
+	X(renames_held, "  renames held back (rate limit)")    \
+	X(creds_changes, "credential/dumpability changes")     \
+	X(creds_rotated, "  threads continued in a new file")  \
+	X(outage_drops, "signals dropped while no recorder")   \
+	X(outage_exited, "threads found exited at resume")     \
+	X(loader_rss, "loader peak resident memory")           \
+	X(pins, "pins (mlock)")                                \
+	X(unpins, "unpins (munlock)")                          \
+	X(refusals, "pins refused by budget")                  \
+	X(evictions, "early unpins for budget")                \
+	X(lock_errors, "mlock failures")                       \
+	X(coalesced, "switches with no syscall")               \
+	X(pins_skipped_short, "pins skipped: runs too short")  \
+	X(pin_wakeups, "loader wakeups for a pin (BPF)")       \
+	X(bpf_adopted, "tasks adopted by -a/--cgroup (BPF)")   \
+	X(cgroup_joined, "moves into a --cgroup subtree")      \
+	X(cgroup_left, "threads that left the cgroups")        \
+	X(retention_removed, "exited threads' files removed")  \
+	X(retention_bytes, "  their size")                     \
+	X(aux_records, "AUX records (PERF_RECORD_AUX)")        \
+	X(aux_bytes, "AUX bytes into thread files")            \
+	X(aux_truncated, "AUX records truncated (ring full)")  \
+	X(aux_dropped, "AUX bytes with no traced thread")      \
+	X(switches, "switches handled")                        \
+	X(wakeups, "wakeups recorded")                         \
+	X(pin_hot, "switch-ins already pinned")                \
+	X(pin_lat_n, "switch-ins that waited for a pin")       \
+	X(pin_lat_p50_ns, "switch-in to pinned, p50")          \
+	X(pin_lat_p99_ns, "switch-in to pinned, p99")          \
+	X(oncpu_ns, "on-CPU time, per buffer")                 \
+	X(oncpu_pinned_ns, "  of which pinned")                \
+	X(loader_cpu_ns, "loader CPU time")                    \
+	X(attach_cpu_ns, "  of which until tracing was on")    \
+	X(switch_prog_runs, "sched_switch runs, timed")        \
+	X(switch_prog_ns, "  their BPF run time")              \
+	X(wake_prog_runs, "wakeup programs' runs, timed")      \
 	X(wake_prog_ns, "  their BPF run time")
 
 static void put_escaped(FILE *f, const char *s)
@@ -290,12 +290,11 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 #define HINT(field, what) { offsetof(struct rk_session_stat, field), what }
 		HINT(bpf_drops,
 		     "signals dropped by the BPF side (ringbuf or switch ring full): raise --ringbuf-size"),
-		HINT(bpf_fork_fail, "children not traced (the pmu_info map was full)"),
 		HINT(perf_lost,
 		     "perf records lost in the kernel's per-CPU rings: raise --cpu-ring"),
 		HINT(lost, "records lost (larger than a ring, or no file): raise -m"),
-		HINT(not_traced,
-		     "threads not traced: --max-threads, --max-shm or the memory cgroup"),
+		HINT(not_traced, "threads not traced: --max-threads, --max-shm, the memory cgroup "
+				 "or a full tmpfs (stat: not_traced, bpf_fork_fail)"),
 		HINT(lock_errors, "mlock failures: see RLIMIT_MEMLOCK and --mlock-kb"),
 #undef HINT
 	};

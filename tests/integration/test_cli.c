@@ -115,6 +115,22 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	cr_assert_not_null(strstr(s, "stat\n"), "commands: %s", s);
 	cr_assert_not_null(strstr(s, "--mmap-pages"), "options of record: %s", s);
 	free(s);
+	/* -e: events and tracepoints, the list's last item; -p: pids. */
+	snprintf(
+		cmd, sizeof(cmd),
+		"bash -c 'source %s/usr/share/bash-completion/completions/ringkeeper; "
+		"COMP_WORDS=(ringkeeper record -e cpu-clock,sched:sched_swi); COMP_CWORD=3; "
+		"_ringkeeper; echo \"e: ${COMPREPLY[*]}\"; COMP_WORDS=(ringkeeper record -e page-f); "
+		"COMP_CWORD=3; COMPREPLY=(); _ringkeeper; echo \"s: ${COMPREPLY[*]}\"; "
+		"COMP_WORDS=(ringkeeper record -p 1); COMP_CWORD=3; _ringkeeper; "
+		"echo \"p: ${COMPREPLY[*]} \"'",
+		stage);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "e: cpu-clock,sched:sched_switch\n"), "%s", s);
+	cr_assert_not_null(strstr(s, "s: page-faults\n"), "%s", s);
+	cr_assert_not_null(strstr(s, "p: 1 "), "pid 1: %s", s);
+	free(s);
 
 	snprintf(cmd, sizeof(cmd),
 		 "make -s -C %s OUTPUT=%s uninstall DESTDIR=%s PREFIX=/usr >%s/make.out 2>&1", repo,
@@ -126,6 +142,113 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	cr_assert_neq(access(path, F_OK), 0, "uninstall left %s", path);
 	snprintf(path, sizeof(path), "%s/usr/share/bash-completion/completions/ringkeeper", stage);
 	cr_assert_neq(access(path, F_OK), 0, "uninstall left %s", path);
+}
+
+/*
+ * The small things a first run trips over: export to "-" is refused, not a
+ * file named "-"; -o is --perf-data and says so; a command that cannot run
+ * leaves no session and exits as a shell would (127); stat of no such
+ * session names it; -e takes perf's wildcards (sched:sched_wak*), a glob
+ * that matches nothing or too much says so; --keep leaves pmu_info filled
+ * for bpftool after every thread exited; --max-threads counts what it left
+ * out as not traced and says which limit.
+ */
+Test(cli, small_things_a_first_run_trips_over)
+{
+	char *ex[] = { (char *)rk_bin, "export", "--root", root, "--perf-data", "-", NULL };
+	char *miss[] = { (char *)rk_bin, "record", "--root",	     root, "--session",
+			 "miss",	 "--",	   "no-such-cmd-rk", NULL };
+	char *st1[] = { (char *)rk_bin, "stat", "--root", root, "nosuch", NULL };
+	char *wc0[] = { (char *)rk_bin, "record",  "--root", root,	  "--session", "wc0",
+			"-e",		"nosys:*", "--",     "/bin/true", NULL };
+	char *wc1[] = { (char *)rk_bin, "record",  "--root", root,	  "--session", "wc1",
+			"-e",		"sched:*", "--",     "/bin/true", NULL };
+	char *wc2[] = { (char *)rk_bin,
+			"record",
+			"--root",
+			root,
+			"--session",
+			"wc2",
+			"-e",
+			"sched:sched_wak*",
+			"--",
+			(char *)workload,
+			"-t",
+			"1",
+			"-i",
+			"3",
+			NULL };
+	char *kp[] = {
+		(char *)rk_bin, "record",	  "--root", root, "--session", "kp", "--keep",
+		"--",		(char *)workload, "-t",	    "2",  "-i",	       "3",  NULL
+	};
+	char *mt[] = { (char *)rk_bin,
+		       "record",
+		       "--root",
+		       root,
+		       "--session",
+		       "mt",
+		       "--max-threads",
+		       "2",
+		       "--",
+		       (char *)workload,
+		       "-t",
+		       "6",
+		       "-i",
+		       "3",
+		       NULL };
+	char path[400], cmd[1024], *out, *err, *s;
+	struct rk_session_stat st;
+	int status;
+
+	expect_error(ex, 2, "--perf-data -: a pipe is not supported");
+	cr_assert_neq(access("-", F_OK), 0, "a file named -");
+	snprintf(cmd, sizeof(cmd), "%s export --help", rk_bin);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "-o, --perf-data FILE"), "%s", s);
+	free(s);
+
+	status = run_rk(miss, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 127, "status %#x: %s", status, err);
+	cr_assert_not_null(strstr(err, "cannot run no-such-cmd-rk"), "%s", err);
+	free(out);
+	free(err);
+	snprintf(path, sizeof(path), "%s/miss", root);
+	cr_assert_neq(access(path, F_OK), 0, "a session for a command that cannot run");
+
+	expect_error(st1, 1, "no session nosuch in");
+	expect_error(wc0, 2, "'nosys:*' matches no tracepoint");
+	expect_error(wc1, 2, "narrow the wildcard");
+	status = run_rk(wc2, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	free(out);
+	free(err);
+	snprintf(path, sizeof(path), "%s/wc2/sched:sched_waking", root);
+	cr_assert_eq(access(path, F_OK), 0, "sched:sched_wak* did not give sched_waking");
+	snprintf(path, sizeof(path), "%s/wc2/sched:sched_wakeup", root);
+	cr_assert_eq(access(path, F_OK), 0, "sched:sched_wak* did not give sched_wakeup");
+
+	/* --keep: every thread's entries, after all of them exited. */
+	status = run_rk(kp, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	free(out);
+	free(err);
+	s = sh_out("bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info | grep -c '\"tid\"'; "
+		   "rm -rf /sys/fs/bpf/ringkeeper",
+		   &status);
+	cr_assert_eq(atoi(s), 3, "pmu_info after --keep: %s", s);
+	free(s);
+
+	/* --max-threads: the threads left out are counted, and the limit named. */
+	status = run_rk(mt, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", err);
+	read_stat("mt", &st);
+	cr_assert_gt(st.not_traced, 0, "%s", err);
+	cr_assert_eq(st.not_traced, st.bpf_fork_fail, "%s", err);
+	cr_assert_not_null(strstr(err, "threads not traced: --max-threads"), "%s", err);
+	cr_assert_null(strstr(err, "map was full"), "%s", err);
+	free(out);
+	free(err);
 }
 
 /*
