@@ -11,9 +11,9 @@ fifo=$(mktemp -u /tmp/ringkeeper-demo.XXXXXX)
 mkfifo "$fifo"
 trap 'rm -f "$fifo"' EXIT
 
-echo "== ringkeeper record --session $session -e cpu-clock -F 999 -g -- workload -t 8 -i 200 -s 2000 -l 100000 -f"
+echo "== ringkeeper record --session $session --wakeups -e cpu-clock -F 999 -g -- workload -t 8 -i 200 -s 2000 -l 100000 -f"
 # fd 3 is the ready pipe: ringkeeper writes "ready" once tracing is on.
-"$rk" record --session "$session" -e cpu-clock -F 999 -g --ready-fd 3 -- \
+"$rk" record --session "$session" --wakeups -e cpu-clock -F 999 -g --ready-fd 3 -- \
 	"$wl" -t 8 -i 200 -s 2000 -l 100000 -f 3>"$fifo" >/dev/null &
 pid=$!
 read -r ready <"$fifo" || true
@@ -35,8 +35,8 @@ echo
 echo "== ringkeeper ls $session"
 "$rk" ls "$session"
 echo
-echo "== ringkeeper stat $session"
-"$rk" stat "$session"
+echo "== ringkeeper stat $session (its head; every counter follows it)"
+"$rk" stat "$session" | sed -n '1,/COUNTER/p' | grep -v COUNTER
 tid=$(ls /dev/shm/ringkeeper/"$session"/sched | sort -n | tail -1)
 echo
 echo "== ringkeeper show $tid (first 12 records)"
@@ -52,8 +52,9 @@ if command -v perf >/dev/null 2>&1; then
 	perf report -i "$out" --stdio --no-children --sort comm,dso,sym 2>/dev/null | grep -v '^$' | head -25
 fi
 echo
-echo "== ringkeeper sched $session (per-thread scheduling summary)"
-"$rk" sched "$session"
+echo "== ringkeeper sched $session (per-thread scheduling summary; the child process's threads)"
+child=$(ls /dev/shm/ringkeeper/"$session"/sideband | sort -n | tail -1)
+"$rk" sched "$session" --pid "$child"
 trace=/tmp/ringkeeper-$session.pftrace
 echo
 echo "== ringkeeper export --session $session --perfetto $trace (open it in ui.perfetto.dev)"

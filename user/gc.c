@@ -164,9 +164,52 @@ static void prune_session(const char *sdir, int dry)
 		printf("removed session %s\n", sdir);
 }
 
+/* How many files of each session gc removed, for its summary. */
+struct sess_count {
+	struct {
+		char name[256];
+		unsigned long long files, bytes;
+	} * v;
+	size_t n, cap;
+};
+
+/* @path (ROOT/SESSION/SOURCE/TID): one more file of its session. */
+static void per_session(struct sess_count *ps, const char *path, __u64 bytes)
+{
+	const char *e = path + strlen(path), *s;
+	int slashes = 0;
+	char name[256];
+	size_t i;
+
+	/* The session is the third component from the end. */
+	for (s = e; s > path; s--)
+		if (s[-1] == '/' && ++slashes == 3)
+			break;
+	snprintf(name, sizeof(name), "%.*s", (int)(strchrnul(s, '/') - s), s);
+	for (i = 0; i < ps->n && strcmp(ps->v[i].name, name); i++)
+		;
+	if (i == ps->n) {
+		if (ps->n == ps->cap) {
+			size_t c = ps->cap ? ps->cap * 2 : 16;
+			void *nv = realloc(ps->v, c * sizeof(*ps->v));
+
+			if (!nv)
+				return; /* the total still says it */
+			ps->v = nv;
+			ps->cap = c;
+		}
+		snprintf(ps->v[i].name, sizeof(ps->v[i].name), "%s", name);
+		ps->v[i].files = ps->v[i].bytes = 0;
+		ps->n++;
+	}
+	ps->v[i].files++;
+	ps->v[i].bytes += bytes;
+}
+
 int rk_gc(const struct rk_gc_opts *o)
 {
 	struct gc g = { 0 };
+	struct sess_count ps = { 0 };
 	struct dirent *de;
 	unsigned long long removed = 0, freed = 0;
 	size_t i;
@@ -214,14 +257,22 @@ int rk_gc(const struct rk_gc_opts *o)
 			rk_warn("gc: cannot remove %s: %s", c->path, strerror(errno));
 			continue;
 		}
-		printf("%s %s (%llu KiB, dead for %llu s)\n",
-		       o->dry_run ? "would remove" : "removed", c->path,
-		       (unsigned long long)(c->bytes >> 10),
-		       (unsigned long long)(c->age_ns / 1000000000ull));
+		if (o->verbose)
+			printf("%s %s (%llu KiB, dead for %llu s)\n",
+			       o->dry_run ? "would remove" : "removed", c->path,
+			       (unsigned long long)(c->bytes >> 10),
+			       (unsigned long long)(c->age_ns / 1000000000ull));
+		else
+			per_session(&ps, c->path, c->bytes);
 		g.total -= c->bytes;
 		removed++;
 		freed += c->bytes;
 	}
+	for (i = 0; i < ps.n; i++)
+		printf("gc: %s %llu files (%llu KiB) of session %s\n",
+		       o->dry_run ? "would remove" : "removed", ps.v[i].files, ps.v[i].bytes >> 10,
+		       ps.v[i].name);
+	free(ps.v);
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		char sdir[PATH_MAX];

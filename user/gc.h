@@ -12,6 +12,7 @@
  * @max_bytes: then the oldest dead ones until all sessions fit (0: no size rule).
  * @dry_run: only say what would go.
  * @session: only this session (NULL: all of them).
+ * @verbose: say each file removed (else how many per session).
  */
 struct rk_gc_opts {
 	const char *root;
@@ -19,6 +20,7 @@ struct rk_gc_opts {
 	__u64 older_than_ns;
 	__u64 max_bytes;
 	int dry_run;
+	int verbose; /* a line per file; else one per session and the total */
 };
 
 /** rk_gc() - Return: 0 or -errno (reported). */

@@ -233,7 +233,12 @@ static void print_command(const char *c)
  * then a row per buffer file of every source. A file that cannot be read is
  * said on stderr. Return: the files that could not be read.
  */
-static int ls_session(const char *root, const struct sess *s, int json, int *first)
+/*
+ * @denied: files the caller may not read (another user's or root's, by the
+ * kernel's rules): counted, not listed, not an error.
+ */
+static int ls_session(const char *root, const struct sess *s, int json, int *first,
+		      unsigned long *denied)
 {
 	char sdir[PATH_MAX], dir[PATH_MAX + 200], path[PATH_MAX + 500], src[LS_MAX_SRC][128];
 	char sub[PATH_MAX + 200];
@@ -295,6 +300,10 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 
 			snprintf(path, sizeof(path), "%s/%s", sub, names[i]);
 			bf = rk_bufile__open(path, &msg);
+			if (!bf && (errno == EACCES || errno == EPERM)) {
+				(*denied)++;
+				continue;
+			}
 			if (!bf) {
 				rk_err("%s: %s", path, msg ? msg : strerror(errno));
 				bad++;
@@ -494,13 +503,15 @@ static int cmd_ls(int argc, char **argv)
 		"threads, sources (sched, each -e event, sideband) and command; then one line\n"
 		"per buffer file of every source: tid, tgid, comm, state\n"
 		"(live/exiting/exited/stopped/execed/crashed), whether it is locked in memory\n"
-		"now, source, bytes of records held, ring size, file. A file that cannot be\n"
-		"read is reported on stderr and makes the exit status 1.\n"
+		"now, source, bytes of records held, ring size, file. Files you may not read\n"
+		"(other users' threads) are counted in one line on stderr; a file that does\n"
+		"not parse is reported on stderr and makes the exit status 1.\n"
 		"  --json  an array of sessions, each with its files\n";
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
 	int json = 0, first = 1, r, bad = 0, k;
+	unsigned long denied = 0;
 
 	r = common_opts(argc, argv, usage, &json, &root, NULL, NULL);
 	if (r <= 0)
@@ -524,10 +535,15 @@ static int cmd_ls(int argc, char **argv)
 			want |= !strcmp(argv[k], v[i].name);
 		if (!want)
 			continue;
-		bad += ls_session(root, &v[i], json, &first);
+		bad += ls_session(root, &v[i], json, &first, &denied);
 	}
 	if (json)
 		printf("]\n");
+	if (denied)
+		fprintf(stderr,
+			"ringkeeper: %lu buffer file%s not listed: not yours to read (each follows "
+			"its thread's user's rights, as ptrace does; root sees them all)\n",
+			denied, denied == 1 ? "" : "s");
 	else if (!n)
 		printf("no sessions in %s\n", root);
 	free(v);
@@ -1427,19 +1443,21 @@ static int cmd_pmu(int argc, char **argv)
 static int cmd_gc(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [--root DIR]\n"
-		"                     [SESSION]\n"
+		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [-v]\n"
+		"                     [--root DIR] [SESSION]\n"
 		"\n"
 		"Remove the buffer files of dead threads (exited, or of a session whose\n"
 		"recorder is gone): those dead for more than SECS, then the oldest ones until\n"
 		"the sessions take at most SIZE (K/M/G). With SESSION, only that one. Live\n"
 		"threads of a running session are never touched; an ended session left\n"
-		"without buffers is removed entirely. To remove a whole session: ringkeeper rm.\n";
+		"without buffers is removed entirely. To remove a whole session: ringkeeper rm.\n"
+		"Says how many files of each session went; -v, --verbose: each file.\n";
 	static const struct option lo[] = {
 		{ "older-than", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 's' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1448,7 +1466,7 @@ static int cmd_gc(int argc, char **argv)
 	uint64_t size;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+o:s:nr:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:s:nr:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (rk_parse_uint(optarg, 100ull * 365 * 86400, &v)) {
@@ -1466,6 +1484,9 @@ static int cmd_gc(int argc, char **argv)
 			break;
 		case 'n':
 			go.dry_run = 1;
+			break;
+		case 'v':
+			go.verbose = 1;
 			break;
 		case 'r':
 			go.root = optarg;

@@ -249,6 +249,17 @@ Test(cli, small_things_a_first_run_trips_over)
 	cr_assert_null(strstr(err, "map was full"), "%s", err);
 	free(out);
 	free(err);
+
+	/* ls by a user who may read none of root's files: one line says so, exit 0. */
+	snprintf(cmd, sizeof(cmd),
+		 "chmod 755 %s && setpriv --reuid=65534 --regid=65534 --clear-groups %s ls --root "
+		 "%s kp 2>&1 >/dev/null; echo rc=$?",
+		 root, rk_bin, root);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "buffer files not listed: not yours to read"), "%s", s);
+	cr_assert_eq(count_of(s, "\n"), 2, "one line, then the status: %s", s);
+	cr_assert_not_null(strstr(s, "rc=0\n"), "%s", s);
+	free(s);
 }
 
 /*

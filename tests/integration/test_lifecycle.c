@@ -145,9 +145,22 @@ Test(lifecycle, gc_removes_dead_buffers_and_empty_sessions)
 	st = run_rk(dry, &out, &err);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
 	cr_assert_not_null(strstr(out, "would remove 3 buffer files"), "%s", out);
+	/* A summary: a line for the session and the total, not a line per file. */
+	cr_assert_not_null(strstr(out, "gc: would remove 3 files ("), "%s", out);
+	cr_assert_eq(count_of(out, "\n"), 2, "%s", out);
 	cr_assert_eq(files_in(dir, files, 8), 3, "dry run removed something");
 	free(out);
 	free(err);
+	{
+		char *v[] = { (char *)rk_bin, "gc", "--root", root, "--max-size", "1",
+			      "--dry-run",    "-v", NULL };
+
+		st = run_rk(v, &out, &err);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+		cr_assert_eq(count_of(out, "would remove /"), 3, "-v: a line per file: %s", out);
+		free(out);
+		free(err);
+	}
 	st = run_rk(gc, &out, &err);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
 	cr_assert_not_null(strstr(out, "removed 3 buffer files"), "%s", out);
