@@ -44,14 +44,16 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := user/cli_record.c user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/evsel.c user/drain.c \
-	user/show.c user/export.c user/symbols.c user/gc.c user/pt.c user/record.c \
-	user/rec_threads.c user/rec_loop.c user/rec_bpf.c user/rec_sideband.c user/rec_target.c \
-	user/rec_session.c user/tracedata.c user/timeline.c user/schedsum.c user/perfetto.c \
-	user/swring.c
-LIB_SRCS := user/coredump.c user/elfcore.c user/access.c user/memcg.c user/bufile.c user/pinpool.c user/pmu.c user/util.c user/session.c user/show.c user/evsel.c \
-	user/drain.c user/export.c user/symbols.c user/pt.c user/tracedata.c user/timeline.c \
-	user/schedsum.c user/perfetto.c user/swring.c
+# user/: one directory per subsystem; main.c dispatches to user/cmd/ (scripts/layers.py
+# checks that each includes only the layers below it).
+USER_DIRS := lib format recorder view crash cmd
+CPPFLAGS += $(addprefix -Iuser/,$(USER_DIRS))
+USER_SRCS := $(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c))
+# What the unit and integration tests link: all but the commands and the recorder's loop
+# (which needs the BPF skeleton).
+LIB_SRCS := $(filter-out user/cmd/% user/recorder/record.c user/recorder/rec_%.c,$(USER_SRCS)) \
+	user/format/gc.c
+LIB_SRCS := $(sort $(LIB_SRCS))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 LIB_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(LIB_SRCS))
 BPF_OBJ := $(OUTPUT)/bpf/ringkeeper.bpf.o
@@ -95,9 +97,10 @@ $(SKEL): $(BPF_OBJ)
 	$(Q)$(BPFTOOL) gen skeleton $< name ringkeeper_bpf > $@.tmp && mv $@.tmp $@
 
 # The loader includes the skeleton: it must exist before dependency files do.
-$(OUTPUT)/user/record.o $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/rec_*.c)): $(SKEL)
+$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/recorder/rec*.c)): $(SKEL)
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
+	$(Q)mkdir -p $(dir $@)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) $(CPPFLAGS) -MMD -MP -c $< -o $@
 
@@ -210,9 +213,9 @@ sanitize:
 # seed corpus (regenerated through the writer) plus the committed findings.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECONDS ?= 45
-FUZZ_SRCS := user/bufile.c user/show.c user/symbols.c user/util.c user/tracedata.c user/timeline.c \
-	user/schedsum.c
-$(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*.h bpf/*.h)
+FUZZ_SRCS := user/format/bufile.c user/view/show.c user/view/symbols.c user/lib/util.c \
+	user/format/tracedata.c user/view/timeline.c user/view/schedsum.c
+$(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*/*.h bpf/*.h)
 	$(Q)mkdir -p $(FUZZ_DIR)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -274,13 +277,16 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper \
 		$(DESTDIR)$(UNITDIR)/ringkeeper.service
 
+FORMATTED := bpf/*.c bpf/*.h user/*.c user/*/*.c user/*/*.h tests/*.c tests/*/*.c
+
 format:
-	clang-format -i bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c
+	clang-format -i $(FORMATTED)
 
 check-format:
-	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h tests/*.c tests/*/*.c
+	clang-format --dry-run -Werror $(FORMATTED)
+	python3 scripts/layers.py user
 
 clean:
 	rm -rf build build-san
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/tests/*/*.d)
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/tests/*/*.d)

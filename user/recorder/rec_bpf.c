@@ -24,7 +24,7 @@
 #include <sched.h>
 #include <time.h>
 #include "util.h"
-#include "rec_threads.h"
+#include "rec_src.h"
 /*
  * Open the BPF object sized for this recording (ringbuf, map entries, the
  * sources per thread), load it and pin its maps.

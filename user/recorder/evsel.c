@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "evsel.h"
-#include "pt.h"
+#include "ptdesc.h"
 #include "util.h"
 
 /* perf's default sampling frequency. */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* record.h - the loader: BPF hooks in, per-thread buffer files out. */
-#ifndef RK_RECORD_H
-#define RK_RECORD_H
+/*
+ * rec_opts.h - struct rk_record_opts: what `ringkeeper record` was asked,
+ * as the command line (cmd_record.c) fills it and every part of the
+ * recorder reads it.
+ */
+#ifndef RK_REC_OPTS_H
+#define RK_REC_OPTS_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -80,7 +84,4 @@ struct rk_record_opts {
 	uint64_t keep_exited_ns;
 };
 
-/** rk_record() - run a recording to its end. Return: 0 or -errno (already reported). */
-int rk_record(const struct rk_record_opts *opts);
-
-#endif /* RK_RECORD_H */
+#endif /* RK_REC_OPTS_H */

@@ -20,7 +20,7 @@
 #include "drain.h"
 #include "evsel.h"
 #include "pinpool.h"
-#include "record.h"
+#include "rec_opts.h"
 #include "session.h"
 #include "swring.h"
 

@@ -25,7 +25,8 @@
 #include <time.h>
 #include "access.h"
 #include "util.h"
-#include "rec_threads.h"
+#include "rec_src.h"
+#include "rec_files.h"
 /*
  * --resume: a killed recorder's sideband of @pid, taken over as it is (its
  * mappings so far stay with the samples they resolve). Return: 1 taken, 0 not.

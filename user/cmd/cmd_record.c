@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include "bufile.h"
-#include "cli_record.h"
+#include "cmd.h"
 #include "session.h"
 #include "evsel.h"
 #include "record.h"

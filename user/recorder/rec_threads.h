@@ -8,29 +8,18 @@
  * or when the recording stops), the deferral of a switch-out's unpin until
  * the perf rings were drained, and reclaim of what finished threads kept.
  * Owns: struct rk_thread, r->buckets, r->all, r->pendingv.
- * May call: access, pmu, util, and the libraries below them (bufile, pinpool, drain, evsel, libbpf).
+ * May call: rec_src, rec_files, rec_bpf, rec_sideband, access, pmu, util, and
+ * the libraries below them (bufile, pinpool, drain, evsel, libbpf).
  */
 #ifndef RK_REC_THREADS_H
 #define RK_REC_THREADS_H
 
 #include "rec.h"
+#include "rec_src.h"
+#include "rec_files.h"
 #include "access.h"
 
-struct rk_thread *rec_thread_find(struct rk_rec *r, __u32 tid);
-void rec_release_buf(void *owner, void *ctx);
-void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm,
-		  struct rk_task_ids *ids);
-int rec_nsrc(const struct rk_rec *r);
-const char *rec_src_dir(const struct rk_rec *r, int k);
-uint64_t rec_src_aux(const struct rk_rec *r, int k);
-uint64_t rec_thread_bytes(const struct rk_rec *r);
-const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k);
 void rec_refuse(struct rk_rec *r, __u32 tid, const char *why);
-int rec_grant(struct rk_rec *r, const char *path, int can, uid_t reader);
-void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid);
-void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to);
-void rec_retention_tick(struct rk_rec *r, uint64_t now);
-void rec_gone_free(struct rk_rec *r);
 struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
 				 const char *comm, uint64_t start_ns);
 void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);
@@ -50,12 +39,8 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
  */
 struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
 				     __u64 time_ns, __u32 why);
-/* @path (@bytes of --max-shm's count) joins the retention queue, if there is one. */
-void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid);
-void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes);
 /* @t traced for --cgroup only (@on) or not: in memory and in its file, for a resume. */
 void rec_thread_via_cgroup(struct rk_thread *t, int on);
-int rec_live_threads_of(struct rk_rec *r, __u32 tgid);
 void rec_reclaim(struct rk_rec *r);
 
 #endif /* RK_REC_THREADS_H */

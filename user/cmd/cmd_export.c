@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cmd_export.c - ringkeeper export: a session or core as perf.data or a Perfetto trace. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cmd.h"
+#include "export.h"
+#include "perfetto.h"
+#include "schedsum.h"
+#include "timeline.h"
+#include "util.h"
+
+/* What perf.data cannot carry is said, not dropped silently. */
+static void export_crash_note(const struct rk_export_stats *es)
+{
+	if (es->crashes)
+		fprintf(stderr,
+			"ringkeeper: %llu crash records (one per thread of a crashed process) are "
+			"not in it: perf.data has no such record; `ringkeeper show` and `stat` "
+			"print them\n",
+			es->crashes);
+	if (es->wakeups)
+		fprintf(stderr,
+			"ringkeeper: %llu wakeup records are not in it: perf.data has no such "
+			"record; `ringkeeper sched` sums them (sch delay), `show` prints them\n",
+			es->wakeups);
+}
+
+/* export --perfetto: the timeline of f's threads. */
+static int export_perfetto(const struct from *f, const char *out, struct twin *tw)
+{
+	struct rk_perfetto_stats ps;
+	unsigned long long outside = 0;
+	struct rk_timeline tl;
+	int err;
+
+	err = rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, 1);
+	if (err == -ENOENT) {
+		rk_err("%s: no thread%s%s to export", f->core ? f->core : f->dir,
+		       f->tid || f->pid ? " matched --" : "",
+		       f->tid ? "tid" :
+		       f->pid ? "pid" :
+				"");
+		return 1;
+	}
+	if (err)
+		return 1;
+	if (tw->set) {
+		twin_resolve(tw, rk_sched_end(&tl));
+		outside = rk_timeline__clip(&tl, tw->lo, tw->hi);
+	}
+	err = rk_perfetto_write(&tl, out, &ps);
+	if (!err)
+		fprintf(stderr,
+			"ringkeeper: wrote %s from %s: %zu threads, %llu slices, %llu instants, "
+			"%llu samples, %llu packets, %llu bytes%s\n",
+			out, f->core ? f->core : f->dir, tl.nthreads, ps.slices, ps.instants,
+			ps.samples, ps.packets, ps.bytes,
+			tl.skipped ? " (some files skipped, see above)" : "");
+	if (!err && outside)
+		fprintf(stderr,
+			"ringkeeper: %llu events and samples outside the time window left "
+			"out\n",
+			outside);
+	rk_timeline__free(&tl);
+	return err ? 1 : 0;
+}
+
+/* export --perf-data: f's threads. */
+static int export_perf(const struct from *f, const char *out, struct twin *tw)
+{
+	struct rk_export_opts eo = {
+		.session_dir = f->dir, .out = out, .tid = (pid_t)f->tid, .pid = (pid_t)f->pid
+	};
+	struct rk_export_stats es;
+
+	if (tw->set) {
+		/* --last: the newest switch of the threads exported ends the window. */
+		struct rk_timeline tl;
+
+		if (tw->last && !rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, 0)) {
+			twin_resolve(tw, rk_sched_end(&tl));
+			rk_timeline__free(&tl);
+		}
+		eo.windowed = 1;
+		eo.lo = tw->lo;
+		eo.hi = tw->last && !tw->hi ? ~0ull : tw->hi;
+	}
+	if (rk_export_perf_data(&eo, &es))
+		return 1;
+	fprintf(stderr,
+		"ringkeeper: wrote %s from %s: %llu records (%llu samples) of %llu threads, %u "
+		"attrs%s\n",
+		out, f->core ? f->core : f->dir, es.records, es.samples, es.threads, es.attrs,
+		es.skipped ? " (some files skipped, see above)" : "");
+	if (es.outside)
+		fprintf(stderr,
+			"ringkeeper: %llu samples and switches outside the time window left "
+			"out\n",
+			es.outside);
+	export_crash_note(&es);
+	return 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"                         [--session S] [--root DIR | --core CORE]\n"
+		"\n"
+		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
+		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump):\n"
+		"  -o, --perf-data FILE\n"
+		"         as a perf.data file sorted by time, with the sideband of their\n"
+		"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"
+		"         source (sched, every -e event) becomes one attr, and sched's switches\n"
+		"         and wakeups also sched:sched_switch / sched_waking samples (perf sched\n"
+		"         timehist, latency, map read them)\n"
+		"  --perfetto FILE\n"
+		"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
+		"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
+		"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
+		"         exec, renames, exit and crash as instants; -e samples with their call\n"
+		"         stacks (the flame graph), tracepoints as instants with their fields;\n"
+		"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
+		"         record --wakeups)\n"
+		"  --time START,END\n"
+		"         only the switches and samples timed within it (seconds of the recorded\n"
+		"         clock, as show prints them; either may be left out); the sideband\n"
+		"         (mappings, names, forks) goes whole\n"
+		"  --last DURATION\n"
+		"         only the last DURATION (500ms, 2s, 10m, 1h) before the newest switch\n"
+		"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
+	static const struct option lo[] = {
+		{ "perf-data", required_argument, NULL, 'o' },
+		{ "perfetto", required_argument, NULL, 'f' },
+		TWIN_LONGOPTS,
+		FROM_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct from f = { .root = RK_DEFAULT_ROOT };
+	struct twin tw = { 0 };
+	const char *out = NULL;
+	int c, r, perfetto = 0;
+
+	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
+		r = from_opt(&f, c, optarg);
+		if (!r)
+			r = twin_opt(&tw, c, optarg);
+		if (r < 0)
+			return 2;
+		if (r)
+			continue;
+		switch (c) {
+		case 'o':
+		case 'f':
+			if (out) {
+				rk_err("give one of --perf-data and --perfetto");
+				return 2;
+			}
+			out = optarg;
+			perfetto = c == 'f';
+			/*
+			 * Both are written to a file and renamed into place; perf's
+			 * pipe format is another one: no stdout.
+			 */
+			if (!strcmp(out, "-")) {
+				rk_err("%s -: a pipe is not supported (the file is written whole, "
+				       "then renamed into place): give a file name",
+				       perfetto ? "--perfetto" : "--perf-data");
+				return 2;
+			}
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!out || optind != argc || (f.core && f.session)) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (f.tid && f.pid) {
+		rk_err("give --tid or --pid, not both");
+		return 2;
+	}
+	if (from_open(&f)) {
+		from_close(&f);
+		return 1;
+	}
+	r = perfetto ? export_perfetto(&f, out, &tw) : export_perf(&f, out, &tw);
+	from_close(&f);
+	return r;
+}

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cmd_show.c - ringkeeper show: one thread's buffer, of a session or a core. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cmd.h"
+#include "bufile.h"
+#include "elfcore.h"
+#include "pt.h"
+#include "show.h"
+#include "symbols.h"
+#include "timeline.h"
+#include "tracedata.h"
+#include "util.h"
+
+/* Symbols of a thread file's process: <session>/sideband/<tgid> next to <session>/<src>/<tid>. */
+static struct rk_symbols *thread_symbols(const char *path, const struct rk_bufile *bf)
+{
+	char sb[PATH_MAX + 400], *p;
+
+	snprintf(sb, sizeof(sb), "%s", path);
+	p = strrchr(sb, '/');
+	if (p) {
+		*p = '\0';
+		p = strrchr(sb, '/');
+	}
+	if (!p)
+		return rk_symbols__new(NULL);
+	snprintf(p + 1, sizeof(sb) - (size_t)(p + 1 - sb), "%s/%u", RK_SIDEBAND_DIR,
+		 bf->ident->tgid);
+	return rk_symbols__new(sb);
+}
+
+/*
+ * The format of @bf's tracepoint (NULL if it is none): from the session's
+ * saved tracing data (@path is SESSION/SYSTEM:EVENT/TID; a core's buffers
+ * have no session) or this machine's tracefs if the id matches.
+ */
+static const struct rk_tp_format *tp_format_for(const char *path, const struct rk_bufile *bf,
+						int in_session, struct rk_tp_format *buf)
+{
+	char dir[PATH_MAX + 400], *slash, *ev;
+
+	if (bf->pmu->attr.type != PERF_TYPE_TRACEPOINT)
+		return NULL;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	slash = strrchr(dir, '/');
+	ev = slash ? slash + 1 : dir;
+	if (slash)
+		*slash = '\0';
+	if (!rk_tp_format_lookup(in_session && slash ? dir : NULL, ev, bf->pmu->attr.config, buf))
+		return buf;
+	rk_warn("%s: no format for tracepoint id %llu (not in the session, not this kernel's): "
+		"its fields are not shown",
+		path, (unsigned long long)bf->pmu->attr.config);
+	return NULL;
+}
+
+/* show --pt: the AUX area of @bf as packets, instructions or branches. */
+static int show_pt_trace(const char *path, struct rk_bufile *bf)
+{
+	struct rk_symbols *syms = NULL;
+	struct pt_image *img = NULL;
+	struct pt_config cfg;
+	const char *why = NULL;
+	__u64 aux_off = 0;
+	int ret = 0;
+	ssize_t n;
+	long pk;
+	__u8 *aux;
+
+	if (!bf->aux_size) {
+		rk_err("%s has no AUX area: not an Intel PT buffer", path);
+		return 1;
+	}
+	if (rk_pt_config(bf->pmu->desc, bf->pmu->info.pmu_descsz, bf->pmu->attr.config, &cfg,
+			 &why)) {
+		rk_err("%s: cannot decode its Intel PT: %s", path, why);
+		return 1;
+	}
+	aux = malloc(bf->aux_size);
+	n = aux ? rk_bufile__read_aux(bf, aux, bf->aux_size, &aux_off) : -ENOMEM;
+	if (n < 0) {
+		rk_err("%s: %s", path, strerror((int)-n));
+		free(aux);
+		return 1;
+	}
+	if (show_pt == 1) {
+		pk = rk_pt_dump(stdout, aux, (size_t)n, aux_off, &cfg);
+	} else {
+		int nmaps = 0, ncore = 0;
+		const char *why_core = NULL;
+
+		syms = thread_symbols(path, bf);
+		img = pt_image_alloc(path);
+		if (syms && img)
+			nmaps = rk_pt_image_add_maps(img, syms);
+		if (!syms || !img) {
+			pk = -pte_nomem;
+		} else if (show_core &&
+			   (ncore = rk_pt_image_add_core(img, show_core, &why_core)) <= 0) {
+			rk_err("--core %s: %s", show_core, why_core);
+			pk = 0;
+			ret = 1;
+		} else {
+			if (!nmaps && !ncore)
+				rk_err("%s: no mapped files in the sideband of process %u (and no "
+				       "--core): only events decode",
+				       path, bf->ident->tgid);
+			pk = rk_pt_insn(stdout, aux, (size_t)n, aux_off, &cfg, img, syms,
+					show_pt == 3 ? RK_PT_BRANCHES : RK_PT_INSN);
+		}
+		pt_image_free(img);
+		rk_symbols__free(syms);
+	}
+	free(aux);
+	if (pk < 0) {
+		rk_err("%s: %s", path, pt_errstr(pt_errcode((int)pk)));
+		return 1;
+	}
+	return ret;
+}
+
+/* Which buffer of a core: SOURCE/TID from the session note, or the sched one by its attr. */
+static int core_buf_matches(const struct rk_core_buf *cb, unsigned long tid)
+{
+	char want[80];
+
+	if (cb->why || cb->type != RK_NOTE_BUFFER || cb->bf.ident->tid != tid)
+		return 0;
+	snprintf(want, sizeof(want), "%s/%lu", show_event, tid);
+	if (cb->name[0])
+		return !strcmp(cb->name, want);
+	return !strcmp(show_event, RK_SCHED_DIR) && cb->bf.pmu->attr.context_switch;
+}
+
+/*
+ * show --core CORE [TID]: the buffers a core carries (no TID), or one of
+ * them, read from the core alone.
+ */
+static int show_from_core(const char *tid_s, int json)
+{
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	unsigned long long tid;
+	char comm[RK_COMM_LEN];
+	size_t i;
+	int r = 1, err;
+
+	err = rk_core_bufs__load(show_core, &b, &why);
+	if (err) {
+		rk_err("--core %s: %s", show_core, why ? why : strerror(-err));
+		return 1;
+	}
+	if (!tid_s) {
+		printf("core %s: %zu ringkeeper buffers\n", show_core, b.n);
+		for (i = 0; i < b.n; i++) {
+			const struct rk_core_buf *cb = &b.v[i];
+
+			if (cb->why) {
+				printf("  %-24s (not a valid buffer: %s)\n", cb->name, cb->why);
+				continue;
+			}
+			snprintf(comm, sizeof(comm), "%s", cb->bf.ident->comm);
+			printf("  %-24s tid %-7u tgid %-7u %-16s %s\n",
+			       cb->name[0]		    ? cb->name :
+			       cb->type == RK_NOTE_SIDEBAND ? "sideband" :
+							      "?",
+			       cb->bf.ident->tid, cb->bf.ident->tgid, rk_strip_controls(comm),
+			       rk_thread_state_name(cb->bf.ident->state));
+		}
+		if (b.skipped)
+			printf("  (%zu more buffer notes not read: a reader takes %d at most)\n",
+			       b.skipped, RK_CORE_MAX_BUFS);
+		/* A core with buffers lists them: success; one with none: 1, as for a TID. */
+		r = b.n ? 0 : 1;
+		rk_core_bufs__free(&b);
+		return r;
+	}
+	if (rk_parse_uint(tid_s, UINT32_MAX, &tid)) {
+		rk_err("show --core: '%s' is not a tid", tid_s);
+		rk_core_bufs__free(&b);
+		return 2;
+	}
+	for (i = 0; i < b.n; i++) {
+		struct rk_core_buf *cb = &b.v[i];
+
+		if (!core_buf_matches(cb, (unsigned long)tid))
+			continue;
+		if (show_pt) {
+			r = show_pt_trace(cb->name, &cb->bf);
+		} else {
+			/* Sample addresses resolve through the process's sideband note. */
+			struct rk_symbols *syms = rk_symbols__new(NULL);
+			struct rk_tp_format tpf;
+			size_t k;
+
+			for (k = 0; syms && k < b.n; k++)
+				if (b.v[k].type == RK_NOTE_SIDEBAND && !b.v[k].why &&
+				    b.v[k].bf.ident->tgid == cb->bf.ident->tgid)
+					rk_symbols__add_sideband(syms, &b.v[k].bf);
+			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
+			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
+					  tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL,
+					  show_twin.lo, show_twin.hi) ?
+				    1 :
+				    0;
+			rk_symbols__free(syms);
+		}
+		break;
+	}
+	if (i == b.n)
+		rk_err("core %s has no %s buffer of tid %llu (ringkeeper show --core %s lists them)",
+		       show_core, show_event, tid, show_core);
+	rk_core_bufs__free(&b);
+	return r;
+}
+
+int cmd_show(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper show [--json] [--root DIR] [--session S] [-e EVENT] FILE|TID\n"
+		"       ringkeeper show --core CORE [-e EVENT] [TID]\n"
+		"\n"
+		"Print one thread's buffer using only the file: identity, pmu_info (the attr\n"
+		"that says how to parse it), then every record from data_tail to data_head,\n"
+		"oldest first, in perf script's layout; sample addresses are resolved through\n"
+		"the sideband of the thread's process and the mapped files. A TID is looked up\n"
+		"in the newest session that has it (or in --session), in the sched buffers or,\n"
+		"with -e, in those of that event (e.g. -e cpu-clock).\n"
+		"  --pt[=packets|insn|branches]\n"
+		"         decode the AUX area as Intel PT, configured by the intel_pt\n"
+		"         descriptor in the file's own pmu_info, from its oldest PSB on:\n"
+		"         packets (like ptdump; the default), instructions (like ptxed) or\n"
+		"         taken branches; insn and branches read the code from the files the\n"
+		"         process had mapped (its sideband's MMAP2 records), as they are on\n"
+		"         disk now; kernel code is not decoded (an error line, then resync)\n"
+		"  --core CORE\n"
+		"         read the buffers from this ELF core dump's RINGKEEPER notes: without\n"
+		"         a TID, list them; with one, show its buffer (-e: of that event). With\n"
+		"         --pt=insn|branches, the code also comes from the core's memory (it\n"
+		"         wins over the files where both have an address), also for a FILE\n"
+		"  --json one JSON document: {\"thread\": identity and pmu_info, \"records\":\n"
+		"         [one per line]}; addresses as hex strings (schema: man ringkeeper)\n"
+		"  --time START,END\n"
+		"         only the records timed within it: seconds of the recorded clock, as\n"
+		"         shown (START or END may be left out)\n"
+		"  --last DURATION\n"
+		"         only the records of the last DURATION (500ms, 2s, 10m, 1h) before the\n"
+		"         newest one\n";
+	const char *root = RK_DEFAULT_ROOT, *session = NULL, *msg = NULL;
+	char path[PATH_MAX + 300];
+	struct rk_symbols *syms = NULL;
+	struct rk_tp_format tpf;
+	struct rk_bufile *bf;
+	int json = 0, r, err;
+
+	r = common_opts(argc, argv, usage, &json, &root, &session, NULL);
+	if (r <= 0)
+		return -r;
+	/* From a core alone: a TID (or nothing) rather than a buffer file. */
+	if (show_core &&
+	    (optind == argc ||
+	     (optind == argc - 1 && strspn(argv[optind], "0123456789") == strlen(argv[optind]) &&
+	      access(argv[optind], F_OK))))
+		return show_from_core(optind < argc ? argv[optind] : NULL, json);
+	if (optind != argc - 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s", argv[optind]);
+	if (strspn(argv[optind], "0123456789") == strlen(argv[optind]) && access(path, F_OK)) {
+		struct sess *v;
+		size_t n, i;
+
+		int have_session = 0, have_event = 0;
+
+		if (sessions(root, &v, &n))
+			return 1;
+		path[0] = '\0';
+		for (i = 0; i < n && !path[0]; i++) {
+			char p[PATH_MAX + 300];
+
+			if (session && strcmp(session, v[i].name))
+				continue;
+			have_session = 1;
+			snprintf(p, sizeof(p), "%s/%s/%s", root, v[i].name, show_event);
+			have_event |= !access(p, F_OK);
+			snprintf(p, sizeof(p), "%s/%s/%s/%s", root, v[i].name, show_event,
+				 argv[optind]);
+			if (!access(p, F_OK))
+				snprintf(path, sizeof(path), "%s", p);
+		}
+		free(v);
+		/* Say which of the three was not there: the session, the event, the tid. */
+		if (!n) {
+			rk_err("no sessions in %s: nothing to show tid %s from", root,
+			       argv[optind]);
+			return 1;
+		}
+		if (!path[0] && session && !have_session) {
+			rk_err("no session '%s' in %s (ringkeeper ls lists them)", session, root);
+			return 1;
+		}
+		if (!path[0] && !have_event) {
+			rk_err("%s%s recorded no event '%s' (ringkeeper ls shows each session's "
+			       "sources; -e takes one of them)",
+			       session ? "session " : "no session in ", session ? session : root,
+			       show_event);
+			return 1;
+		}
+		if (!path[0]) {
+			rk_err("no %s buffer for tid %s in %s%s%s (ringkeeper ls lists the threads)",
+			       show_event, argv[optind], root, session ? " session " : "",
+			       session ? session : "");
+			return 1;
+		}
+	}
+	bf = rk_bufile__open(path, &msg);
+	if (!bf) {
+		if (errno == EBADMSG && msg)
+			rk_err("%s is not a valid ringkeeper buffer: %s", path, msg);
+		else
+			rk_err("cannot read %s: %s", path, strerror(errno));
+		return 1;
+	}
+	if (show_core && show_pt < 2) {
+		rk_err("--core needs --pt=insn or --pt=branches");
+		rk_bufile__free(bf);
+		return 2;
+	}
+	if (show_pt) {
+		r = show_pt_trace(path, bf);
+		rk_bufile__free(bf);
+		return r;
+	}
+	/* Addresses resolve through the sideband of the thread's process. */
+	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
+		syms = thread_symbols(path, bf);
+	twin_resolve(&show_twin, show_twin.last ? rk_show_end(bf) : 0);
+	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), NULL,
+			    show_twin.lo, show_twin.hi);
+	rk_symbols__free(syms);
+	rk_bufile__free(bf);
+	if (err) {
+		rk_err("%s: records do not parse past the point shown (%s)", path, strerror(-err));
+		return 1;
+	}
+	return 0;
+}

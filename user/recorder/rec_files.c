@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_files.c - who may read the recorder's files, and their retention (see rec_files.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_files.h"
+#include "rec_src.h"
+#include "access.h"
+#include "util.h"
+
+/*
+ * Let @reader read the file at @path (a file we just created: root's, 0600).
+ * Return: 1 if granted, 0 if it stays root's.
+ */
+int rec_grant(struct rk_rec *r, const char *path, int can, uid_t reader)
+{
+	int fd, err;
+
+	if (!can)
+		goto root_only;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		goto root_only;
+	err = rk_access_grant(fd, reader);
+	close(fd);
+	if (!err)
+		return 1;
+	if (!r->st->files_root_only)
+		rk_warn("cannot let uid %u read %s: %s (its files stay root's)", reader, path,
+			strerror(-err));
+root_only:
+	r->st->files_root_only++;
+	return 0;
+}
+
+/* Move a dead thread's file aside (tid reuse), so no history is overwritten. */
+void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid)
+{
+	char old[PATH_MAX + 48];
+	unsigned int n;
+
+	/*
+	 * The first free <tid>.<n>, never replacing one: a tid reused a
+	 * thousand times (-a for weeks) must not cost an earlier history.
+	 */
+	for (n = 1; n; n++) {
+		snprintf(old, sizeof(old), "%s.%u", path, n);
+		if (!renameat2(AT_FDCWD, path, AT_FDCWD, old, RENAME_NOREPLACE)) {
+			rec_gone_renamed(r, path, old);
+			return;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	if (errno != ENOENT)
+		rk_warn("cannot move the file of exited tid %u aside: %s", tid, strerror(errno));
+}
+
+/* @uid's --max-shm account (NULL: no memory for a new one). */
+static struct rk_uid_shm *ushm_of(struct rk_rec *r, __u32 uid)
+{
+	struct rk_uid_shm *u;
+	size_t i;
+
+	for (i = 0; i < r->nushm; i++)
+		if (r->ushm[i].uid == uid)
+			return &r->ushm[i];
+	u = realloc(r->ushm, (r->nushm + 1) * sizeof(*u));
+	if (!u)
+		return NULL;
+	r->ushm = u;
+	u = &r->ushm[r->nushm++];
+	memset(u, 0, sizeof(*u));
+	u->uid = uid;
+	return u;
+}
+
+/* A file counted in --max-shm's bytes for @uid (negative: no longer). */
+void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes)
+{
+	struct rk_uid_shm *u = ushm_of(r, uid);
+
+	if (bytes >= 0) {
+		r->st->shm_bytes += (uint64_t)bytes;
+		if (u)
+			u->bytes += (uint64_t)bytes;
+		return;
+	}
+	r->st->shm_bytes -= r->st->shm_bytes < (uint64_t)-bytes ? r->st->shm_bytes :
+								  (uint64_t)-bytes;
+	if (u)
+		u->bytes -= u->bytes < (uint64_t)-bytes ? u->bytes : (uint64_t)-bytes;
+}
+
+/* Entry @g goes: unlinked (unless removed already), its bytes no longer counted. */
+static void gone_remove(struct rk_rec *r, struct rk_gone *g)
+{
+	struct rk_uid_shm *u;
+
+	if (!g->path)
+		return;
+	if (!unlink(g->path) || errno == ENOENT) {
+		r->st->retention_removed++;
+		r->st->retention_bytes += g->bytes;
+		rec_shm_account(r, g->uid, -(int64_t)g->bytes);
+		r->mem_bytes -= r->mem_bytes < g->bytes ? r->mem_bytes : g->bytes;
+	} else {
+		rk_warn("retention: cannot remove %s: %s", g->path, strerror(errno));
+	}
+	u = ushm_of(r, g->uid);
+	if (u && u->ngone)
+		u->ngone--;
+	free(g->path);
+	g->path = NULL;
+}
+
+/* The oldest entry goes, and those removed out of order behind it. */
+static void gone_pop(struct rk_rec *r)
+{
+	do {
+		gone_remove(r, &r->gone[r->gone_head]);
+		r->gone_head = (r->gone_head + 1) % r->gone_cap;
+		r->gone_n--;
+	} while (r->gone_n && !r->gone[r->gone_head].path);
+}
+
+void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid)
+{
+	struct rk_uid_shm *u;
+	struct rk_gone *g;
+
+	if (!r->o->max_shm && !r->o->keep_exited_ns)
+		return;
+	if (r->gone_n == r->gone_cap) {
+		size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
+		struct rk_gone *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return; /* kept: only the limits are not enforced on it */
+		for (i = 0; i < r->gone_n; i++)
+			n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
+		free(r->gone);
+		r->gone = n;
+		r->gone_cap = cap;
+		r->gone_head = 0;
+	}
+	g = &r->gone[(r->gone_head + r->gone_n) % r->gone_cap];
+	g->path = strdup(path);
+	if (!g->path)
+		return;
+	g->exit_ns = rk_now_mono_ns();
+	g->bytes = bytes;
+	g->uid = uid;
+	r->gone_n++;
+	u = ushm_of(r, uid);
+	if (u)
+		u->ngone++;
+}
+
+/* @t finished: its files join the retention queue (unless already removed). */
+void rec_gone_push(struct rk_rec *r, struct rk_thread *t)
+{
+	char path[PATH_MAX + 96];
+	int k;
+
+	for (k = 0; k < rec_nsrc(r); k++) {
+		uint64_t size = rec_thread_bytes(r) / (uint64_t)rec_nsrc(r), used = size;
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
+		/*
+		 * Written no more: from now on it counts the memory it holds (a
+		 * sparse file's blocks), not the size it could have grown to.
+		 */
+		if (!stat(path, &sb) && (uint64_t)sb.st_blocks * 512 < size) {
+			used = (uint64_t)sb.st_blocks * 512;
+			rec_shm_account(r, t->uid, -(int64_t)(size - used));
+			r->mem_bytes -= r->mem_bytes < size - used ? r->mem_bytes : size - used;
+		}
+		rec_gone_push_path(r, path, used, t->uid);
+	}
+}
+
+void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
+{
+	size_t i;
+
+	for (i = 0; i < r->gone_n; i++) {
+		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
+		char *n;
+
+		if (!g->path || strcmp(g->path, from))
+			continue;
+		n = strdup(to);
+		if (n) {
+			free(g->path);
+			g->path = n;
+		}
+		return;
+	}
+}
+
+/*
+ * Whose history makes room for @uid's new thread: its own exited files
+ * first; another user's only while that user holds more than @uid does
+ * (the one holding most first). So a user starting threads by the
+ * thousand evicts its own history, not root's or a neighbour's.
+ * Return: the victim's account, or NULL (no fair room: the thread waits
+ * untraced, counted).
+ */
+static struct rk_uid_shm *gone_victim(struct rk_rec *r, __u32 uid)
+{
+	struct rk_uid_shm *me = ushm_of(r, uid), *best = NULL;
+	size_t i;
+
+	if (me && me->ngone)
+		return me;
+	for (i = 0; i < r->nushm; i++) {
+		struct rk_uid_shm *u = &r->ushm[i];
+
+		if (u->ngone && (!best || u->bytes > best->bytes))
+			best = u;
+	}
+	if (best && me && best->bytes <= me->bytes + rec_thread_bytes(r))
+		return NULL;
+	return best;
+}
+
+/* The oldest exited file of @victim goes. Return: 1, or 0 if it has none. */
+static int gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
+{
+	size_t i;
+
+	for (i = 0; i < r->gone_n; i++) {
+		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
+
+		if (g->path && g->uid == victim) {
+			if (i == 0)
+				gone_pop(r);
+			else
+				gone_remove(r, g);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Under --max-shm-user: room for @need more bytes of @uid's from its own
+ * exited files only. Return: 1 if it fits now.
+ */
+int rec_gone_room_user(struct rk_rec *r, uint64_t need, __u32 uid)
+{
+	struct rk_uid_shm *u = ushm_of(r, uid);
+
+	while (u && u->bytes + need > r->o->max_shm_user && u->ngone &&
+	       gone_remove_oldest_of(r, uid))
+		;
+	return !u || u->bytes + need <= r->o->max_shm_user;
+}
+
+/*
+ * Make room for @need more bytes of @uid under --max-shm by removing
+ * exited threads' files, oldest first, fairly (gone_victim()).
+ * Return: 1 if it fits now.
+ */
+int rec_gone_room(struct rk_rec *r, uint64_t need, __u32 uid)
+{
+	while (r->st->shm_bytes + need > r->o->max_shm && r->gone_n) {
+		struct rk_uid_shm *v = gone_victim(r, uid);
+
+		/* Its count says it has one: if the ring disagrees, stop rather than spin. */
+		if (!v || !gone_remove_oldest_of(r, v->uid))
+			break;
+	}
+	return r->st->shm_bytes + need <= r->o->max_shm;
+}
+
+void rec_retention_tick(struct rk_rec *r, uint64_t now)
+{
+	while (r->o->keep_exited_ns && r->gone_n &&
+	       r->gone[r->gone_head].exit_ns + r->o->keep_exited_ns <= now)
+		gone_pop(r);
+}
+
+void rec_gone_free(struct rk_rec *r)
+{
+	while (r->gone_n) {
+		free(r->gone[r->gone_head].path);
+		r->gone_head = (r->gone_head + 1) % r->gone_cap;
+		r->gone_n--;
+	}
+	free(r->gone);
+	r->gone = NULL;
+	r->gone_cap = 0;
+	free(r->ushm);
+	r->ushm = NULL;
+	r->nushm = 0;
+}

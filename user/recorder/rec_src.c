@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* rec_src.c - what the recorder's modules ask of its state (see rec_src.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rec_src.h"
+#include "pmu.h"
+#include "util.h"
+
+struct rk_thread *rec_thread_find(struct rk_rec *r, __u32 tid)
+{
+	struct rk_thread *t;
+
+	for (t = r->buckets[tid % NBUCKETS]; t; t = t->hnext)
+		if (t->tid == tid)
+			return t;
+	return NULL;
+}
+
+/* A pin worker is done with a retired buffer: unmap it; the last one frees the thread. */
+void rec_release_buf(void *owner, void *ctx)
+{
+	struct rk_tbuf *tb = owner;
+
+	(void)ctx;
+	rk_bufile__free(tb->bf);
+	/* Pairs with the acquire load in rec_reclaim(). */
+	__atomic_sub_fetch(&tb->t->unreleased, 1, __ATOMIC_RELEASE);
+}
+
+/* Read Uid and NSpid of a thread from /proc; keeps the defaults if it is gone. */
+void rec_proc_ids(__u32 tgid, __u32 tid, __u32 *uid, __u32 *ns_tid, char *comm,
+		  struct rk_task_ids *ids)
+{
+	char path[96], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/status", tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int v;
+		char *p;
+
+		if (ids && rk_access_ids_line(line, ids) && strncmp(line, "Uid:", 4))
+			continue; /* a Gid: line: nothing more of ours in it */
+		if (comm && !strncmp(line, "Name:\t", 6)) {
+			line[strcspn(line, "\n")] = '\0';
+			size_t n = strlen(line + 6);
+
+			if (n > RK_COMM_LEN - 1)
+				n = RK_COMM_LEN - 1;
+			memcpy(comm, line + 6, n);
+			comm[n] = '\0';
+		} else if (sscanf(line, "Uid: %u", &v) == 1) {
+			*uid = v;
+		} else if (!strncmp(line, "NSpid:", 6)) {
+			/* The last field is the innermost namespace's tid. */
+			p = strrchr(line, '\t');
+			if (p && sscanf(p, "%u", &v) == 1)
+				*ns_tid = v;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * A file for @tid. A dead thread's file with the same tid (tid reuse) is
+ * renamed to <tid>.<n> first, so no history is overwritten.
+ */
+int rec_nsrc(const struct rk_rec *r)
+{
+	return 1 + r->o->nev;
+}
+
+const char *rec_src_dir(const struct rk_rec *r, int k)
+{
+	return k == RK_SRC_SCHED ? RK_SCHED_DIR : r->o->evs[k - 1].dir;
+}
+
+/* AUX area bytes of source @k's files (0 but for the AUX event). */
+uint64_t rec_src_aux(const struct rk_rec *r, int k)
+{
+	return k != RK_SRC_SCHED && r->o->evs[k - 1].aux ? r->o->aux_size : 0;
+}
+
+/* Bytes of buffer files one thread gets: one file per source. */
+uint64_t rec_thread_bytes(const struct rk_rec *r)
+{
+	uint64_t n = 0;
+	int k;
+
+	for (k = 0; k < rec_nsrc(r); k++)
+		n += rk_bufile_layout_size(r->o->data_size, rec_src_aux(r, k));
+	return n;
+}
+
+const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k)
+{
+	return k == RK_SRC_SCHED ? &r->sched_entry : &r->o->evs[k - 1].entry;
+}
+
+int rec_live_threads_of(struct rk_rec *r, __u32 tgid)
+{
+	struct rk_thread *t;
+	int n = 0;
+
+	for (t = r->all; t; t = t->all_next)
+		n += !t->dead && t->tgid == tgid;
+	return n;
+}
