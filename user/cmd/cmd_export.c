@@ -28,8 +28,9 @@ static void export_crash_note(const struct rk_export_stats *es)
 			es->crashes);
 	if (es->wakeups)
 		fprintf(stderr,
-			"ringkeeper: %llu wakeup records are not in it: perf.data has no such "
-			"record; `ringkeeper sched` sums them (sch delay), `show` prints them\n",
+			"ringkeeper: %llu wakeup records are not in it: this machine's tracefs "
+			"has no sched_waking format to write them as; `ringkeeper sched` sums "
+			"them (sch delay), `show` prints them\n",
 			es->wakeups);
 }
 

@@ -652,6 +652,7 @@ static int sched_samples(struct exp *e)
 	if (!fs)
 		return -ENOMEM;
 	if (rk_tp_format_local("sched:sched_switch", fs) || !(ss = tp_size(fs))) {
+		e->st->wakeups += nwake;
 		rk_warn("export: no sched:sched_switch format on this machine (tracefs): the "
 			"switches are PERF_RECORD_SWITCH only (perf script --show-switch-events), "
 			"perf sched cannot read them");
@@ -681,8 +682,10 @@ static int sched_samples(struct exp *e)
 			int neu = v->flags & RK_WAKEUP_NEW && in >= 0;
 			const struct rk_tp_format *f = neu ? fn : fw;
 
-			if ((neu ? in : iw) < 0)
+			if ((neu ? in : iw) < 0) {
+				e->st->wakeups++; /* no format for it here: said */
 				continue;
+			}
 			tp_common(raw, f->id, v->arg);
 			tp_set(f, raw, "comm", 0, v->comm);
 			tp_set(f, raw, "pid", v->tid, NULL);

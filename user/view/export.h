@@ -34,7 +34,7 @@ struct rk_export_stats {
 	unsigned long long aux_bytes; /* Intel PT bytes, in AUXTRACE records */
 	/* RK_RECORD_CRASH records left out: perf.data has no record type for them */
 	unsigned long long crashes;
-	/* RK_RECORD_WAKEUP records left out: perf has no record type for them either */
+	/* RK_RECORD_WAKEUP records left out: this machine has no sched_waking format for them */
 	unsigned long long wakeups;
 	unsigned long long outside; /* samples and switches outside the window, left out */
 	unsigned int attrs;
