@@ -49,10 +49,63 @@ cmds=$("$bin" --help | awk '/^Commands:/{on=1; next} on && /^  [a-z]/{print $1} 
 	for f in "$(dirname "$0")"/../tests/schema/*.json; do
 		echo ".SS $(basename "$f" .json) --json"
 		echo ".nf"
-		esc <"$f"
+		# A file without a final newline must not glue ".fi" to its last line.
+		{ cat "$f"; [ -z "$(tail -c 1 "$f")" ] || echo; } | esc
 		echo ".fi"
 	done
 	cat <<'EOF'
+.SH EXAMPLES
+Trace a command from its first instruction, with who woke each thread and
+sampled call chains; then list, summarize and read it:
+.PP
+.nf
+.RS
+ringkeeper record --wakeups -e cpu-clock -g -- ./server --port 8080
+ringkeeper ls
+ringkeeper sched
+ringkeeper show 4242
+ringkeeper show -e cpu-clock 4242
+.RE
+.fi
+.PP
+Trace a running process for 30 seconds, then hand it to perf and Perfetto:
+.PP
+.nf
+.RS
+ringkeeper record -p 4242 -d 30 --session web
+ringkeeper export --session web --perf-data web.data
+perf script -i web.data; perf sched timehist -i web.data
+ringkeeper export --session web --perfetto web.pftrace   # ui.perfetto.dev
+.RE
+.fi
+.PP
+Always on: every new thread of the machine, exited threads' files kept for
+an hour and within a quarter of /dev/shm (the defaults with -a), crashes
+carrying their histories into cores:
+.PP
+.nf
+.RS
+ringkeeper coredump --install
+ringkeeper record -a --keep-exited 1h
+ringkeeper show --core /var/crash/core.server.4242 4243
+.RE
+.fi
+.PP
+After a recorder was killed, take its session over (its BPF programs went on):
+.PP
+.nf
+.RS
+ringkeeper record --resume-or-start -a
+.RE
+.fi
+.PP
+See what BPF holds (with \fB--keep\fR, also after the recording):
+.PP
+.nf
+.RS
+bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info
+.RE
+.fi
 .SH FILES
 .TP
 .I /dev/shm/ringkeeper/SESSION/

@@ -87,7 +87,7 @@ for kimg in $kernels; do
 	name=$(basename "$kimg")
 	note=""
 	# Under multi-threaded TCG, a 6.12 guest died in 2 boots of 10 while the
-	# kernel patched __schedule's tracepoint (README); with one TCG thread
+	# kernel patched __schedule's tracepoint (docs/guide.md, "Other kernels"); with one TCG thread
 	# for both vCPUs, 0 of 10 (and 0 of 10 on 6.1), at the same speed. The
 	# three boots stay as a net for what is left.
 	for attempt in 1 2 3; do
@@ -102,7 +102,7 @@ for kimg in $kernels; do
 		rc=${PIPESTATUS[0]}
 		secs=$(($(date +%s) - start))
 		# The guest script always ends with its summary line; without it the
-		# guest itself died or locked up (see README): show why, boot once more,
+		# guest itself died or locked up (docs/guide.md, "Other kernels"): show why, boot once more,
 		# loudly. A test that fails is never retried.
 		grep -q '^vmtest-guest: tests on ' "$log" && break
 		[ "$attempt" -lt 3 ] || break
@@ -125,5 +125,5 @@ for kimg in $kernels; do
 done
 printf "vmtest: results:%b\n" "$summary"
 [ "$untested" -eq 0 ] ||
-	echo "vmtest: WARNING: $untested kernel(s) NOT TESTED: their guests died under QEMU TCG (see README)"
+	echo "vmtest: WARNING: $untested kernel(s) NOT TESTED: their guests died under QEMU TCG (docs/guide.md, Other kernels)"
 exit $status

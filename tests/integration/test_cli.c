@@ -86,6 +86,9 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	snprintf(path, sizeof(path), "%s/usr/share/man/man8/ringkeeper.8", stage);
 	man = strdup(slurp(path));
 	cr_assert_not_null(strstr(man, ".TH RINGKEEPER 8"), "not a man page: %s", path);
+	cr_assert_not_null(strstr(man, "\n.SH EXAMPLES\n"), "no EXAMPLES in %s", path);
+	/* A schema without a final newline glued ".fi" to its last line. */
+	cr_assert_null(strstr(man, "}.fi"), "a stray }.fi in %s", path);
 
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char *save = NULL;
