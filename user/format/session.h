@@ -67,7 +67,7 @@ struct rk_session_stat {
 	__u64 locked;
 	__u64 locked_peak;
 	__u64 vmlck_peak;
-	/* a switch-in or -out with no opposite one since the last (docs/design.md, "How a switch reaches the loader") */
+	/* a switch-in or -out with no opposite one since the last (docs/design.md, "The sched source") */
 	__u64 unpaired;
 	/* perf sources */
 	__u32 nev;
