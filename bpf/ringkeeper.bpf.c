@@ -8,7 +8,7 @@
  * switch costs two inlined array reads). sched_switch writes its signals
  * to its CPU's switch ring (plain stores, struct rk_swrec), the other hooks
  * to one BPF ringbuf; neither wakes the loader per record (each wakeup costs
- * ~16 us of the producing CPU, PERF-NOTES.md): the loader drains on a
+ * ~16 us of the producing CPU, measured on this machine): the loader drains on a
  * timer, and we force a wakeup only past a watermark, for rare lifecycle
  * events, and for a switch-in whose buffer the loader asked to lock
  * (pin_asked: at most one per unlock). A switch's wakeup is an

@@ -582,7 +582,7 @@ static const struct rec_opt opts[] = {
 	{ "wakeups", 0, NULL, o_wakeups, NULL,
 	  "also record who woke a thread and when (sched_waking):\n"
 	  "sched's scheduling delay, show's wakers. Costs a BPF run\n"
-	  "per wakeup in the system (~115 ns per traced one here,\n"
+	  "per wakeup in the system (~90 ns per traced one here,\n"
 	  "BENCHMARKS.md 2c); off, sched counts only the waits\n"
 	  "after a preemption" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
