@@ -994,3 +994,62 @@ Test(record, the_recorder_is_exempt_from_the_oom_killer_and_cmd_is_not)
 	cr_assert_eq(cmd_adj, 100, "CMD's oom_score_adj: %d, not the caller's 100", cmd_adj);
 	free(s);
 }
+
+/*
+ * record --wakeups: the wakeup programs load and attach (on each kernel
+ * vmtest boots, too), and every thread's file carries its wakeups in time
+ * order among its switches: each worker sleeps -i times, so it is woken at
+ * least that often (by the timer's interrupt: another task, never itself),
+ * the first time by its creation (sched_wakeup_new); the counter in stat
+ * is their sum; sched has a delay for most runs.
+ */
+Test(record, wakeups_are_recorded_in_time_order)
+{
+	char *argv[] = {
+		(char *)rk_bin,	  "record", "--root", root, "--session", "wk", "--wakeups", "--",
+		(char *)workload, "-t",	    "3",      "-i", "30",	 "-s", "500",	    NULL
+	};
+	unsigned int files[16];
+	char *out, *err, dir[256], path[300], cmd[600], *s;
+	struct rk_session_stat st;
+	long total = 0;
+	size_t n, i;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record failed: %s", err);
+	free(out);
+	free(err);
+	snprintf(dir, sizeof(dir), "%s/wk/sched", root);
+	n = files_in(dir, files, 16);
+	cr_assert_eq(n, 4, "%zu files", n);
+	for (i = 0; i < n; i++) {
+		struct check c;
+
+		snprintf(path, sizeof(path), "%s/%u", dir, files[i]);
+		check_file(path, &c, NULL); /* time order, wakeups included */
+		total += c.wakeups;
+		if (c.tid == c.tgid)
+			continue;
+		cr_assert_geq(c.wakeups, 30, "%s: %ld wakeups for 30 sleeps", path, c.wakeups);
+		snprintf(cmd, sizeof(cmd),
+			 "%s show --root %s --session wk %u | grep -m1 RINGKEEPER_WAKEUP", rk_bin,
+			 root, files[i]);
+		s = sh_out(cmd, NULL);
+		cr_assert_not_null(strstr(s, "woken (new) by tid"), "%s: first: %s", path, s);
+		free(s);
+	}
+	read_stat("wk", &st);
+	cr_assert_eq(st.wakeups_on, 1);
+	cr_assert_eq((long)st.wakeups, total, "stat %llu, files %ld",
+		     (unsigned long long)st.wakeups, total);
+	snprintf(
+		cmd, sizeof(cmd),
+		"%s sched --root %s wk --json | python3 -c 'import json,sys; "
+		"t=json.load(sys.stdin)[\"total\"]; print(\"delays\", t[\"sch_delay\"][\"runs\"] * 2 "
+		"> t[\"runs\"], t[\"wakeups\"])'",
+		rk_bin, root);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "delays True "), "%s", s);
+	free(s);
+}
