@@ -145,6 +145,12 @@ struct rk_session_stat {
 	/* the wakeup programs' runs (every wakeup in the system) and run time, as switch_prog_* */
 	__u64 wake_prog_runs;
 	__u64 wake_prog_ns;
+	/*
+	 * sched records stamped with their thread's previous record's time:
+	 * the clock read on another CPU came out behind it (0 in older files)
+	 */
+	__u64 time_clamped;
+	__u64 time_clamped_max_ns; /* by how much, at most */
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

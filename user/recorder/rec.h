@@ -46,6 +46,7 @@ struct rk_thread {
 	int via_cgroup; /* traced for --cgroup only: leaving the subtrees ends it */
 	int left; /* it left the --cgroup subtrees: its signals still in flight are not a new thread */
 	__u64 crash_ns; /* its process crashed at: later samples are not written */
+	__u64 last_ns; /* the latest time in its sched file's records (they stay in time order) */
 	int pending; /* on the deferred list: unpin/finish after the next drain */
 	uint64_t defer_gen; /* r->drain_gen when it was last deferred */
 	__u32 pending_state; /* RK_THREAD_* to finish with, 0: just unpin */

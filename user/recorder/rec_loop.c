@@ -175,7 +175,7 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 	fr.tid = s->tid;
 	fr.ptid = s->ptid;
 	fr.time = s->time_ns;
-	rec_fill_id(&fr.id, t, s);
+	rec_fill_id(r, &fr.id, t, s);
 	rec_put_rec(r, t, &fr, sizeof(fr));
 }
 
@@ -189,7 +189,7 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 
 	sw.h.type = PERF_RECORD_SWITCH;
 	sw.h.size = sizeof(sw);
-	rec_fill_id(&sw.id, t, s);
+	rec_fill_id(r, &sw.id, t, s);
 	if (s->kind == RK_SIG_SWITCH_OUT) {
 		sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
 		if (s->flags & RK_SIGF_PREEMPT)
@@ -243,7 +243,7 @@ static void put_comm(struct rk_rec *r, struct rk_thread *t, const struct rk_sign
 	cr.tid = t->tid;
 	memcpy(cr.comm, s->comm, sizeof(cr.comm));
 	cr.comm[RK_COMM_LEN - 1] = '\0';
-	rec_fill_id(&cr.id, t, s);
+	rec_fill_id(r, &cr.id, t, s);
 	rec_put_rec(r, t, &cr, sizeof(cr));
 	rec_thread_ident(r, t, cr.comm, 0, 0, 0, 0);
 }
@@ -377,7 +377,7 @@ static void on_crash(struct rk_rec *r, const struct rk_signal *s)
 			continue;
 		cr.c.pid = t->tgid;
 		cr.c.tid = t->tid;
-		rec_fill_id(&cr.id, t, s);
+		rec_fill_id(r, &cr.id, t, s);
 		rec_put_rec(r, t, &cr, sizeof(cr));
 		rec_thread_ident(r, t, NULL, RK_THREAD_CRASHED, 1, (s->exit_code & 0x7f) | 0x80,
 				 s->time_ns);
@@ -444,7 +444,7 @@ static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	wr.w.waker_tid = s->ptid;
 	wr.w.target_cpu = s->prev_state;
 	wr.w.flags = s->flags & RK_SIGF_WAKE_NEW ? RK_WAKEUP_NEW : 0;
-	rec_fill_id(&wr.id, t, s);
+	rec_fill_id(r, &wr.id, t, s);
 	rec_put_rec(r, t, &wr, sizeof(wr));
 	r->st->wakeups++;
 }
@@ -468,7 +468,7 @@ static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_s
 	er.ppid = er.pid;
 	er.ptid = er.tid;
 	er.time = s->time_ns;
-	rec_fill_id(&er.id, t, s);
+	rec_fill_id(r, &er.id, t, s);
 	rec_put_rec(r, t, &er, sizeof(er));
 	rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
 }

@@ -221,11 +221,21 @@ void rec_put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size)
 	rec_put_rec_src(r, t, RK_SRC_SCHED, rec, size);
 }
 
-void rec_fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s)
+void rec_fill_id(struct rk_rec *r, struct sample_id *id, struct rk_thread *t,
+		 const struct rk_signal *s)
 {
+	__u64 tm = s->time_ns;
+
+	if (tm < t->last_ns) {
+		r->st->time_clamped++;
+		if (t->last_ns - tm > r->st->time_clamped_max_ns)
+			r->st->time_clamped_max_ns = t->last_ns - tm;
+		tm = t->last_ns;
+	}
+	t->last_ns = tm;
 	id->pid = t->tgid;
 	id->tid = t->tid;
-	id->time = s->time_ns;
+	id->time = tm;
 	id->cpu = s->cpu;
 	id->res = 0;
 	id->id = RK_SCHED_ID;

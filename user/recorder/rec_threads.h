@@ -24,7 +24,14 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 				 const char *comm, uint64_t start_ns);
 void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);
 void rec_put_rec(struct rk_rec *r, struct rk_thread *t, void *rec, size_t size);
-void rec_fill_id(struct sample_id *id, const struct rk_thread *t, const struct rk_signal *s);
+/*
+ * The sample_id of a record for @t's sched file about @s. Its time is never
+ * before the file's previous record's: one read on another CPU that comes
+ * out behind (seen by up to 0.4 ms in QEMU TCG guests) takes the previous
+ * time instead, counted in stat (time_clamped, time_clamped_max_ns).
+ */
+void rec_fill_id(struct rk_rec *r, struct sample_id *id, struct rk_thread *t,
+		 const struct rk_signal *s);
 void rec_thread_pin(struct rk_rec *r, struct rk_thread *t, int how, uint64_t now);
 void rec_thread_ident(struct rk_rec *r, struct rk_thread *t, const char *comm, __u32 state,
 		      int set_exit, __s32 exit_code, __u64 exit_ns);
