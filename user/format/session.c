@@ -124,7 +124,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(switch_prog_ns, "  their BPF run time")              \
 	X(wake_prog_runs, "wakeup programs' runs, timed")      \
 	X(wake_prog_ns, "  their BPF run time")                \
-	X(time_clamped, "records kept in time order")          \
+	X(time_clamped, "records re-stamped into time order")  \
 	X(time_clamped_max_ns, "  by at most")
 
 static void put_escaped(FILE *f, const char *s)
