@@ -923,8 +923,13 @@ Test(lifecycle, resume_of_an_e_session_goes_on_sampling)
 	unsigned int files[8];
 	int ready, st;
 	pid_t wl, rk;
-	char *wl_argv[] = { (char *)workload, "-t", "2",      "-i", "400", "-s",
-			    "1000",	      "-l", "200000", NULL };
+	/*
+	 * Long enough to outlive the attach even in a fast QEMU TCG guest (with
+	 * -i 400 -l 200000 the workload could end before the recorder's first
+	 * samples: "no samples before the kill" in one vmtest run of 6.1).
+	 */
+	char *wl_argv[] = { (char *)workload, "-t", "2",     "-i", "2000", "-s",
+			    "1000",	      "-l", "20000", NULL };
 	const char *const extra[] = { "-m", "512K", "-e", "cpu-clock", "-F", "2000", NULL };
 
 	wl = spawn(wl_argv, "/dev/null", "/dev/null", -1);
