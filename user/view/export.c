@@ -80,16 +80,13 @@ struct rec_ref {
 
 /* A switch or wakeup of a sched file, for the sched tracepoint samples made from them. */
 struct swev {
-	__u64 time;
-	__u32 cpu;
-	__u32 kind; /* SW_OUT, SW_IN, SW_WAKE: an out sorts before an in at the same time */
-	__u32 pid, tid; /* the thread whose file it is */
+	struct rk_cpu_ev c; /* first: sorted and paired as a CPU's stream (c.tid the thread's) */
+	__u32 pid; /* the thread's process */
 	__u32 arg; /* out: the state word; wake: the waker's tid */
 	__u32 arg2; /* wake: the waker's pid */
 	__u32 target_cpu, flags; /* wake */
 	char comm[RK_COMM_LEN];
 };
-enum { SW_OUT, SW_IN, SW_WAKE };
 
 struct exp {
 	const struct rk_export_opts *o;
@@ -227,18 +224,18 @@ static int note_sw(struct exp *e, const struct perf_event_header *h)
 	}
 	v = &e->sw[e->nsw++];
 	memset(v, 0, sizeof(*v));
-	v->time = time;
-	v->cpu = cpu;
+	v->c.time = time;
+	v->c.cpu = cpu;
+	v->c.tid = e->cur_id->tid;
 	v->pid = e->cur_id->tgid;
-	v->tid = e->cur_id->tid;
 	memcpy(v->comm, e->cur_id->comm, RK_COMM_LEN);
 	v->comm[RK_COMM_LEN - 1] = '\0';
 	if (h->type == PERF_RECORD_SWITCH) {
-		v->kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SW_OUT : SW_IN;
+		v->c.kind = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? RK_CPU_OUT : RK_CPU_IN;
 		v->arg = res;
 	} else {
 		memcpy(&wr, h, sizeof(wr));
-		v->kind = SW_WAKE;
+		v->c.kind = RK_CPU_WAKE;
 		v->arg = wr.waker_tid;
 		v->arg2 = wr.waker_pid;
 		v->target_cpu = wr.target_cpu;
@@ -506,18 +503,6 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
  * sched:sched_wakeup_new for the wakeups. Laid out by this machine's
  * formats (tracefs), which go into the tracing data with them.
  */
-static int cmp_swev(const void *a, const void *b)
-{
-	const struct swev *x = a, *y = b;
-
-	if (x->cpu != y->cpu)
-		return x->cpu < y->cpu ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
-}
 
 #define TP_SAMPLE_TYPE                                                                  \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
@@ -631,7 +616,7 @@ static void sw_side(const struct rk_tp_format *f, __u8 *raw, const char *which,
 	snprintf(name, sizeof(name), "%s_comm", which);
 	tp_set(f, raw, name, 0, v ? v->comm : idle);
 	snprintf(name, sizeof(name), "%s_pid", which);
-	tp_set(f, raw, name, v ? v->tid : 0, NULL);
+	tp_set(f, raw, name, v ? v->c.tid : 0, NULL);
 	snprintf(name, sizeof(name), "%s_prio", which);
 	tp_set(f, raw, name, 120, NULL);
 }
@@ -647,7 +632,7 @@ static int sched_samples(struct exp *e)
 	if (!e->nsw)
 		return 0;
 	for (i = 0; i < e->nsw; i++)
-		nwake += e->sw[i].kind == SW_WAKE;
+		nwake += e->sw[i].c.kind == RK_CPU_WAKE;
 	fs = calloc(3, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
@@ -673,12 +658,12 @@ static int sched_samples(struct exp *e)
 		rk_err("export: too many sources for the sched tracepoints");
 		return -E2BIG;
 	}
-	qsort(e->sw, e->nsw, sizeof(*e->sw), cmp_swev);
+	qsort(e->sw, e->nsw, sizeof(*e->sw), rk_cpu_ev_cmp);
 	for (i = 0; i < e->nsw && !err; i++) {
 		const struct swev *v = &e->sw[i], *nx = i + 1 < e->nsw ? &e->sw[i + 1] : NULL;
 
 		memset(raw, 0, sizeof(raw));
-		if (v->kind == SW_WAKE) {
+		if (v->c.kind == RK_CPU_WAKE) {
 			int neu = v->flags & RK_WAKEUP_NEW && in >= 0;
 			const struct rk_tp_format *f = neu ? fn : fw;
 
@@ -688,29 +673,27 @@ static int sched_samples(struct exp *e)
 			}
 			tp_common(raw, f->id, v->arg);
 			tp_set(f, raw, "comm", 0, v->comm);
-			tp_set(f, raw, "pid", v->tid, NULL);
+			tp_set(f, raw, "pid", v->c.tid, NULL);
 			tp_set(f, raw, "prio", 120, NULL);
 			tp_set(f, raw, "success", 1, NULL);
 			tp_set(f, raw, "target_cpu", v->target_cpu, NULL);
-			err = tp_sample(e, neu ? in : iw, v->arg2, v->arg, v->time, v->cpu, raw,
+			err = tp_sample(e, neu ? in : iw, v->arg2, v->arg, v->c.time, v->c.cpu, raw,
 					neu ? sn_len : sw_len);
 			continue;
 		}
-		tp_common(raw, fs->id, v->kind == SW_OUT ? v->tid : 0);
-		if (v->kind == SW_OUT) {
-			/* Out, and a traced thread in at the same time here: one switch. */
-			int pair = nx && nx->cpu == v->cpu && nx->time == v->time &&
-				   nx->kind == SW_IN;
+		tp_common(raw, fs->id, v->c.kind == RK_CPU_OUT ? v->c.tid : 0);
+		if (v->c.kind == RK_CPU_OUT) {
+			int pair = rk_cpu_ev_pairs(&v->c, nx ? &nx->c : NULL);
 
-			sw_side(fs, raw, "prev", v, v->cpu);
+			sw_side(fs, raw, "prev", v, v->c.cpu);
 			tp_set(fs, raw, "prev_state", rk_offcpu_report(v->arg), NULL);
-			sw_side(fs, raw, "next", pair ? nx : NULL, v->cpu);
-			err = tp_sample(e, iss, v->pid, v->tid, v->time, v->cpu, raw, ss);
+			sw_side(fs, raw, "next", pair ? nx : NULL, v->c.cpu);
+			err = tp_sample(e, iss, v->pid, v->c.tid, v->c.time, v->c.cpu, raw, ss);
 			i += pair;
 		} else {
-			sw_side(fs, raw, "prev", NULL, v->cpu);
-			sw_side(fs, raw, "next", v, v->cpu);
-			err = tp_sample(e, iss, 0, 0, v->time, v->cpu, raw, ss);
+			sw_side(fs, raw, "prev", NULL, v->c.cpu);
+			sw_side(fs, raw, "next", v, v->c.cpu);
+			err = tp_sample(e, iss, 0, 0, v->c.time, v->c.cpu, raw, ss);
 		}
 	}
 	free(fs);

@@ -900,23 +900,9 @@ out:
  * needs to read prev_state.
  */
 struct fev {
-	__u64 time;
-	__u32 cpu, kind; /* kind: 0 out, 1 in, 2 wakeup (an out sorts before an in) */
-	size_t thread, ev;
+	struct rk_cpu_ev c; /* first: sorted and paired as a CPU's stream */
+	size_t thread, ev; /* the timeline's thread and its event */
 };
-
-static int cmp_fev(const void *x, const void *y)
-{
-	const struct fev *a = x, *b = y;
-
-	if (a->cpu != b->cpu)
-		return a->cpu < b->cpu ? -1 : 1;
-	if (a->time != b->time)
-		return a->time < b->time ? -1 : 1;
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	return a->thread < b->thread ? -1 : a->thread > b->thread;
-}
 
 static void system_info(struct out *o)
 {
@@ -1009,9 +995,12 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 				cap = c;
 			}
 			f = &v[n++];
-			f->time = e->time;
-			f->cpu = e->cpu;
-			f->kind = e->kind == RK_TL_OUT ? 0 : e->kind == RK_TL_IN ? 1 : 2;
+			f->c.time = e->time;
+			f->c.cpu = e->cpu;
+			f->c.kind = e->kind == RK_TL_OUT ? RK_CPU_OUT :
+				    e->kind == RK_TL_IN	 ? RK_CPU_IN :
+							   RK_CPU_WAKE;
+			f->c.tid = th->id.tid;
 			f->thread = t;
 			f->ev = k;
 		}
@@ -1020,40 +1009,38 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 		free(v);
 		return 0;
 	}
-	qsort(v, n, sizeof(*v), cmp_fev);
+	qsort(v, n, sizeof(*v), rk_cpu_ev_cmp);
 	system_info(o);
 	for (i = 0; i < n && !o->err; i++) {
 		const struct fev *f = &v[i];
 		const struct rk_tl_thread *th = &tl->threads[f->thread];
 		const struct rk_tl_event *e = &th->ev[f->ev];
 
-		if (!in_bundle || v[bundle].cpu != f->cpu || in_bundle >= RK_FTRACE_BUNDLE) {
+		if (!in_bundle || v[bundle].c.cpu != f->c.cpu || in_bundle >= RK_FTRACE_BUNDLE) {
 			if (in_bundle) {
 				end(&o->pkt, o->pkt_bundle);
 				pkt_flush(o);
 			}
 			pkt_start(o, 0, 0);
 			o->pkt_bundle = begin(&o->pkt, TP_FTRACE_EVENTS);
-			f_u64(&o->pkt, FB_CPU, f->cpu);
+			f_u64(&o->pkt, FB_CPU, f->c.cpu);
 			bundle = i;
 			in_bundle = 0;
 		}
 		in_bundle++;
-		if (f->kind == 2) {
-			ft_waking(&o->pkt, f->time + boot_off, th, e);
+		if (f->c.kind == RK_CPU_WAKE) {
+			ft_waking(&o->pkt, f->c.time + boot_off, th, e);
 			o->st->wakeups++;
-		} else if (f->kind == 0) {
-			/* Out, and a traced thread in at the same time here: one switch. */
+		} else if (f->c.kind == RK_CPU_OUT) {
 			const struct fev *nx = i + 1 < n ? &v[i + 1] : NULL;
-			int pair = nx && nx->cpu == f->cpu && nx->time == f->time && nx->kind == 1;
+			int pair = rk_cpu_ev_pairs(&f->c, nx ? &nx->c : NULL);
 
-			ft_switch(&o->pkt, f->time + boot_off, f->cpu, th, rk_offcpu_report(e->arg),
-				  pair ? &tl->threads[nx->thread] : NULL);
+			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, th,
+				  rk_offcpu_report(e->arg), pair ? &tl->threads[nx->thread] : NULL);
 			o->st->switches++;
-			if (pair)
-				i++;
+			i += pair;
 		} else {
-			ft_switch(&o->pkt, f->time + boot_off, f->cpu, NULL, 0, th);
+			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, NULL, 0, th);
 			o->st->switches++;
 		}
 	}

@@ -42,6 +42,24 @@ enum rk_offcpu rk_offcpu_of(__u32 w)
 	return RK_OFF_SLEEPING;
 }
 
+int rk_cpu_ev_cmp(const void *a, const void *b)
+{
+	const struct rk_cpu_ev *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int rk_cpu_ev_pairs(const struct rk_cpu_ev *out, const struct rk_cpu_ev *next)
+{
+	return next && next->cpu == out->cpu && next->time == out->time && next->kind == RK_CPU_IN;
+}
+
 __u64 rk_offcpu_report(__u32 w)
 {
 	switch (rk_offcpu_of(w)) {

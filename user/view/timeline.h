@@ -160,4 +160,28 @@ enum rk_offcpu rk_offcpu_of(__u32 state_word);
 __u64 rk_offcpu_report(__u32 state_word);
 const char *rk_offcpu_name(enum rk_offcpu s);
 
+/*
+ * The traced threads' switches and wakeups as one CPU's stream sees them,
+ * for the writers that turn them into sched_switch events (perf.data,
+ * Perfetto): a writer's own event struct starts with struct rk_cpu_ev,
+ * sorts its array with rk_cpu_ev_cmp, and asks rk_cpu_ev_pairs whether a
+ * switch-out and the event after it are one switch between two traced
+ * threads (an in at the same time on the same CPU); otherwise the other
+ * side of the switch is not known.
+ */
+enum rk_cpu_ev_kind { RK_CPU_OUT, RK_CPU_IN, RK_CPU_WAKE }; /* an out sorts before an in */
+
+struct rk_cpu_ev {
+	__u64 time;
+	__u32 cpu;
+	__u32 kind; /* enum rk_cpu_ev_kind */
+	__u32 tid; /* the thread's (the last tie-break) */
+};
+
+/* qsort comparator of arrays whose elements start with struct rk_cpu_ev: by CPU, time, kind, tid. */
+int rk_cpu_ev_cmp(const void *a, const void *b);
+
+/* @out (a switch-out) and @next (the event after it, or NULL) are one switch. */
+int rk_cpu_ev_pairs(const struct rk_cpu_ev *out, const struct rk_cpu_ev *next);
+
 #endif /* RK_TIMELINE_H */
