@@ -202,11 +202,10 @@ static void note_dso(struct exp *e, const struct perf_event_header *h)
 }
 
 /* A sched file's switch or wakeup, kept for the tracepoint samples (note_sw's caller checked the window). */
-static int note_sw(struct exp *e, const struct perf_event_header *h)
+static int note_sw(struct exp *e, const struct perf_event_header *h, __u64 time)
 {
 	struct rk_wakeup_record wr;
 	struct swev *v;
-	__u64 time = rk_record_time(e->cur_sample_type, h);
 	__u32 cpu, res;
 
 	if (h->type != PERF_RECORD_SWITCH && (h->type != RK_RECORD_WAKEUP || h->size < sizeof(wr)))
@@ -247,6 +246,7 @@ static int note_sw(struct exp *e, const struct perf_event_header *h)
 static int on_record(const struct perf_event_header *h, void *ctx)
 {
 	struct exp *e = ctx;
+	__u64 t = rk_record_time(e->cur_sample_type, h);
 
 	if (h->type == PERF_RECORD_MMAP2)
 		note_dso(e, h);
@@ -256,19 +256,17 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->crashes++;
 		return 0;
 	}
-	if (e->o->windowed && (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH ||
-			       h->type == RK_RECORD_WAKEUP)) {
-		__u64 t = rk_record_time(e->cur_sample_type, h);
-
-		if (t < e->o->lo || t > e->o->hi) {
-			e->st->outside++;
-			return 0;
-		}
+	if (e->o->windowed &&
+	    (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH ||
+	     h->type == RK_RECORD_WAKEUP) &&
+	    (t < e->o->lo || t > e->o->hi)) {
+		e->st->outside++;
+		return 0;
 	}
 	if (h->type == PERF_RECORD_COMM)
 		e->cur_comm = 1;
 	if (e->cur_sched) {
-		int err = note_sw(e, h);
+		int err = note_sw(e, h, t);
 
 		if (err)
 			return err;
@@ -276,7 +274,7 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 	/* perf has no record for a wakeup: it becomes a sched_waking sample (sched_samples). */
 	if (h->type == RK_RECORD_WAKEUP)
 		return 0;
-	return push(e, h, NULL, 0, rk_record_time(e->cur_sample_type, h), 1);
+	return push(e, h, NULL, 0, t, 1);
 }
 
 /*

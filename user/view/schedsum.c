@@ -29,14 +29,15 @@ static int grow_push(__u64 **d, size_t *n, size_t *cap, __u64 v)
 
 /*
  * One pass over @t's events in [@lo, @hi]: runs, off-CPU periods and
- * delays into @s, each delay also appended to *@d when @d is given.
+ * delays into @s, each delay also appended to *@d. Return: 0, or -ENOMEM
+ * if a delay could not be appended (the figures are whole; *@d is not).
  */
 static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s, __u64 **d,
 		size_t *n, size_t *cap)
 {
 	const struct rk_tl_event *in = NULL, *out = NULL;
 	__u64 ready = 0, delay = 0;
-	int has_delay = 0;
+	int has_delay = 0, err = 0;
 	__u32 last_cpu = ~0u;
 	size_t i;
 
@@ -92,8 +93,8 @@ static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sche
 					s->delay_ns += delay;
 					if (delay > s->max_delay_ns)
 						s->max_delay_ns = delay;
-					if (d && grow_push(d, n, cap, delay))
-						return -ENOMEM;
+					if (!err)
+						err = grow_push(d, n, cap, delay);
 				}
 			}
 			/* Left runnable: ready again at once (perf's 'R'). */
@@ -122,12 +123,15 @@ __u64 rk_sched_p99(__u64 *d, size_t n)
 	return d[(n * 99 + 99) / 100 - 1];
 }
 
-int rk_sched_delays(const struct rk_tl_thread *t, __u64 lo, __u64 hi, __u64 **d, size_t *n,
-		    size_t *cap)
+int rk_sched_sum_window_into(const struct rk_tl_thread *t, __u64 lo, __u64 hi,
+			     struct rk_sched_sum *s, __u64 **d, size_t *n, size_t *cap)
 {
-	struct rk_sched_sum s;
+	size_t first = *n;
+	int err = walk(t, lo, hi, s, d, n, cap);
 
-	return walk(t, lo, hi, &s, d, n, cap);
+	/* No memory for the p99: the rest. */
+	s->p99_delay_ns = err || *n == first ? 0 : rk_sched_p99(*d + first, *n - first);
+	return err;
 }
 
 void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s)
@@ -135,10 +139,7 @@ void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struc
 	__u64 *d = NULL;
 	size_t n = 0, cap = 0;
 
-	if (walk(t, lo, hi, s, &d, &n, &cap))
-		walk(t, lo, hi, s, NULL, NULL, NULL); /* no memory for the p99: the rest */
-	else
-		s->p99_delay_ns = rk_sched_p99(d, n);
+	rk_sched_sum_window_into(t, lo, hi, s, &d, &n, &cap);
 	free(d);
 }
 
@@ -291,16 +292,18 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 		const struct rk_tl_thread *t = &tl->threads[i];
 		char comm[RK_COMM_LEN];
 
-		rk_sched_sum_window(t, from, to, &s);
-		/* The totals' window is the row's unless a wrapped history starts later. */
-		if (lo == from)
+		/*
+		 * The totals' window is the row's unless a wrapped history starts
+		 * later; the totals' p99 is of every thread's delays in it.
+		 */
+		if (lo == from) {
+			dfail |= !!rk_sched_sum_window_into(t, from, to, &s, &all, &nall, &capall);
 			w = s;
-		else
-			rk_sched_sum_window(t, lo, to, &w);
+		} else {
+			rk_sched_sum_window(t, from, to, &s);
+			dfail |= !!rk_sched_sum_window_into(t, lo, to, &w, &all, &nall, &capall);
+		}
 		add(&tot, &w);
-		/* The totals' p99 is of every thread's delays in their window. */
-		if (!dfail && rk_sched_delays(t, lo, to, &all, &nall, &capall))
-			dfail = 1;
 		if (s.first_ns && s.first_ns < first)
 			first = s.first_ns;
 		if (s.last_ns > last)

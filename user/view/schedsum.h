@@ -41,12 +41,13 @@ void rk_sched_sum_thread(const struct rk_tl_thread *t, struct rk_sched_sum *s);
 void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s);
 
 /**
- * rk_sched_delays() - the scheduling delays (ns) of @t's runs that lie in
- * [@lo, @hi], appended to *@d (*@n of them, *@cap allocated).
- * Return: 0 or -ENOMEM.
+ * rk_sched_sum_window_into() - rk_sched_sum_window(), and the scheduling
+ * delays (ns) it counted appended to *@d (*@n of them, *@cap allocated;
+ * the appended ones get sorted, for the p99).
+ * Return: 0, or -ENOMEM (the figures are whole, the p99 and *@d are not).
  */
-int rk_sched_delays(const struct rk_tl_thread *t, __u64 lo, __u64 hi, __u64 **d, size_t *n,
-		    size_t *cap);
+int rk_sched_sum_window_into(const struct rk_tl_thread *t, __u64 lo, __u64 hi,
+			     struct rk_sched_sum *s, __u64 **d, size_t *n, size_t *cap);
 
 /** rk_sched_p99() - the 99th percentile of @d's @n values (sorts @d; 0 if none). */
 __u64 rk_sched_p99(__u64 *d, size_t n);
