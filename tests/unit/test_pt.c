@@ -628,12 +628,32 @@ Test(pt, drain_copies_aux_ranges_into_each_threads_file)
  */
 static const __u8 code[] = { 0x31, 0xc0, 0x74, 0x03, 0x90, 0x90, 0x90, 0x75, 0xf9, 0xff, 0xe0 };
 
+/* @n packets encoded into @buf with libipt's encoder. Return: their bytes. */
+static size_t enc(const struct pt_packet *pk, size_t n, __u8 *buf, size_t size)
+{
+	struct pt_config ecfg;
+	struct pt_encoder *e;
+	size_t i, bytes = 0;
+
+	pt_config_init(&ecfg);
+	ecfg.begin = buf;
+	ecfg.end = buf + size;
+	e = pt_alloc_encoder(&ecfg);
+	cr_assert_not_null(e);
+	for (i = 0; i < n; i++) {
+		int r = pt_enc_next(e, &pk[i]);
+
+		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
+		bytes += (size_t)r;
+	}
+	pt_free_encoder(e);
+	return bytes;
+}
+
 static size_t encode_flow(__u8 *buf, size_t size)
 {
 	struct pt_packet pk[12];
-	struct pt_config ecfg;
-	struct pt_encoder *enc;
-	size_t i, n = 0, bytes = 0;
+	size_t n = 0;
 
 	memset(pk, 0, sizeof(pk));
 	pk[n++].type = ppt_psb;
@@ -661,19 +681,7 @@ static size_t encode_flow(__u8 *buf, size_t size)
 	/* The next periodic PSB+: the decoder reads past the disable to bind it. */
 	pk[n++].type = ppt_psb;
 	pk[n++].type = ppt_psbend;
-	pt_config_init(&ecfg);
-	ecfg.begin = buf;
-	ecfg.end = buf + size;
-	enc = pt_alloc_encoder(&ecfg);
-	cr_assert_not_null(enc);
-	for (i = 0; i < n; i++) {
-		int r = pt_enc_next(enc, &pk[i]);
-
-		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
-		bytes += (size_t)r;
-	}
-	pt_free_encoder(enc);
-	return bytes;
+	return enc(pk, n, buf, size);
 }
 
 /* A sideband file whose one MMAP2 maps @file at @start, as the loader writes it. */
@@ -705,6 +713,21 @@ static void put_sideband(const char *sb, const char *file, __u64 start, __u64 le
 	memcpy(rec.b + 72, file, nlen);
 	cr_assert_eq(rk_bufile__write(bf, rec.b, rec.h.size), 0);
 	rk_bufile__free(bf);
+}
+
+/* The code above in @dir/code.bin, mapped at 0x400000 by the sideband it names in @sb. */
+static void code_and_sideband(char *sb, size_t sblen)
+{
+	char file[128];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/code.bin", dir);
+	snprintf(sb, sblen, "%s/sideband.100", dir);
+	f = fopen(file, "w");
+	cr_assert_not_null(f);
+	fwrite(code, 1, sizeof(code), f);
+	fclose(f);
+	put_sideband(sb, file, 0x400000, 0x1000);
 }
 
 /* Decode into a string with rk_pt_insn() in @mode. */
@@ -746,15 +769,9 @@ Test(pt, instructions_decode_with_the_sideband_image)
 	char file[128], sb[128], *out, *line, *save = NULL;
 	size_t len = encode_flow(tr, sizeof(tr)), i = 0;
 	long lines;
-	FILE *f;
 
+	code_and_sideband(sb, sizeof(sb));
 	snprintf(file, sizeof(file), "%s/code.bin", dir);
-	snprintf(sb, sizeof(sb), "%s/sideband.100", dir);
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
-	fwrite(code, 1, sizeof(code), f);
-	fclose(f);
-	put_sideband(sb, file, 0x400000, 0x1000);
 
 	out = decode_flow(tr, len, sb, RK_PT_INSN, &lines);
 	cr_assert_eq(lines, 17, "[enabled], [exec mode], 14 instructions, [disabled]:\n%s", out);
@@ -806,8 +823,8 @@ Test(pt, instructions_decode_with_the_sideband_image)
 		const char *why;
 		char *mem = NULL;
 		size_t sz = 0;
+		FILE *f = open_memstream(&mem, &sz);
 
-		f = open_memstream(&mem, &sz);
 		desc_for_test(&d);
 		cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
 		lines = rk_pt_insn(f, tr, len, 0, &cfg, img, NULL, RK_PT_INSN);
@@ -833,13 +850,10 @@ Test(pt, instructions_decode_with_the_sideband_image)
 Test(pt, branches_are_perf_s_interrupt_and_disable_edges)
 {
 	struct pt_packet pk[16];
-	struct pt_config ecfg;
-	struct pt_encoder *enc;
 	__u8 tr[256];
-	char file[128], sb[128], *out;
-	size_t i, n = 0, len = 0;
+	char sb[128], *out;
+	size_t n = 0, len;
 	long lines;
-	FILE *f;
 
 	memset(pk, 0, sizeof(pk));
 	pk[n++].type = ppt_psb;
@@ -869,26 +883,8 @@ Test(pt, branches_are_perf_s_interrupt_and_disable_edges)
 	pk[n++].payload.ip.ipc = pt_ipc_suppressed;
 	pk[n++].type = ppt_psb;
 	pk[n++].type = ppt_psbend;
-	pt_config_init(&ecfg);
-	ecfg.begin = tr;
-	ecfg.end = tr + sizeof(tr);
-	enc = pt_alloc_encoder(&ecfg);
-	cr_assert_not_null(enc);
-	for (i = 0; i < n; i++) {
-		int r = pt_enc_next(enc, &pk[i]);
-
-		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
-		len += (size_t)r;
-	}
-	pt_free_encoder(enc);
-
-	snprintf(file, sizeof(file), "%s/code.bin", dir);
-	snprintf(sb, sizeof(sb), "%s/sideband.100", dir);
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
-	fwrite(code, 1, sizeof(code), f);
-	fclose(f);
-	put_sideband(sb, file, 0x400000, 0x1000);
+	len = enc(pk, n, tr, sizeof(tr));
+	code_and_sideband(sb, sizeof(sb));
 	out = decode_flow(tr, len, sb, RK_PT_BRANCHES, &lines);
 	cr_assert_not_null(strstr(out, "               0  ->           400000   tr strt\n"), "%s",
 			   out);
@@ -1198,27 +1194,6 @@ Test(pt, instructions_decode_from_a_core_dump)
  * Issue 15: decoding as libipt's own ptxed does. Each scenario is a packet
  * stream of our own, encoded with libipt's encoder, through the code above.
  */
-
-static size_t enc(const struct pt_packet *pk, size_t n, __u8 *buf, size_t size)
-{
-	struct pt_config ecfg;
-	struct pt_encoder *e;
-	size_t i, bytes = 0;
-
-	pt_config_init(&ecfg);
-	ecfg.begin = buf;
-	ecfg.end = buf + size;
-	e = pt_alloc_encoder(&ecfg);
-	cr_assert_not_null(e);
-	for (i = 0; i < n; i++) {
-		int r = pt_enc_next(e, &pk[i]);
-
-		cr_assert_gt(r, 0, "packet %zu: %s", i, pt_errstr(pt_errcode(r)));
-		bytes += (size_t)r;
-	}
-	pt_free_encoder(e);
-	return bytes;
-}
 
 /* Packet builders. */
 static struct pt_packet P(enum pt_packet_type t) {
