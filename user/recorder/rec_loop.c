@@ -446,7 +446,9 @@ static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	wr.w.flags = s->flags & RK_SIGF_WAKE_NEW ? RK_WAKEUP_NEW : 0;
 	rec_fill_id(r, &wr.id, t, s);
 	rec_put_rec(r, t, &wr, sizeof(wr));
-	r->st->wakeups++;
+	/* A crashed process's files take nothing more (rec_put_rec counts that as after_crash). */
+	if (!t->frozen)
+		r->st->wakeups++;
 }
 
 /* An exit: its EXIT record; the final switch-out that follows finishes the thread. */
