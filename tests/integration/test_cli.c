@@ -118,16 +118,17 @@ Test(cli, install_man_page_and_completion_follow_the_binary)
 	cr_assert_not_null(strstr(s, "stat\n"), "commands: %s", s);
 	cr_assert_not_null(strstr(s, "--mmap-pages"), "options of record: %s", s);
 	free(s);
-	/* -e: events and tracepoints, the list's last item; -p: pids. */
+	/* -e: events (the binary's) and tracepoints, the list's last item; -p: pids. */
 	snprintf(
 		cmd, sizeof(cmd),
-		"bash -c 'source %s/usr/share/bash-completion/completions/ringkeeper; "
+		"PATH=%s/usr/sbin:$PATH bash -c 'source "
+		"%s/usr/share/bash-completion/completions/ringkeeper; "
 		"COMP_WORDS=(ringkeeper record -e cpu-clock,sched:sched_swi); COMP_CWORD=3; "
 		"_ringkeeper; echo \"e: ${COMPREPLY[*]}\"; COMP_WORDS=(ringkeeper record -e page-f); "
 		"COMP_CWORD=3; COMPREPLY=(); _ringkeeper; echo \"s: ${COMPREPLY[*]}\"; "
 		"COMP_WORDS=(ringkeeper record -p 1); COMP_CWORD=3; _ringkeeper; "
 		"echo \"p: ${COMPREPLY[*]} \"'",
-		stage);
+		stage, stage);
 	s = sh_out(cmd, &st);
 	cr_assert_eq(st, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "e: cpu-clock,sched:sched_switch\n"), "%s", s);

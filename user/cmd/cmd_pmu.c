@@ -11,27 +11,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "evsel.h"
 #include "pt.h"
 #include "util.h"
 
 int cmd_pmu(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper pmu [--json]\n"
+		"Usage: ringkeeper pmu [--json | --events]\n"
 		"\n"
 		"List the PMUs of this machine (/sys/bus/event_source/devices) and the PMU\n"
 		"descriptor a buffer of each carries in its pmu_info: for intel_pt, what a\n"
 		"decoder needs (CPU, CPUID 0x15, nominal ratio, caps, config bit layout);\n"
-		"software and tracepoint PMUs have an empty descriptor.\n";
+		"software and tracepoint PMUs have an empty descriptor.\n"
+		"  --events  the event names record -e knows (one a line; tracepoints\n"
+		"            are SYSTEM:EVENT of tracefs' available_events)\n";
 	static const char *const fmt[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
 	const char *const dir = "/sys/bus/event_source/devices";
-	int json = 0, first = 1, r, i;
+	int json = 0, events = 0, first = 1, r, i;
 	struct dirent *de;
 	char path[PATH_MAX + 300];
 	DIR *d;
 
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "events", no_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -39,6 +43,8 @@ int cmd_pmu(int argc, char **argv)
 	while ((r = getopt_long(argc, argv, "+jh", lo, NULL)) != -1) {
 		if (r == 'j') {
 			json = 1;
+		} else if (r == 'e') {
+			events = 1;
 		} else if (r == 'h') {
 			fputs(usage, stdout);
 			return 0;
@@ -47,9 +53,17 @@ int cmd_pmu(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc || (json && events)) {
 		fputs(usage, stderr);
 		return 2;
+	}
+	if (events) {
+		const char *name;
+		size_t k;
+
+		for (k = 0; (name = rk_evsel_named(k)); k++)
+			printf("%s\n", name);
+		return 0;
 	}
 	d = opendir(dir);
 	if (!d) {

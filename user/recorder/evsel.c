@@ -48,6 +48,11 @@ static const struct named events[] = {
 	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
 };
 
+const char *rk_evsel_named(size_t i)
+{
+	return i < sizeof(events) / sizeof(events[0]) ? events[i].name : NULL;
+}
+
 static int tracepoint_id(const char *name, __u64 *id, char *errbuf, size_t errlen)
 {
 	char sys[64], ev[64], path[256];
