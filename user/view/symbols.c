@@ -500,10 +500,23 @@ static const struct sym *find(const struct sym *v, size_t n, __u64 a)
 	return &v[lo - 1];
 }
 
+/* The file mapping @addr is in: the latest that covers it (a later one covers an earlier). */
+static struct map *map_at(const struct rk_symbols *s, __u64 addr)
+{
+	size_t i;
+
+	for (i = s->nmaps; i-- > 0;)
+		if (addr >= s->maps[i].start && addr - s->maps[i].start < s->maps[i].len)
+			return &s->maps[i];
+	return NULL;
+}
+
 int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen, const char **dso)
 {
 	const struct sym *hit;
-	size_t i;
+	struct map *m;
+	__u64 off, vaddr;
+	int k;
 
 	snprintf(sym, symlen, "[unknown]");
 	*dso = "[unknown]";
@@ -518,51 +531,38 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 			 (unsigned long long)(addr - hit->start));
 		return 0;
 	}
-	for (i = s->nmaps; i-- > 0;) {
-		struct map *m = &s->maps[i];
-		__u64 off, vaddr;
-		int k;
-
-		if (addr < m->start || addr - m->start >= m->len)
-			continue;
-		*dso = m->dso->path;
-		if (!m->dso->loaded)
-			dso_load(m->dso);
-		off = addr - m->start + m->pgoff;
-		vaddr = off;
-		for (k = 0; k < m->dso->nseg; k++) {
-			if (off >= m->dso->seg[k].off &&
-			    off - m->dso->seg[k].off < m->dso->seg[k].len) {
-				vaddr = off - m->dso->seg[k].off + m->dso->seg[k].vaddr;
-				break;
-			}
+	m = map_at(s, addr);
+	if (!m)
+		return -ENOENT;
+	*dso = m->dso->path;
+	if (!m->dso->loaded)
+		dso_load(m->dso);
+	off = addr - m->start + m->pgoff;
+	vaddr = off;
+	for (k = 0; k < m->dso->nseg; k++) {
+		if (off >= m->dso->seg[k].off && off - m->dso->seg[k].off < m->dso->seg[k].len) {
+			vaddr = off - m->dso->seg[k].off + m->dso->seg[k].vaddr;
+			break;
 		}
-		hit = find(m->dso->syms, m->dso->nsyms, vaddr);
-		if (!hit)
-			return -ENOENT;
-		snprintf(sym, symlen, "%s+0x%llx", hit->name,
-			 (unsigned long long)(vaddr - hit->start));
-		return 0;
 	}
-	return -ENOENT;
+	hit = find(m->dso->syms, m->dso->nsyms, vaddr);
+	if (!hit)
+		return -ENOENT;
+	snprintf(sym, symlen, "%s+0x%llx", hit->name, (unsigned long long)(vaddr - hit->start));
+	return 0;
 }
 
 int rk_symbols_map_of(const struct rk_symbols *s, __u64 addr, __u64 *start, __u64 *len,
 		      __u64 *pgoff)
 {
-	size_t i;
+	const struct map *m = map_at(s, addr);
 
-	for (i = s->nmaps; i-- > 0;) {
-		const struct map *m = &s->maps[i];
-
-		if (addr < m->start || addr - m->start >= m->len)
-			continue;
-		*start = m->start;
-		*len = m->len;
-		*pgoff = m->pgoff;
-		return 0;
-	}
-	return -ENOENT;
+	if (!m)
+		return -ENOENT;
+	*start = m->start;
+	*len = m->len;
+	*pgoff = m->pgoff;
+	return 0;
 }
 
 int rk_symbols_for_each_map(const struct rk_symbols *s, rk_map_fn fn, void *ctx)
