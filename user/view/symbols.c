@@ -513,6 +513,12 @@ static struct map *map_at(const struct rk_symbols *s, __u64 addr)
 
 int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen, const char **dso)
 {
+	return rk_symbols_resolve_map(s, addr, sym, symlen, dso, NULL);
+}
+
+int rk_symbols_resolve_map(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
+			   const char **dso, struct rk_sym_map *map)
+{
 	const struct sym *hit;
 	struct map *m;
 	__u64 off, vaddr;
@@ -520,6 +526,8 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 
 	snprintf(sym, symlen, "[unknown]");
 	*dso = "[unknown]";
+	if (map)
+		memset(map, 0, sizeof(*map));
 	if (addr >= 0xffff800000000000ull) {
 		if (!s->kloaded)
 			kallsyms_load(s);
@@ -534,6 +542,11 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 	m = map_at(s, addr);
 	if (!m)
 		return -ENOENT;
+	if (map) {
+		map->start = m->start;
+		map->len = m->len;
+		map->pgoff = m->pgoff;
+	}
 	*dso = m->dso->path;
 	if (!m->dso->loaded)
 		dso_load(m->dso);
@@ -549,19 +562,6 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 	if (!hit)
 		return -ENOENT;
 	snprintf(sym, symlen, "%s+0x%llx", hit->name, (unsigned long long)(vaddr - hit->start));
-	return 0;
-}
-
-int rk_symbols_map_of(const struct rk_symbols *s, __u64 addr, __u64 *start, __u64 *len,
-		      __u64 *pgoff)
-{
-	const struct map *m = map_at(s, addr);
-
-	if (!m)
-		return -ENOENT;
-	*start = m->start;
-	*len = m->len;
-	*pgoff = m->pgoff;
 	return 0;
 }
 

@@ -40,13 +40,18 @@ int rk_build_id_of(const char *path, char *hex, size_t len);
 int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
 		       const char **dso);
 
+/** struct rk_sym_map - a file mapping: where, how long, at what offset of the file. */
+struct rk_sym_map {
+	__u64 start, len, pgoff;
+};
+
 /**
- * rk_symbols_map_of() - the file mapping @addr is in (the latest that
- * covers it): its start, length and file offset. Return: 0, or -ENOENT
- * (not in a mapped file: kernel, anonymous, unknown).
+ * rk_symbols_resolve_map() - rk_symbols_resolve(), and in *@map the file
+ * mapping @addr is in (the latest that covers it; len 0: none, the kernel,
+ * anonymous memory or unknown). @map may be NULL.
  */
-int rk_symbols_map_of(const struct rk_symbols *s, __u64 addr, __u64 *start, __u64 *len,
-		      __u64 *pgoff);
+int rk_symbols_resolve_map(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
+			   const char **dso, struct rk_sym_map *map);
 
 /** typedef rk_map_fn - one file mapping; non-zero stops the walk. */
 typedef int (*rk_map_fn)(void *ctx, const char *path, __u64 start, __u64 len, __u64 pgoff);

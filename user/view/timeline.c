@@ -347,6 +347,7 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 	/* Leaf first: the chain (without its context markers), else the ip alone. */
 	for (i = 0; i < (chain ? nr : (st & PERF_SAMPLE_IP ? 1 : 0)); i++) {
 		char sym[256];
+		struct rk_sym_map map;
 		const char *dso = "[unknown]";
 		struct rk_tl_frame *f;
 		__u64 a = ip;
@@ -358,10 +359,11 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 		if (grow((void **)&tl->frames, &tl->frames_cap, tl->nframes + 1,
 			 sizeof(*tl->frames)))
 			return w->err = -ENOMEM;
+		memset(&map, 0, sizeof(map));
 		if (w->syms) {
 			char *off;
 
-			rk_symbols_resolve(w->syms, a, sym, sizeof(sym), &dso);
+			rk_symbols_resolve_map(w->syms, a, sym, sizeof(sym), &dso, &map);
 			/*
 			 * The function alone, as a profiler groups frames: its
 			 * offset is in the frame's address (show prints both).
@@ -379,10 +381,10 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 		f->dso = intern(tl, dso);
 		if (f->sym == ~0u || f->dso == ~0u)
 			return w->err = -ENOMEM;
-		f->build_id = ~0u;
-		if (w->syms &&
-		    !rk_symbols_map_of(w->syms, a, &f->map_start, &f->map_len, &f->map_pgoff))
-			f->build_id = build_id_of(tl, f->dso);
+		f->map_start = map.start;
+		f->map_len = map.len;
+		f->map_pgoff = map.pgoff;
+		f->build_id = map.len ? build_id_of(tl, f->dso) : ~0u;
 		tl->nframes++;
 		nf++;
 	}
