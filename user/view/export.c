@@ -966,24 +966,23 @@ static void auxtrace_index(const struct exp *e, __u64 data_offset, struct rk_buf
 	__u64 at = data_offset, n = 0;
 	size_t k;
 
-	for (k = 0; k < e->nrefs; k++)
-		if (!duplicate_comm(e, k) &&
-		    ((const struct perf_event_header *)(const void *)(e->buf + e->refs[k].off))
-				    ->type == PERF_RECORD_AUXTRACE_)
-			n++;
-	if (!n)
-		return;
-	rk_buf_put(f, &n, 8);
+	rk_buf_put(f, &n, 8); /* the count, set below */
 	for (k = 0; k < e->nrefs; k++) {
 		const struct perf_event_header *h = (const void *)(e->buf + e->refs[k].off);
 		__u64 ent[2] = { at, h->size }; /* the record's own size: perf checks it */
 
 		if (duplicate_comm(e, k))
 			continue;
-		if (h->type == PERF_RECORD_AUXTRACE_)
+		if (h->type == PERF_RECORD_AUXTRACE_) {
 			rk_buf_put(f, ent, sizeof(ent));
+			n++;
+		}
 		at += e->refs[k].len;
 	}
+	if (!n || f->err)
+		f->len = 0; /* no AUX data: no feature */
+	else
+		memcpy(f->p, &n, 8);
 }
 
 static int write_perf_data(struct exp *e)
