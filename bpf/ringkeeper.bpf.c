@@ -568,6 +568,8 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (w) {
 			if (preempt || state == 0)
 				flags |= RK_SIGF_PREEMPT;
+			if (preempt)
+				flags |= RK_SIGF_INVOLUNTARY;
 			if (state & RK_TASK_DEAD) {
 				flags |= RK_SIGF_DEAD;
 				wake = 1;

@@ -68,6 +68,8 @@
 /* RK_SIG_FORK/RK_SIG_EXEC: a task traced for -a or --cgroup, not inherited */
 #define RK_SIGF_ADOPTED 0x40
 #define RK_SIGF_WAKE_NEW 0x80 /* RK_SIG_WAKING: a new task's first wakeup (wake_up_new_task) */
+/* switch-out: sched_switch's preempt, the kernel took the CPU (it reports R+) */
+#define RK_SIGF_INVOLUNTARY 0x100
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */

@@ -403,3 +403,24 @@ Test(timeline, p99_by_nearest_rank)
 	cr_assert_eq(rk_sched_p99(&one, 1), 5);
 	cr_assert_eq(rk_sched_p99(NULL, 0), 0);
 }
+
+/*
+ * prev_state as the kernel's sched_switch reports it: a preemption is R+
+ * (TASK_REPORT_MAX), whatever state the task had set; runnable without one
+ * (a wakeup before it slept, a yield) is R; the rest its report bit; an
+ * unrecorded state R. A preemption counts as preempted in the sums.
+ */
+Test(timeline, prev_state_is_the_kernel_s_report)
+{
+	cr_assert_eq(rk_offcpu_report(S(0) | RK_SWITCH_PREEMPTED), 0x100);
+	cr_assert_eq(rk_offcpu_report(S(0x1) | RK_SWITCH_PREEMPTED), 0x100);
+	cr_assert_eq(rk_offcpu_of(S(0x1) | RK_SWITCH_PREEMPTED), RK_OFF_PREEMPTED);
+	cr_assert_eq(rk_offcpu_report(S(0)), 0);
+	cr_assert_eq(rk_offcpu_of(S(0)), RK_OFF_PREEMPTED);
+	cr_assert_eq(rk_offcpu_report(S(0x1)), 0x1);
+	cr_assert_eq(rk_offcpu_report(S(0x2)), 0x2);
+	cr_assert_eq(rk_offcpu_report(S(0x402)), 0x80);
+	cr_assert_eq(rk_offcpu_report(S(0x80)), 0x10);
+	cr_assert_eq(rk_offcpu_report(0), 0);
+	cr_assert_eq(rk_offcpu_report(RK_SWITCH_PREEMPTED), 0);
+}

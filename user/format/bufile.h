@@ -65,9 +65,14 @@
  * its sample_id's res (reserved in perf's layout, where the kernel writes 0
  * and perf ignores it): RK_SWITCH_STATE | the task's state then (the low 16
  * bits of task_struct::__state, TASK_* as in the kernel; 0: preempted, or
- * still runnable). res 0 (files before December 2026): not known.
+ * still runnable), | RK_SWITCH_PREEMPTED if the kernel preempted it
+ * (sched_switch's preempt, which it reports as R+; state 0 without it: still
+ * runnable, reported R: a wakeup came before it slept, or it yielded; files
+ * before 2026-12-05 never set it). res 0 (files before December 2026): not
+ * known.
  */
 #define RK_SWITCH_STATE 0x80000000u
+#define RK_SWITCH_PREEMPTED 0x40000000u
 #define RK_SWITCH_STATE_MASK 0xffffu
 
 /**

@@ -194,8 +194,12 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 		sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
 		if (s->flags & RK_SIGF_PREEMPT)
 			sw.h.misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-		/* Why it left (a preemption reports runnable, as sched_switch's prev_state does). */
+		/*
+		 * Why it left (a preemption reports runnable, as sched_switch's
+		 * prev_state does, and says it was one: R+, not R).
+		 */
 		sw.id.res = RK_SWITCH_STATE |
+			    (s->flags & RK_SIGF_INVOLUNTARY ? RK_SWITCH_PREEMPTED : 0) |
 			    (s->flags & RK_SIGF_PREEMPT ? 0 : s->prev_state & RK_SWITCH_STATE_MASK);
 	}
 	rec_put_rec(r, t, &sw, sizeof(sw));

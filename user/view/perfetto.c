@@ -109,7 +109,6 @@
 #define FE_PID 2
 #define FE_SCHED_SWITCH 4
 #define FE_SCHED_WAKING 20
-#define FE_SCHED_WAKEUP_NEW 114
 #define SS_PREV_COMM 1
 #define SS_PREV_PID 2
 #define SS_PREV_PRIO 3
@@ -894,9 +893,12 @@ out:
  * CPU are one switch between two traced threads; otherwise the other side
  * is not known and is written as the CPU's idle task, which Perfetto does
  * not draw: a CPU track shows the traced threads' runs only) and their
- * wakeups as sched_waking / sched_wakeup_new on the waker's CPU, from which
- * Perfetto derives thread states (Running, Runnable, Sleeping, ...) and
- * draws who woke whom. A SystemInfo packet names the kernel, which Perfetto
+ * wakeups as sched_waking on the waker's CPU, from which Perfetto derives
+ * thread states (Running, Runnable, Sleeping, ...) and draws who woke whom.
+ * A new thread's first wakeup too: the kernel's event for it is
+ * sched_wakeup_new, which Perfetto's importer keeps as a raw event only, so
+ * written as that the thread's first wait would not be Runnable (perf.data
+ * keeps sched_wakeup_new, which perf sched reads). A SystemInfo packet names the kernel, which Perfetto
  * needs to read prev_state.
  */
 struct fev {
@@ -959,7 +961,7 @@ static void ft_waking(struct rk_buf *b, __u64 t, const struct rk_tl_thread *woke
 	ev = begin(b, FB_EVENT);
 	f_u64(b, FE_TIMESTAMP, t);
 	f_u64(b, FE_PID, e->arg);
-	w = begin(b, e->arg2 & RK_TL_WAKEUP_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
+	w = begin(b, FE_SCHED_WAKING);
 	f_str(b, SW_COMM, woken->id.comm);
 	f_u64(b, SW_PID, woken->id.tid);
 	f_u64(b, SW_PRIO, 120);

@@ -29,8 +29,8 @@ enum rk_offcpu rk_offcpu_of(__u32 w)
 
 	if (!(w & RK_SWITCH_STATE))
 		return RK_OFF_UNKNOWN;
-	if (!s)
-		return RK_OFF_PREEMPTED;
+	if (!s || (w & RK_SWITCH_PREEMPTED))
+		return RK_OFF_PREEMPTED; /* runnable: a preempted task is not dequeued */
 	if (s & TASK_DEAD)
 		return RK_OFF_DEAD;
 	if (s & (TASK_STOPPED | TASK_TRACED))
@@ -62,6 +62,8 @@ int rk_cpu_ev_pairs(const struct rk_cpu_ev *out, const struct rk_cpu_ev *next)
 
 __u64 rk_offcpu_report(__u32 w)
 {
+	if ((w & RK_SWITCH_STATE) && (w & RK_SWITCH_PREEMPTED))
+		return 0x100; /* TASK_REPORT_MAX: preempted, whatever the state said */
 	switch (rk_offcpu_of(w)) {
 	case RK_OFF_SLEEPING:
 		return 0x1;

@@ -154,8 +154,9 @@ enum rk_offcpu {
 enum rk_offcpu rk_offcpu_of(__u32 state_word);
 /*
  * rk_offcpu_report() - sched_switch's prev_state for a state word, in the
- * kernel's report bits (since 4.14: S 0x1, D 0x2, T 0x4, X 0x10, I 0x80; 0
- * runnable or not recorded), what perf and Perfetto read.
+ * kernel's report bits (since 4.14: S 0x1, D 0x2, T 0x4, X 0x10, I 0x80,
+ * TASK_REPORT_MAX 0x100 if preempted, "R+"; 0 still runnable, "R", or not
+ * recorded), what perf and Perfetto read.
  */
 __u64 rk_offcpu_report(__u32 state_word);
 const char *rk_offcpu_name(enum rk_offcpu s);
