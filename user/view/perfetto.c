@@ -29,6 +29,17 @@
 #define TP_CLOCK_SNAPSHOT 6
 #define TP_INTERNED_DATA 12
 #define TP_PERF_SAMPLE 66
+#define TP_DEFAULTS 59
+/* TracePacketDefaults, PerfSampleDefaults, PerfEvents.Timebase and RawEvent */
+#define TPD_PERF_SAMPLE 12
+#define PSD_TIMEBASE 1
+#define TB_PERIOD 1
+#define TB_FREQUENCY 2
+#define TB_COUNTER 4
+#define TB_RAW_EVENT 5
+#define TB_NAME 10
+#define RAW_TYPE 1
+#define RAW_CONFIG 2
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 #define SEQ_NEEDS_INCREMENTAL_STATE 2
 /* ClockSnapshot, BuiltinClocks */
@@ -68,6 +79,7 @@
 #define PS_PID 2
 #define PS_TID 3
 #define PS_CALLSTACK 4
+#define PS_TIMEBASE_COUNT 6
 #define ID_EVENT_NAMES 2
 #define ID_ANNOTATION_NAMES 3
 #define ID_FUNCTION_NAMES 5
@@ -234,17 +246,22 @@ struct out {
 	int err;
 };
 
-/* A new packet in o->pkt: timestamp (0: none) and the sequence. */
-static void pkt_start(struct out *o, __u64 ts, __u32 flags)
+/* A new packet in o->pkt: timestamp (0: none), its sequence and the sequence's flags. */
+static void pkt_start_on(struct out *o, __u64 ts, __u32 seq, __u32 flags)
 {
 	o->pkt.len = 0;
 	if (ts) {
 		f_u64(&o->pkt, TP_TIMESTAMP, ts);
 		f_u64(&o->pkt, TP_CLOCK_ID, CLOCK_MONO);
 	}
-	f_u64(&o->pkt, TP_SEQ_ID, SEQ_ID);
+	f_u64(&o->pkt, TP_SEQ_ID, seq);
 	if (flags)
 		f_u64(&o->pkt, TP_SEQ_FLAGS, flags);
+}
+
+static void pkt_start(struct out *o, __u64 ts, __u32 flags)
+{
+	pkt_start_on(o, ts, SEQ_ID, flags);
 }
 
 /* The packet out, as Trace.packet (field 1). */
@@ -678,11 +695,101 @@ static void intern_free(struct intern *h)
 	free(h->ids);
 }
 
+/* perf's generic events as PerfEvents.Counter (0: none of them). */
+static __u64 perfetto_counter(__u32 type, __u64 config)
+{
+	static const __u8 sw[] = { 1, 3, 2, 4, 5, 6, 7, 8, 9, 20 }; /* PERF_COUNT_SW_* */
+
+	if (type == PERF_TYPE_HARDWARE && config <= 9)
+		return 10 + config; /* HW_CPU_CYCLES .. HW_REF_CPU_CYCLES */
+	if (type == PERF_TYPE_SOFTWARE && config < sizeof(sw))
+		return sw[config];
+	return 0;
+}
+
+/* Source @k's TracePacketDefaults: its samples' counter, named as the source. */
+static void timebase_defaults(struct rk_buf *b, const struct rk_timeline *tl, size_t k)
+{
+	const struct rk_tl_timebase *tb = tl->src_tb ? &tl->src_tb[k] : NULL;
+	size_t d = begin(b, TP_DEFAULTS), p = begin(b, TPD_PERF_SAMPLE), t = begin(b, PSD_TIMEBASE);
+
+	if (tb && tb->known) {
+		__u64 c = perfetto_counter(tb->type, tb->config);
+
+		if (tb->every)
+			f_u64(b, tb->freq ? TB_FREQUENCY : TB_PERIOD, tb->every);
+		if (c) {
+			f_u64(b, TB_COUNTER, c);
+		} else {
+			size_t r = begin(b, TB_RAW_EVENT);
+
+			f_u64(b, RAW_TYPE, tb->type);
+			f_u64(b, RAW_CONFIG, tb->config);
+			end(b, r);
+		}
+	}
+	f_str(b, TB_NAME, tl->srcs[k]);
+	end(b, t);
+	end(b, p);
+	end(b, d);
+}
+
+struct tb_key {
+	__u32 src, cpu;
+	size_t i;
+};
+
+static int tb_key_cmp(const void *a, const void *b)
+{
+	const struct tb_key *x = a, *y = b;
+
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 /*
- * Samples of non-tracepoint sources: one packet of interned data (names,
- * files, frames, stacks: string ids are offsets in the timeline's table + 1),
- * then a PerfSample each. Stacks are keyed by a hash of their frame ids,
- * checked against the frames themselves on a hit.
+ * Per sample written (stack_of[i] != 0): its source's count on its CPU
+ * since the recording began, as far as the samples tell (the sum of their
+ * periods up to it), which Perfetto's per-CPU counter tracks want. Sorted,
+ * not indexed by CPU: a file's CPU numbers size nothing. NULL: no memory.
+ */
+static __u64 *timebase_counts(const struct rk_timeline *tl, const __u64 *stack_of)
+{
+	struct tb_key *key = malloc((tl->nsamples + 1) * sizeof(*key));
+	__u64 *count = calloc(tl->nsamples + 1, sizeof(*count)), sum = 0;
+	size_t i, n = 0;
+
+	if (!key || !count) {
+		free(key);
+		free(count);
+		return NULL;
+	}
+	for (i = 0; i < tl->nsamples; i++)
+		if (stack_of[i])
+			key[n++] = (struct tb_key){ tl->samples[i].src, tl->samples[i].cpu, i };
+	/* Samples are in time order: by index within a source and CPU. */
+	if (n)
+		qsort(key, n, sizeof(*key), tb_key_cmp);
+	for (i = 0; i < n; i++) {
+		if (i && (key[i].src != key[i - 1].src || key[i].cpu != key[i - 1].cpu))
+			sum = 0;
+		sum += tl->samples[key[i].i].period;
+		count[key[i].i] = sum;
+	}
+	free(key);
+	return count;
+}
+
+/*
+ * Samples of non-tracepoint sources: per source, a sequence whose first
+ * packet names its counter (defaults) and holds the interned data (names,
+ * files, frames, stacks: string ids are offsets in the timeline's table +
+ * 1), then a PerfSample each, with the counter's running count. Stacks are
+ * keyed by a hash of their frame ids, checked against the frames themselves
+ * on a hit.
  */
 static int perf_samples(struct out *o, const struct rk_timeline *tl)
 {
@@ -690,8 +797,9 @@ static int perf_samples(struct out *o, const struct rk_timeline *tl)
 		      maps = { 0 };
 	struct rk_buf fn = { 0 }, mp = { 0 }, mm = { 0 }, fr = { 0 }, cs = { 0 }, bi = { 0 };
 	__u64 map_iid = 0;
-	__u64 *frame_of = NULL, *stack_of = NULL, *stack_first = NULL;
-	size_t i, j, nstack_first = 0, any = 0;
+	__u64 *frame_of = NULL, *stack_of = NULL, *stack_first = NULL, *count = NULL;
+	size_t i, j, k, nstack_first = 0, any = 0;
+	__u8 *has = NULL;
 	int made, err = 0;
 
 	frame_of = calloc(tl->nframes + 1, sizeof(*frame_of));
@@ -837,38 +945,64 @@ static int perf_samples(struct out *o, const struct rk_timeline *tl)
 	}
 	if (err || !any)
 		goto out;
-	pkt_start(o, 0, SEQ_NEEDS_INCREMENTAL_STATE);
-	{
-		size_t d = begin(&o->pkt, TP_INTERNED_DATA);
-
-		rk_buf_put(&o->pkt, fn.p, fn.len);
-		rk_buf_put(&o->pkt, bi.p, bi.len);
-		rk_buf_put(&o->pkt, mp.p, mp.len);
-		rk_buf_put(&o->pkt, mm.p, mm.len);
-		rk_buf_put(&o->pkt, fr.p, fr.len);
-		rk_buf_put(&o->pkt, cs.p, cs.len);
-		end(&o->pkt, d);
+	if (fn.err || bi.err || mp.err || mm.err || fr.err || cs.err) {
+		err = -ENOMEM;
+		goto out;
 	}
-	if (fn.err || bi.err || mp.err || mm.err || fr.err || cs.err)
-		o->pkt.err = -ENOMEM;
-	pkt_flush(o);
-	for (i = 0; i < tl->nsamples && !o->err; i++) {
-		const struct rk_tl_sample *s = &tl->samples[i];
-		size_t d;
+	count = timebase_counts(tl, stack_of);
+	has = calloc(tl->nsrcs + 1, 1);
+	if (!count || !has) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < tl->nsamples; i++)
+		if (stack_of[i])
+			has[tl->samples[i].src] = 1;
+	/*
+	 * A sequence per source: Perfetto takes a sample's counter (its name,
+	 * the per-CPU track of its count) from its sequence's defaults, and
+	 * interned data is per sequence, so each gets the whole table.
+	 */
+	for (k = 0; k < tl->nsrcs && !o->err; k++) {
+		__u32 seq = SEQ_ID + 1 + (__u32)k;
 
-		if (tl->src_is_tp[s->src] || !stack_of[i])
+		if (!has[k])
 			continue;
-		pkt_start(o, s->time, SEQ_NEEDS_INCREMENTAL_STATE);
-		d = begin(&o->pkt, TP_PERF_SAMPLE);
-		f_u64(&o->pkt, PS_CPU, s->cpu);
-		f_u64(&o->pkt, PS_PID, s->tgid);
-		f_u64(&o->pkt, PS_TID, s->tid);
-		f_u64(&o->pkt, PS_CALLSTACK, stack_of[i]);
-		end(&o->pkt, d);
+		pkt_start_on(o, 0, seq, SEQ_INCREMENTAL_STATE_CLEARED);
+		timebase_defaults(&o->pkt, tl, k);
+		{
+			size_t d = begin(&o->pkt, TP_INTERNED_DATA);
+
+			rk_buf_put(&o->pkt, fn.p, fn.len);
+			rk_buf_put(&o->pkt, bi.p, bi.len);
+			rk_buf_put(&o->pkt, mp.p, mp.len);
+			rk_buf_put(&o->pkt, mm.p, mm.len);
+			rk_buf_put(&o->pkt, fr.p, fr.len);
+			rk_buf_put(&o->pkt, cs.p, cs.len);
+			end(&o->pkt, d);
+		}
 		pkt_flush(o);
-		o->st->samples++;
+		for (i = 0; i < tl->nsamples && !o->err; i++) {
+			const struct rk_tl_sample *s = &tl->samples[i];
+			size_t d;
+
+			if (s->src != k || !stack_of[i])
+				continue;
+			pkt_start_on(o, s->time, seq, SEQ_NEEDS_INCREMENTAL_STATE);
+			d = begin(&o->pkt, TP_PERF_SAMPLE);
+			f_u64(&o->pkt, PS_CPU, s->cpu);
+			f_u64(&o->pkt, PS_PID, s->tgid);
+			f_u64(&o->pkt, PS_TID, s->tid);
+			f_u64(&o->pkt, PS_CALLSTACK, stack_of[i]);
+			f_u64(&o->pkt, PS_TIMEBASE_COUNT, count[i]);
+			end(&o->pkt, d);
+			pkt_flush(o);
+			o->st->samples++;
+		}
 	}
 out:
+	free(count);
+	free(has);
 	intern_free(&frames);
 	intern_free(&names);
 	intern_free(&files);

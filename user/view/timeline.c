@@ -344,6 +344,9 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 	s->tgid = smp.pid;
 	s->cpu = smp.cpu;
 	s->src = w->src;
+	s->period = st & PERF_SAMPLE_PERIOD ? smp.period :
+		    w->bf->pmu->attr.freq   ? 0 :
+					      w->bf->pmu->attr.sample_period;
 	s->frame0 = tl->nframes;
 	s->fields = ~0u;
 	/* Leaf first: the chain (without its context markers), else the ip alone. */
@@ -561,7 +564,18 @@ int rk_timeline__add_samples(struct rk_timeline *tl, const struct rk_bufile *bf,
 			     struct rk_symbols *syms, const struct rk_tp_format *tpf)
 {
 	struct tl_walk w = { .tl = tl, .bf = bf, .src = src, .syms = syms, .tpf = tpf };
-	int err = rk_bufile__for_each(bf, on_sample_rec, &w);
+	int err;
+
+	if (tl->src_tb && !tl->src_tb[src].known) {
+		struct rk_tl_timebase *tb = &tl->src_tb[src];
+
+		tb->type = bf->pmu->attr.type;
+		tb->config = bf->pmu->attr.config;
+		tb->freq = bf->pmu->attr.freq;
+		tb->every = bf->pmu->attr.sample_period; /* a union with sample_freq */
+		tb->known = 1;
+	}
+	err = rk_bufile__for_each(bf, on_sample_rec, &w);
 
 	if (w.err) {
 		tl->oom = 1;
@@ -597,6 +611,7 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 		return -errno;
 	while (!err && (de = readdir(d))) {
 		char p[PATH_MAX + 300];
+		struct rk_tl_timebase *tb;
 		int *is_tp;
 		DIR *sub;
 
@@ -614,6 +629,13 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 			break;
 		}
 		tl->src_is_tp = is_tp;
+		tb = realloc(tl->src_tb, (tl->nsrcs + 1) * sizeof(*tb));
+		if (!tb) {
+			err = -ENOMEM;
+			break;
+		}
+		tl->src_tb = tb;
+		memset(&tb[tl->nsrcs], 0, sizeof(*tb));
 		snprintf(tl->srcs[tl->nsrcs], sizeof(tl->srcs[0]), "%s", de->d_name);
 		tl->src_is_tp[tl->nsrcs] = 0;
 		tl->nsrcs++;
@@ -693,6 +715,7 @@ void rk_timeline__free(struct rk_timeline *tl)
 	free(tl->threads);
 	free(tl->srcs);
 	free(tl->src_is_tp);
+	free(tl->src_tb);
 	free(tl->samples);
 	free(tl->frames);
 	free(tl->strs);

@@ -57,6 +57,7 @@ struct rk_tl_sample {
 	__u64 time;
 	__u32 tid, tgid, cpu;
 	__u32 src; /* index into rk_timeline.srcs */
+	__u64 period; /* the event count it stands for (PERF_SAMPLE_PERIOD, else the attr's) */
 	size_t frame0; /* its frames: frames[frame0 .. frame0 + nframes), leaf first */
 	__u32 nframes;
 	__u32 fields; /* tracepoints: offset of its "name=value ..." text in strs; else ~0 */
@@ -72,6 +73,18 @@ struct rk_tl_frame {
 	__u32 pad;
 };
 
+/**
+ * struct rk_tl_timebase - an -e source's event, as its first file's attr
+ * says it (what an export names the samples' counter by): @type and
+ * @config, @every: sample_period, or sample_freq if @freq; @known: 0 until
+ * a file of it was read.
+ */
+struct rk_tl_timebase {
+	__u64 config, every;
+	__u32 type;
+	__u8 freq, known;
+};
+
 /** struct rk_timeline - what rk_timeline__load() read. */
 struct rk_timeline {
 	struct rk_tl_thread *threads; /* sorted by tid */
@@ -79,6 +92,7 @@ struct rk_timeline {
 	char (*srcs)[64]; /* the -e sources' names (directory names) */
 	size_t nsrcs;
 	int *src_is_tp; /* per source: a tracepoint */
+	struct rk_tl_timebase *src_tb; /* per source: its event (NULL: not kept) */
 	struct rk_tl_sample *samples; /* sorted by time */
 	size_t nsamples;
 	struct rk_tl_frame *frames;
