@@ -27,8 +27,13 @@ delay only if the wakeup is too): runs, summed run time, summed delay and the la
 delay (perf's sums get half a microsecond per run back from the truncation).
 Exits 1 if a thread differs by more than TOLERANCE (default 0.01) in runs,
 or in on-CPU or summed delay by more than that and half a microsecond a
-run, if the largest delays differ by more than 2 us, or if no thread was
-compared.
+run, if the largest delays differ by more than TOLERANCE and 10 us, or if
+no thread was compared. Not 2 us, as it was: perf's sample and ringkeeper's
+BPF program stamp the same tracepoint hit one after the other, and in this
+VM the two reads were seen 9 us apart (a sched_waking in the hrtimer
+interrupt of an idle CPU: perf .921436, ringkeeper .921445484), which one
+run's delay shows whole; 4 of 20 runs of the test failed on it, with the
+binary of before and after the change that found it.
 """
 import json
 import re
@@ -55,6 +60,7 @@ def us(field):
 
 
 SLACK_US = 20
+MAX_SLACK_US = 10
 
 
 def perf_threads(path, outs, windows):
@@ -127,7 +133,7 @@ def main():
             why.append("on-CPU")
         if off(delay_us, p["delay_us"] + half, tol, half):
             why.append("sch delay")
-        if abs(max_us - p["max_delay_us"]) > 2:
+        if off(max_us, p["max_delay_us"], tol, MAX_SLACK_US):
             why.append("max delay")
         compared += 1
         bad += 1 if why else 0
