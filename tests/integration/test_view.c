@@ -307,7 +307,8 @@ Test(view, perfetto_ui_reads_the_export_as_sched_does)
  * 6.1: a preempted wait printed as no delay, an exited thread's runs
  * named -1). The threads live on past the recording: what perf names -1 is
  * no part of it. Then the same of export --perf-data's sched tracepoint
- * samples, read by perf sched timehist.
+ * samples, read by perf sched timehist, which names a launched command's
+ * threads.
  */
 Test(view, sched_delay_agrees_with_perf_sched_timehist)
 {
@@ -351,6 +352,25 @@ Test(view, sched_delay_agrees_with_perf_sched_timehist)
 	cr_assert_eq(status, 0, "%s\n%s", cmd, s);
 	cr_assert_null(strstr(s, "switches 0\n"), "%s", s);
 	cr_assert_not_null(strstr(s, "compared 4 threads, 0 differ"), "%s", s);
+	free(s);
+
+	/*
+	 * A launched command's threads are named in timehist: it named none
+	 * (":PID[TID/PID]") when the first wakeup, the recorder's of the child
+	 * before its exec, came before any COMM; a COMM at time 0 now names
+	 * each thread, as perf record synthesizes its child's.
+	 */
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd %s && %s record --root %s --session wn --wakeups -- %s -t 2 -i 50 -s 100 "
+		">/dev/null 2>&1 && %s export --root %s --session wn --perf-data wn.data "
+		">/dev/null 2>&1 && perf sched timehist -i wn.data >wn.txt 2>/dev/null && "
+		"echo \"named $(grep -c 'workload\\[' wn.txt) unnamed $(grep -c ' :[0-9]*\\[' wn.txt)\"",
+		root, rk_bin, root, workload, rk_bin, root);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "unnamed 0\n"), "%s", s);
+	cr_assert_null(strstr(s, "named 0 "), "%s", s);
 	free(s);
 
 	/* The table says it too; without --wakeups none is recorded, and sched says so. */

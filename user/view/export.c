@@ -115,7 +115,8 @@ struct exp {
 	struct swev *sw;
 	size_t nsw, capsw;
 	const struct rk_thread_ident *cur_id;
-	int cur_sched, cur_comm; /* reading a sched file; it had a COMM record */
+	/* reading a sched file; it had a COMM record, and the first was not an exec's */
+	int cur_sched, cur_comm, cur_named;
 };
 
 static __u64 attr_sample_type(const __u8 *attr)
@@ -263,8 +264,11 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->outside++;
 		return 0;
 	}
-	if (h->type == PERF_RECORD_COMM)
+	if (h->type == PERF_RECORD_COMM) {
+		if (!e->cur_comm && !(h->misc & PERF_RECORD_MISC_COMM_EXEC))
+			e->cur_named = 1;
 		e->cur_comm = 1;
+	}
 	if (e->cur_sched) {
 		int err = note_sw(e, h, t);
 
@@ -471,6 +475,7 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 	e->cur_id = bf->ident;
 	e->cur_sched = !sideband && !strcmp(src, RK_SCHED_DIR);
 	e->cur_comm = 0;
+	e->cur_named = 0;
 	if (!sideband && bf->aux_size) {
 		err = add_aux(e, path, bf);
 		if (err) {
@@ -483,8 +488,15 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 		rk_warn("export: %s: records past a corrupt one are left out", path);
 		err = 0;
 	}
-	/* A thread traced from before (-p, -a): no COMM names it; perf record would synthesize one. */
-	if (!err && e->cur_sched && !e->cur_comm)
+	/*
+	 * A thread traced from before (-p, -a): no COMM names it; perf record
+	 * would synthesize one. So for one whose first COMM is its exec's:
+	 * perf sched timehist (6.1) named no thread of a process that exec'd
+	 * after it began (":12021[12021]", each of its threads too) unless a
+	 * COMM came before (perf record synthesizes its child's at its start).
+	 * The name before the exec is not recorded: the thread's own.
+	 */
+	if (!err && e->cur_sched && !e->cur_named)
 		err = synth_comm(e, bf->ident);
 	if (!sideband && !strcmp(src, RK_SCHED_DIR))
 		e->st->threads++;
@@ -946,13 +958,14 @@ static int tracing_data(struct exp *e)
 
 /*
  * With a perf source, the kernel wrote each COMM (exec, rename) into the
- * sideband: the sched ring's copy of it would be a duplicate.
+ * sideband: the sched ring's copy of it would be a duplicate. Not the one
+ * synthesized at time 0 (synth_comm), which nothing else writes.
  */
 static int duplicate_comm(const struct exp *e, size_t k)
 {
 	const struct perf_event_header *h = (const void *)(e->buf + e->refs[k].off);
 
-	return e->tracking >= 0 && h->type == PERF_RECORD_COMM &&
+	return e->tracking >= 0 && h->type == PERF_RECORD_COMM && e->refs[k].time &&
 	       !strcmp(e->names[e->refs[k].attr], RK_SCHED_DIR);
 }
 
