@@ -59,5 +59,19 @@ trace=/tmp/ringkeeper-$session.pftrace
 echo
 echo "== ringkeeper export --session $session --perfetto $trace (open it in ui.perfetto.dev)"
 "$rk" export --session "$session" --perfetto "$trace"
+# The same trace as the Perfetto UI draws it, here: a local copy of the UI
+# (PyPI) in headless Chromium (make deps), when both could be installed.
+png=/tmp/ringkeeper-$session.png
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv=$repo/build/perfetto-venv
+"$repo/scripts/perfetto-venv.sh" "$venv" >/dev/null 2>&1 || true
 echo
-echo "Files stay in /dev/shm/ringkeeper/$session, $out and $trace (remove them when done)."
+if [ -x "$venv/bin/python" ] && [ -f "$venv/ui/index.html" ] && command -v chromium >/dev/null &&
+	"$venv/bin/python" "$repo/scripts/perfetto-ui.py" --screenshot "$png" "$trace"; then
+	echo "== the Perfetto UI's picture of it: $png"
+else
+	png=
+	echo "== no picture: the Perfetto UI or chromium could not be installed (scripts/perfetto-venv.sh)"
+fi
+echo
+echo "Files stay in /dev/shm/ringkeeper/$session, $out, $trace${png:+ and $png} (remove them when done)."

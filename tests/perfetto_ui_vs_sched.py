@@ -8,7 +8,9 @@ Opens TRACE (export --perfetto) in the Perfetto UI with
 scripts/perfetto-ui.py (run by this python, which needs websocket-client)
 and asks its trace processor, per thread of SCHED_JSON (`ringkeeper sched
 --json` of the same session):
-- its name, and its runs: Running thread states and CPU sched slices;
+- its name, and its runs: Running thread states and CPU sched slices (not
+  those of no length: export's stand-ins for switches the kernel did not
+  report, which Perfetto would count as import errors);
 - its waits for a CPU (Runnable and Runnable (Preempted) states that end in
   a run): as many as sch_delay.runs, summing to sch_delay.total_ns, the
   longest sch_delay.max_ns;
@@ -28,13 +30,17 @@ UI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                   "scripts", "perfetto-ui.py")
 
 Q_THREADS = "select tid, coalesce(name, '') from thread where tid > 0"
+# Runs of no length are the switches export wrote for the ones the kernel did
+# not report (the files' unpaired switches): not sched's runs.
 Q_RUNS = ("select t.tid, count(*) from thread_state ts join thread t using(utid) "
-          "where ts.state = 'Running' group by t.tid")
-Q_SCHED = "select t.tid, count(*) from sched s join thread t using(utid) group by t.tid"
+          "where ts.state = 'Running' and ts.dur != 0 group by t.tid")
+Q_SCHED = ("select t.tid, count(*) from sched s join thread t using(utid) where s.dur != 0 "
+           "group by t.tid")
 # A wait for a CPU is a Runnable state followed by a run (open ones: dur -1).
 Q_WAITS = ("select t.tid, count(*), sum(ts.dur), max(ts.dur) from thread_state ts "
            "join thread t using(utid) where ts.state in ('R', 'R+') and ts.dur >= 0 "
-           "and exists (select 1 from sched s where s.utid = ts.utid and s.ts = ts.ts + ts.dur) "
+           "and exists (select 1 from sched s where s.utid = ts.utid and s.ts = ts.ts + ts.dur "
+           "and s.dur != 0) "
            "group by t.tid")
 Q_SAMPLES = "select count(*) from perf_sample where callsite_id is not null"
 Q_COUNTERS = ("select t.name, count(c.id) from track t left join counter c on c.track_id = t.id "

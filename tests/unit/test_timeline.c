@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "bufile.h"
+#include "perfetto.h"
 #include "pmu.h"
 #include "schedsum.h"
 #include "session.h"
@@ -423,4 +424,147 @@ Test(timeline, prev_state_is_the_kernel_s_report)
 	cr_assert_eq(rk_offcpu_report(S(0x80)), 0x10);
 	cr_assert_eq(rk_offcpu_report(0), 0);
 	cr_assert_eq(rk_offcpu_report(RK_SWITCH_PREEMPTED), 0);
+}
+
+/* A protobuf varint at *@p (before @end); 0 at a truncation. */
+static __u64 pb_varint(const __u8 **p, const __u8 *end)
+{
+	__u64 v = 0;
+	int sh = 0;
+
+	while (*p < end && sh < 64) {
+		__u8 b = *(*p)++;
+
+		v |= (__u64)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return v;
+		sh += 7;
+	}
+	return 0;
+}
+
+/*
+ * In message [@p, @end), the next field: its number and wire type, its
+ * value (varint) or its bytes (length-delimited). 0 at the end.
+ */
+static int pb_next(const __u8 **p, const __u8 *end, __u32 *field, __u64 *v, const __u8 **b)
+{
+	__u64 key;
+
+	if (*p >= end)
+		return 0;
+	key = pb_varint(p, end);
+	*field = (__u32)(key >> 3);
+	switch (key & 7) {
+	case 0:
+		*v = pb_varint(p, end);
+		return 1;
+	case 1:
+		*p += 8;
+		return 1;
+	case 2:
+		*v = pb_varint(p, end);
+		*b = *p;
+		*p += *v;
+		return *p <= end;
+	case 5:
+		*p += 4;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Per CPU of the trace at @path: its sched_switch events' prev/next pids, in order. */
+static int ftrace_switches(const char *path, __u32 cpus[], __u32 prev[], __u32 next[], int max)
+{
+	FILE *f = fopen(path, "r");
+	static __u8 buf[1 << 16];
+	const __u8 *p = buf, *end, *pk, *b, *e, *s, *x;
+	__u64 v, pv, ev, sv;
+	__u32 fl, f2, f3, f4;
+	size_t len;
+	int n = 0;
+
+	cr_assert_not_null(f);
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	cr_assert_lt(len, sizeof(buf));
+	end = buf + len;
+	while (pb_next(&p, end, &fl, &v, &pk)) { /* Trace.packet */
+		const __u8 *pe = pk + v;
+
+		while (pb_next(&pk, pe, &f2, &pv, &b)) {
+			const __u8 *be = b + pv;
+			__u32 cpu = 0;
+
+			if (f2 != 1) /* TracePacket.ftrace_events */
+				continue;
+			while (pb_next(&b, be, &f3, &ev, &e)) {
+				const __u8 *ee = e + ev;
+
+				if (f3 == 1) /* FtraceEventBundle.cpu */
+					cpu = (__u32)ev;
+				if (f3 != 2) /* .event */
+					continue;
+				while (pb_next(&e, ee, &f4, &sv, &s)) {
+					const __u8 *se = s + sv;
+					__u32 f5;
+
+					if (f4 != 4) /* FtraceEvent.sched_switch */
+						continue;
+					cr_assert_lt(n, max);
+					cpus[n] = cpu;
+					while (pb_next(&s, se, &f5, &sv, &x)) {
+						if (f5 == 2)
+							prev[n] = (__u32)sv;
+						if (f5 == 6)
+							next[n] = (__u32)sv;
+					}
+					n++;
+				}
+			}
+		}
+	}
+	return n;
+}
+
+/*
+ * Two switch-outs of a thread in a row, and a switch-in of another with no
+ * switch-out of the one before it: the kernel did not report a switch
+ * (counted as "unpaired" by the recorder). The Perfetto export writes one
+ * for each, taking no time, so that on every CPU a switch's prev is the
+ * last one's next: Perfetto counts anything else an import error
+ * (mismatched_sched_switch_tids), and its UI says so in red.
+ */
+Test(timeline, perfetto_writes_the_switches_the_kernel_did_not_report)
+{
+	struct rk_bufile *a = make(100, 100, "a"), *b = make(101, 100, "b");
+	struct rk_perfetto_stats st = { 0 };
+	__u32 cpus[32], prev[32] = { 0 }, next[32] = { 0 };
+	struct rk_timeline tl;
+	char out[128];
+	int n, i;
+
+	sw(a, 0, 0, 10, 0);
+	sw(a, 1, S(0), 11, 0); /* preempted... */
+	sw(a, 1, S(0x1), 20, 0); /* ...and out again, never back in */
+	sw(b, 0, 0, 30, 0);
+	sw(b, 0, 0, 40, 0); /* in again, never out */
+	sw(b, 1, S(0x1), 41, 0);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	snprintf(out, sizeof(out), "%s/t.pftrace", dir);
+	cr_assert_eq(rk_perfetto_write(&tl, out, &st), 0);
+	rk_timeline__free(&tl);
+	cr_assert_eq(st.switches, 6);
+	cr_assert_eq(st.switches_added, 2);
+	n = ftrace_switches(out, cpus, prev, next, 32);
+	cr_assert_eq(n, 8);
+	for (i = 1; i < n; i++)
+		if (cpus[i] == cpus[i - 1])
+			cr_assert_eq(prev[i], next[i - 1], "switch %d: prev %u after next %u", i,
+				     prev[i], next[i - 1]);
 }

@@ -70,6 +70,11 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 			"ringkeeper: %llu events and samples outside the time window left "
 			"out\n",
 			outside);
+	if (!err && ps.switches_added)
+		fprintf(stderr,
+			"ringkeeper: %llu switches the kernel did not report (stat: unpaired) "
+			"written as taking no time, so that each CPU's stream is whole\n",
+			ps.switches_added);
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }

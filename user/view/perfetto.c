@@ -1109,6 +1109,8 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 {
 	struct fev *v = NULL;
 	size_t n = 0, cap = 0, i, t, k, bundle = 0, in_bundle = 0;
+	const struct rk_tl_thread *cur = NULL; /* on the CPU, as written so far (NULL: idle) */
+	int cur_known = 0;
 
 	for (t = 0; t < tl->nthreads; t++) {
 		const struct rk_tl_thread *th = &tl->threads[t];
@@ -1151,6 +1153,7 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 		const struct fev *f = &v[i];
 		const struct rk_tl_thread *th = &tl->threads[f->thread];
 		const struct rk_tl_event *e = &th->ev[f->ev];
+		const struct rk_tl_thread *prev = f->c.kind == RK_CPU_OUT ? th : NULL;
 
 		if (!in_bundle || v[bundle].c.cpu != f->c.cpu || in_bundle >= RK_FTRACE_BUNDLE) {
 			if (in_bundle) {
@@ -1164,6 +1167,22 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 			in_bundle = 0;
 		}
 		in_bundle++;
+		if (!i || v[i - 1].c.cpu != f->c.cpu) {
+			cur = NULL; /* what ran first on a CPU is taken from its first switch */
+			cur_known = 0;
+		}
+		/*
+		 * Who leaves is not who the CPU's last switch brought in: the
+		 * kernel reported no sched_switch for one side (the files'
+		 * "unpaired" switches: two outs, or two ins, in a row). Perfetto
+		 * counts that as an import error; the missing switch is written
+		 * at this time (a run, or an idle time, of no length), counted.
+		 */
+		if (f->c.kind != RK_CPU_WAKE && cur_known && cur != prev) {
+			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, cur, 0, prev);
+			o->st->switches_added++;
+			in_bundle++;
+		}
 		if (f->c.kind == RK_CPU_WAKE) {
 			ft_waking(&o->pkt, f->c.time + boot_off, th, e);
 			o->st->wakeups++;
@@ -1174,10 +1193,14 @@ static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_
 			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, th,
 				  rk_offcpu_report(e->arg), pair ? &tl->threads[nx->thread] : NULL);
 			o->st->switches++;
+			cur = pair ? &tl->threads[nx->thread] : NULL;
+			cur_known = 1;
 			i += pair;
 		} else {
 			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, NULL, 0, th);
 			o->st->switches++;
+			cur = th;
+			cur_known = 1;
 		}
 	}
 	if (in_bundle) {

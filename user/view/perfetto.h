@@ -27,6 +27,8 @@
 struct rk_perfetto_stats {
 	unsigned long long packets, slices, instants, samples, bytes;
 	unsigned long long switches, wakeups; /* ftrace sched_switch / sched_waking events */
+	/* switches written for a side the kernel did not report (the files' unpaired ones) */
+	unsigned long long switches_added;
 };
 
 /**
