@@ -279,6 +279,25 @@ Test(export, writes_a_perf_data_file)
 	struct t_sample smp = {
 		{ PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 4242, 0x10, 5, 5, 200, 0, 0, 1
 	};
+	/* The thread's exec, as the sched ring has it (the sideband has it too). */
+	struct {
+		struct perf_event_header h;
+		__u32 pid, tid;
+		char comm[16];
+		__u32 spid, stid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} cm = { { PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, sizeof(cm) },
+		 5,
+		 5,
+		 "five",
+		 5,
+		 5,
+		 50,
+		 0,
+		 0,
+		 RK_SCHED_ID };
 	union {
 		__u8 b[4096];
 		struct perf_event_header h;
@@ -295,6 +314,7 @@ Test(export, writes_a_perf_data_file)
 	snprintf(p, sizeof(p), "%s/cpu-clock/5", dir);
 	b = rk_bufile__create(p, 4096, 0, &ev[0].entry, &id);
 	cr_assert(a && b);
+	cr_assert_eq(rk_bufile__write(a, &cm, sizeof(cm)), 0);
 	cr_assert_eq(rk_bufile__write(a, &sw1, sizeof(sw1)), 0);
 	cr_assert_eq(rk_bufile__write(a, &sw2, sizeof(sw2)), 0);
 	cr_assert_eq(rk_bufile__write(b, &smp, sizeof(smp)), 0);
@@ -332,7 +352,7 @@ Test(export, writes_a_perf_data_file)
 			{ PERF_RECORD_SAMPLE, 300, 3 },
 		};
 		size_t off = 0, k = 0;
-		int comm = 0;
+		int comm = 0, comm0 = 0;
 
 		while (off + sizeof(struct perf_event_header) <= hdr[6]) {
 			struct perf_event_header h;
@@ -341,7 +361,11 @@ Test(export, writes_a_perf_data_file)
 			memcpy(&h, data.b + off, sizeof(h));
 			cr_assert_geq(h.size, sizeof(h));
 			if (h.type == PERF_RECORD_MMAP || h.type == PERF_RECORD_COMM) {
-				comm += h.type == PERF_RECORD_COMM;
+				if (h.type == PERF_RECORD_COMM) {
+					memcpy(&t, data.b + off + 40, 8);
+					comm++;
+					comm0 += !t;
+				}
 				off += h.size;
 				continue;
 			}
@@ -366,8 +390,13 @@ Test(export, writes_a_perf_data_file)
 		}
 		cr_assert_eq(off, hdr[6]);
 		cr_assert_eq(k, st.attrs == 3 ? 5u : 4u);
-		/* With a perf source, names come from its sideband: sched's COMM is left out. */
-		cr_assert_eq(comm, 0, "a COMM in an export with a sideband source");
+		/*
+		 * With a perf source, the kernel's COMMs come from its sideband:
+		 * sched's copy (the exec at 50) is left out. One at time 0 names
+		 * the thread before its exec, which perf sched timehist needs.
+		 */
+		cr_assert_eq(comm, 1, "%d COMMs in an export with a sideband source", comm);
+		cr_assert_eq(comm0, 1, "the COMM is not the one at time 0");
 	}
 
 	eo.tid = 6;
