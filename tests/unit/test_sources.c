@@ -280,24 +280,16 @@ Test(export, writes_a_perf_data_file)
 		{ PERF_RECORD_SAMPLE, 0, sizeof(smp) }, 4242, 0x10, 5, 5, 200, 0, 0, 1
 	};
 	/* The thread's exec, as the sched ring has it (the sideband has it too). */
-	struct {
-		struct perf_event_header h;
-		__u32 pid, tid;
-		char comm[16];
-		__u32 spid, stid;
-		__u64 time;
-		__u32 cpu, res;
-		__u64 id;
-	} cm = { { PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, sizeof(cm) },
-		 5,
-		 5,
-		 "five",
-		 5,
-		 5,
-		 50,
-		 0,
-		 0,
-		 RK_SCHED_ID };
+	struct t_comm cm = { { PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, sizeof(cm) },
+			     5,
+			     5,
+			     "five",
+			     5,
+			     5,
+			     50,
+			     0,
+			     0,
+			     RK_SCHED_ID };
 	union {
 		__u8 b[4096];
 		struct perf_event_header h;
