@@ -24,7 +24,8 @@ and print what the tests check, as one JSON object:
              bad_state (prev_state bits outside the kernel's report set),
              nonmonotonic (a CPU's events going back in time), mismatch
              (a thread whose ftrace switch-ins differ from its Running
-             slices)
+             slices; runs of no length, export's stand-ins for switch-ins
+             the kernel did not report, are not counted: added)
 
 Usage: perfetto_check.py TRACE [checks]
   --thread TID:NAME[:RUNS]  a track for TID named NAME (with RUNS "Running"
@@ -63,8 +64,9 @@ def read(path):
     out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={}, with_offset=0,
                nonmonotonic=0, dangling=0, unbalanced=0, packets=0, frames_outside=0)
     ft = dict(switch_ins={}, switch_outs={}, wakings={}, states={}, cpus=[], system_info=False,
-              bad_state=0, nonmonotonic=0, mismatch=0)
+              bad_state=0, nonmonotonic=0, mismatch=0, added=0)
     ft_last = {}  # cpu -> last timestamp
+    ft_in = {}  # cpu -> (time, next_pid) of its last switch
     seq_clean = False
     pending = []  # events seen before their track's descriptor
 
@@ -138,6 +140,12 @@ def read(path):
                         ft["states"][letter] = ft["states"].get(letter, 0) + 1
                     if s.next_pid:
                         ft["switch_ins"][s.next_pid] = ft["switch_ins"].get(s.next_pid, 0) + 1
+                    # A run of no length: export's stand-in for a switch-in the
+                    # kernel did not report (two switch-outs in a row), not a run.
+                    if s.prev_pid and ft_in.get(b.cpu) == (e.timestamp, s.prev_pid):
+                        ft["switch_ins"][s.prev_pid] -= 1
+                        ft["added"] += 1
+                    ft_in[b.cpu] = (e.timestamp, s.next_pid)
                 for w in (e.sched_waking, e.sched_wakeup_new):
                     if w.pid:
                         ft["wakings"][w.pid] = ft["wakings"].get(w.pid, 0) + 1
