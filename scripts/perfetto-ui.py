@@ -72,6 +72,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # the browser hung up (it exited, or a load was cancelled): not ours to report
+
+
 class Page:
     """One tab, over the DevTools protocol."""
 
@@ -220,7 +227,8 @@ def screenshot(page, png, window, size):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="open a trace in the Perfetto UI and ask it what it saw")
+    ap = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].strip(), description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, add_help=True)
     ap.add_argument("trace")
     ap.add_argument("--ui", default=os.environ.get("RK_PERFETTO_UI",
                                                    os.path.join(REPO, "build/perfetto-venv/ui")))
@@ -252,8 +260,7 @@ def main():
         die("--size is WxH, --window A:B with 0 <= A < B <= 1")
 
     Handler.trace = os.path.abspath(a.trace)
-    srv = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=a.ui))
+    srv = Server(("127.0.0.1", 0), functools.partial(Handler, directory=a.ui))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     base = "http://127.0.0.1:%d" % srv.server_address[1]
     page = Page(chromium, (w, h))
@@ -269,6 +276,9 @@ def main():
         if a.screenshot:
             screenshot(page, a.screenshot, (lo, hi), (w, h))
     except (RuntimeError, OSError, websocket.WebSocketException) as e:
+        time.sleep(0.2)
+        if page.proc.poll() is not None:
+            die("%s exited with %d: %s" % (chromium, page.proc.returncode, e))
         die(str(e))
     finally:
         page.close()
