@@ -555,6 +555,50 @@ Test(system, max_shm_removes_the_oldest_exited_files_never_a_live_one)
 	free(err);
 }
 
+/*
+ * --on-exit drop under --max-shm: a dropped thread's files leave the count
+ * too. They did not: the same 300 short-lived threads through a cap of 60
+ * files' worth traced 60 and refused the other 240 ("not traced"), though
+ * no file was left but the live main thread's.
+ */
+Test(system, on_exit_drop_gives_its_room_back_to_max_shm)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "drop",
+			 "-m",
+			 "16K",
+			 "--max-shm",
+			 "1200K",
+			 "--on-exit",
+			 "drop",
+			 "--",
+			 (char *)workload,
+			 "-C",
+			 "300",
+			 NULL };
+	struct rk_session_stat st;
+	char *out = NULL, *err = NULL;
+	int rc = run_rk(argv, &out, &err);
+
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	read_stat("drop", &st);
+	printf("--on-exit drop --max-shm 1200K: %llu traced, %llu not, %zu files left, %llu "
+	       "bytes counted\n",
+	       (unsigned long long)st.threads, (unsigned long long)st.not_traced,
+	       count_files("drop"), (unsigned long long)st.shm_bytes);
+	cr_assert_eq(st.not_traced, 0, "threads refused for room that dropped files had freed");
+	cr_assert_eq(st.threads, 301);
+	cr_assert_eq(count_files("drop"), 0, "every thread exited: no file stays");
+	cr_assert_eq(st.shm_bytes, 0, "%llu bytes counted for no file",
+		     (unsigned long long)st.shm_bytes);
+	free(out);
+	free(err);
+}
+
 /* --keep-exited: files of threads exited longer ago go; a live thread's stay. */
 Test(system, keep_exited_removes_old_exited_files)
 {

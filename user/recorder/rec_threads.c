@@ -293,6 +293,8 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 		/* Its memory goes with the last mapping: room for another thread. */
 		r->mem_bytes -= r->mem_bytes < rec_thread_bytes(r) ? r->mem_bytes :
 								     rec_thread_bytes(r);
+		/* And its files leave --max-shm's count (they were never gone, only dropped). */
+		rec_shm_account(r, t->uid, -(int64_t)rec_thread_bytes(r));
 	}
 	/* Files that stay: --keep-exited and --max-shm may remove them later. */
 	if (!(r->o->on_exit_drop && state == RK_THREAD_EXITED))
