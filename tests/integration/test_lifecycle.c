@@ -594,8 +594,11 @@ Test(lifecycle, resume_after_sigkill_loses_nothing)
 		wl = spawn(argv, wo, we, -1);
 	}
 	{
-		/* A ring that does not wrap, so "nothing lost" means every record. */
-		const char *const extra[] = { "-m", "512K", NULL };
+		/*
+		 * A ring that does not wrap, so "nothing lost" means every record;
+		 * a --max-shm-user the resume must keep (it took the default).
+		 */
+		const char *const extra[] = { "-m", "512K", "--max-shm-user", "8M", NULL };
 
 		rk = start_recorder_on(wl, "r", &ready, extra);
 	}
@@ -659,6 +662,13 @@ Test(lifecycle, resume_after_sigkill_loses_nothing)
 	}
 	cr_assert_eq(access("/sys/fs/bpf/ringkeeper", F_OK), -1, "pins removed at the end");
 	free(err);
+	{
+		struct rk_session_stat ss;
+
+		read_stat("r", &ss);
+		cr_assert_eq(ss.max_shm_user, 8 << 20, "--max-shm-user after the resume: %llu",
+			     (unsigned long long)ss.max_shm_user);
+	}
 	{
 		char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "r", NULL };
 

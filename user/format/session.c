@@ -354,7 +354,8 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 			"\"data_size\":%llu,"
 			"\"file_size\":%llu,\"budget\":%llu,\"locked\":%llu,\"locked_peak\":%llu,"
 			"\"vmlck_peak\":%llu,\"start_time\":\"%s\",\"update_time\":\"%s\","
-			"\"duration_ns\":%llu",
+			"\"duration_ns\":%llu,\"max_shm\":%llu,\"max_shm_user\":%llu,"
+			"\"keep_exited_ns\":%llu,\"on_exit\":\"%s\"",
 			st->nr_cpus, st->workers, st->inherit ? "true" : "false",
 			st->wakeups_on ? "true" : "false", (unsigned long long)st->data_size,
 			(unsigned long long)st->file_size, (unsigned long long)st->budget,
@@ -363,7 +364,9 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 			utc(st->update_ns, b2, sizeof(b2)),
 			(unsigned long long)(st->update_ns > st->start_ns ?
 						     st->update_ns - st->start_ns :
-						     0));
+						     0),
+			(unsigned long long)st->max_shm, (unsigned long long)st->max_shm_user,
+			(unsigned long long)st->keep_exited_ns, st->on_exit_drop ? "drop" : "keep");
 #define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
 		FIELDS(J)
 #undef J
@@ -386,6 +389,12 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 		rk_fmt_size(st->data_size, b1, sizeof(b1)),
 		rk_fmt_size(st->file_size, b2, sizeof(b2)), st->workers, st->inherit ? "on" : "off",
 		st->wakeups_on ? "recorded" : "not recorded");
+	fprintf(f, "  retention: --max-shm %s", rk_fmt_size(st->max_shm, b1, sizeof(b1)));
+	if (st->max_shm_user)
+		fprintf(f, ", --max-shm-user %s", rk_fmt_size(st->max_shm_user, b1, sizeof(b1)));
+	if (st->keep_exited_ns)
+		fprintf(f, ", --keep-exited %s", fmt_ns(st->keep_exited_ns, b1, sizeof(b1)));
+	fprintf(f, ", --on-exit %s\n", st->on_exit_drop ? "drop" : "keep");
 	fprintf(f, "  locked now %s, peak %s, budget %s per user (VmLck peak %s)\n",
 		rk_fmt_size(st->locked, b1, sizeof(b1)),
 		rk_fmt_size(st->locked_peak, b2, sizeof(b2)),

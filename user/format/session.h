@@ -151,6 +151,8 @@ struct rk_session_stat {
 	 */
 	__u64 time_clamped;
 	__u64 time_clamped_max_ns; /* by how much, at most */
+	/* --max-shm-user (0 in older stat files: the default applied, see rec_session.c) */
+	__u64 max_shm_user;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

@@ -272,8 +272,10 @@ int rec_resume_session(struct rk_rec *r)
 	o->inherit = (int)r->st->inherit;
 	o->max_threads = r->st->max_threads;
 	o->max_shm = r->st->max_shm;
-	/* The default (the stat file keeps no other): -a and --cgroup only. */
-	o->max_shm_user = r->st->scope != RK_SCOPE_TARGET ? o->max_shm / 2 : 0;
+	o->max_shm_user = r->st->max_shm_user;
+	/* A stat file from before it was kept: the default, -a and --cgroup only. */
+	if (!o->max_shm_user && r->st->scope != RK_SCOPE_TARGET)
+		o->max_shm_user = o->max_shm / 2;
 	o->keep_exited_ns = r->st->keep_exited_ns;
 	o->on_exit_drop = (int)r->st->on_exit_drop;
 	o->pid = (pid_t)r->st->target_pid;

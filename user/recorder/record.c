@@ -194,6 +194,7 @@ static void stat_fill(struct rk_rec *r)
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;
+	st->max_shm_user = o->max_shm_user;
 	st->keep_exited_ns = o->keep_exited_ns;
 	st->on_exit_drop = (__u32)o->on_exit_drop;
 	st->cpu_ring = o->nev ? o->cpu_ring : 0;
