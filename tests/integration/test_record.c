@@ -49,6 +49,7 @@ Test(record, launch_traces_every_thread_from_birth)
 	cr_assert_eq(ng, nw, "one file per thread: %zu files for %zu threads", ng, nw);
 	for (i = 0; i < nw; i++)
 		cr_assert_eq(got[i], want[i], "file for tid %u missing", want[i]);
+	read_stat("s", &st);
 	for (i = 0; i < ng; i++) {
 		struct rk_bufile *bf;
 		struct check c;
@@ -59,7 +60,13 @@ Test(record, launch_traces_every_thread_from_birth)
 		if (!c.alternation_broken && c.first_switch == 1)
 			cr_assert_eq(c.in, c.out, "%s: %ld in vs %ld out", path, c.in, c.out);
 		cr_assert_eq(c.last_switch, 2, "%s: last switch must be the final out", path);
-		cr_assert_eq(c.exit_rec, 1, "%s: one exit record", path);
+		/* Seen once in 6.1's TCG guest with none: what the session counted, to tell why. */
+		cr_assert_eq(c.exit_rec, 1,
+			     "%s: one exit record, not %ld (%ld in, %ld out; session: exits_late "
+			     "%llu, bpf_drops %llu, lost %llu, unpaired %llu, time_clamped %llu)",
+			     path, c.exit_rec, c.in, c.out, (unsigned long long)st.exits_late,
+			     (unsigned long long)st.bpf_drops, (unsigned long long)st.lost,
+			     (unsigned long long)st.unpaired, (unsigned long long)st.time_clamped);
 		if (c.tid != c.tgid) {
 			assert_switches_cover(&c, out, path);
 			/*
@@ -75,7 +82,6 @@ Test(record, launch_traces_every_thread_from_birth)
 		}
 		rk_bufile__free(bf);
 	}
-	read_stat("s", &st);
 	cr_assert_eq((unsigned long long)unpaired_seen, st.unpaired,
 		     "files hold %ld unpaired switches, the loader counted %llu", unpaired_seen,
 		     (unsigned long long)st.unpaired);

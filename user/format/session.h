@@ -153,6 +153,12 @@ struct rk_session_stat {
 	__u64 time_clamped_max_ns; /* by how much, at most */
 	/* --max-shm-user (0 in older stat files: the default applied, see rec_session.c) */
 	__u64 max_shm_user;
+	/*
+	 * exits handed out after their thread's final switch-out, which had
+	 * finished its files: not written (its clock read came out behind;
+	 * seen in 6.1's TCG guest)
+	 */
+	__u64 exits_late;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

@@ -510,6 +510,12 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		return;
 	}
 	if (!t || t->dead) {
+		/*
+		 * Its final switch-out came first (stamped earlier: another
+		 * CPU's clock read behind) and finished its files: counted.
+		 */
+		if (t && s->kind == RK_SIG_EXIT)
+			r->st->exits_late++;
 		/* Tracked before we made its file (attach race): make it now. */
 		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
 			return;
