@@ -85,6 +85,7 @@ class Page:
     def __init__(self, chromium, size):
         self.prof = tempfile.mkdtemp(prefix="rk-perfetto-ui.")
         self.console = []
+        self.exceptions = 0
         self.proc = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              "--no-first-run", "--no-default-browser-check", "--window-size=%d,%d" % size,
@@ -132,7 +133,10 @@ class Page:
                 self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
             elif m.get("method") == "Runtime.exceptionThrown":
                 d = m["params"]["exceptionDetails"]
-                self.console.append("exception: " + d.get("exception", {}).get("description", d.get("text", "")))
+                e = d.get("exception", {})
+                what = e.get("description") or e.get("value") or json.dumps(e.get("preview", {}))[:500]
+                self.console.append("exception: %s %s" % (d.get("text", ""), what))
+                self.exceptions += 1
 
     def js(self, expr):
         r = self.call("Runtime.evaluate", expression=expr, awaitPromise=True, returnByValue=True)
@@ -156,16 +160,31 @@ def query(page, sql):
     return page.js(QUERY_JS % json.dumps(sql))
 
 
+# What the UI shows in a dialog (an import that failed), if anything.
+MODAL_JS = """(() => {
+  const m = document.querySelector('.pf-modal-dialog, .modal-dialog, .pf-modal');
+  return m ? m.innerText.slice(0, 2000) : '';
+})()"""
+
+
 def wait_loaded(page, timeout):
     end = time.time() + timeout
+    failed = None
     while time.time() < end:
         if page.js("typeof app !== 'undefined' && app.trace !== undefined && "
                    "app.trace.traceInfo !== undefined"):
             page.js("waitForPerfettoIdle()")
             return
+        # An exception, and the UI says in a dialog that it cannot open it: stop.
+        if page.exceptions and page.js(MODAL_JS):
+            failed = True
+            break
         time.sleep(0.25)
     tail = "\n  ".join(page.console[-8:])
-    die("the UI did not open the trace in %d s; its console said:\n  %s" % (timeout, tail))
+    modal = page.js(MODAL_JS)
+    die("the UI did not open the trace%s; it said:\n  %s%s" % (
+        "" if failed else " in %d s" % timeout, tail,
+        "\n  its dialog: " + modal.replace("\n", " | ") if modal else ""))
 
 
 def check(page):
