@@ -715,17 +715,17 @@ static void put_sideband(const char *sb, const char *file, __u64 start, __u64 le
 	rk_bufile__free(bf);
 }
 
-/* The code above in @dir/code.bin, mapped at 0x400000 by the sideband it names in @sb. */
-static void code_and_sideband(char *sb, size_t sblen)
+/* @text in @dir/code.bin, mapped at 0x400000 by the sideband it names in @sb. */
+static void flow_image(char *sb, size_t len, const __u8 *text, size_t size)
 {
 	char file[128];
 	FILE *f;
 
 	snprintf(file, sizeof(file), "%s/code.bin", dir);
-	snprintf(sb, sblen, "%s/sideband.100", dir);
+	snprintf(sb, len, "%s/sideband.100", dir);
 	f = fopen(file, "w");
 	cr_assert_not_null(f);
-	fwrite(code, 1, sizeof(code), f);
+	fwrite(text, 1, size, f);
 	fclose(f);
 	put_sideband(sb, file, 0x400000, 0x1000);
 }
@@ -770,7 +770,7 @@ Test(pt, instructions_decode_with_the_sideband_image)
 	size_t len = encode_flow(tr, sizeof(tr)), i = 0;
 	long lines;
 
-	code_and_sideband(sb, sizeof(sb));
+	flow_image(sb, sizeof(sb), code, sizeof(code));
 	snprintf(file, sizeof(file), "%s/code.bin", dir);
 
 	out = decode_flow(tr, len, sb, RK_PT_INSN, &lines);
@@ -884,7 +884,7 @@ Test(pt, branches_are_perf_s_interrupt_and_disable_edges)
 	pk[n++].type = ppt_psb;
 	pk[n++].type = ppt_psbend;
 	len = enc(pk, n, tr, sizeof(tr));
-	code_and_sideband(sb, sizeof(sb));
+	flow_image(sb, sizeof(sb), code, sizeof(code));
 	out = decode_flow(tr, len, sb, RK_PT_BRANCHES, &lines);
 	cr_assert_not_null(strstr(out, "               0  ->           400000   tr strt\n"), "%s",
 			   out);
@@ -1239,22 +1239,6 @@ MODE_TSX(int intx, int abrt) {
 	p.payload.mode.bits.tsx.intx = intx ? 1 : 0;
 	p.payload.mode.bits.tsx.abrt = abrt ? 1 : 0;
 	return p;
-}
-
-/* @text mapped at 0x400000 through a sideband, as the tests above map code[]. */
-static void
-flow_image(char *sb, size_t len, const __u8 *text, size_t size)
-{
-	char file[128];
-	FILE *f;
-
-	snprintf(file, sizeof(file), "%s/code.bin", dir);
-	snprintf(sb, len, "%s/sideband.100", dir);
-	f = fopen(file, "w");
-	cr_assert_not_null(f);
-	fwrite(text, 1, size, f);
-	fclose(f);
-	put_sideband(sb, file, 0x400000, 0x1000);
 }
 
 static const __u8 *image_text = code;
