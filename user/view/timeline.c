@@ -62,9 +62,10 @@ int rk_cpu_ev_pairs(const struct rk_cpu_ev *out, const struct rk_cpu_ev *next)
 
 __u64 rk_offcpu_report(__u32 w)
 {
-	if ((w & RK_SWITCH_STATE) && (w & RK_SWITCH_PREEMPTED))
-		return 0x100; /* TASK_REPORT_MAX: preempted, whatever the state said */
 	switch (rk_offcpu_of(w)) {
+	case RK_OFF_PREEMPTED:
+		/* TASK_REPORT_MAX if the kernel preempted it, whatever the state said; else R */
+		return w & RK_SWITCH_PREEMPTED ? 0x100 : 0;
 	case RK_OFF_SLEEPING:
 		return 0x1;
 	case RK_OFF_BLOCKED:
