@@ -42,6 +42,9 @@ struct rk_evsel {
 	struct rk_pmu_entry entry;
 };
 
+/** rk_evsel_named() - the @i-th event name -e knows (cpu-clock, cycles, ...); NULL past the last. */
+const char *rk_evsel_named(size_t i);
+
 /**
  * rk_evsel_parse() - parse "EVENT[,EVENT...]"; EVENT may be a PMU event with
  * perf's syntax, "intel_pt/TERM[=VALUE],.../[u|k]".
@@ -51,9 +54,6 @@ struct rk_evsel {
  * Return: 0, -EINVAL (unknown name, bad syntax, too many), -ENOENT (a
  * tracepoint that does not exist), -EOPNOTSUPP (no such PMU on this machine).
  */
-/** rk_evsel_named() - the @i-th event name -e knows (cpu-clock, cycles, ...); NULL past the last. */
-const char *rk_evsel_named(size_t i);
-
 int rk_evsel_parse(const char *list, const struct rk_evsel_opts *o, struct rk_evsel *out, int max,
 		   int *n, char *errbuf, size_t errlen);
 

@@ -1032,8 +1032,8 @@ out:
  * A new thread's first wakeup too: the kernel's event for it is
  * sched_wakeup_new, which Perfetto's importer keeps as a raw event only, so
  * written as that the thread's first wait would not be Runnable (perf.data
- * keeps sched_wakeup_new, which perf sched reads). A SystemInfo packet names the kernel, which Perfetto
- * needs to read prev_state.
+ * keeps sched_wakeup_new, which perf sched reads). A SystemInfo packet names
+ * the kernel, which Perfetto needs to read prev_state.
  */
 struct fev {
 	struct rk_cpu_ev c; /* first: sorted and paired as a CPU's stream */
