@@ -1087,3 +1087,72 @@ Test(coredump, install_refuses_a_socket_pattern, .fini = kernel_fini)
 	cr_assert_str_eq(now, "@/run/ringkeeper-test-none.sock", "install changed it");
 	cr_assert_neq(stat("/run/ringkeeper/coredump.state", &st), 0, "a state was saved");
 }
+
+/* Run @cmd (a shell line), failing the test if it fails. */
+static void sh_ok(const char *cmd)
+{
+	cr_assert_eq(system(cmd), 0, "failed: %s", cmd);
+}
+
+/*
+ * /dev/shm is writable by all: before the first recording after a boot, a
+ * user can make the default root of sessions (here RINGKEEPER_HANDLER_ROOT)
+ * and fill it with a copy of a live session (its loader a real, running
+ * ringkeeper) whose crashes file is a symlink to a root-only file. The
+ * handler reads none of it: the core passes unchanged, root's file stays
+ * as it was. The same tree made root's is not read either: its stat file
+ * is not the one its loader keeps mapped. The live session itself is.
+ */
+Test(coredump, a_root_of_sessions_a_user_made_is_not_trusted)
+{
+	char core[128], state[128], dir[128], out[200], cmd[1200], line[64], env[300];
+	char sess[64], pid[16], fd[16], hostile[160], secret[160];
+	char *argv[] = { (char *)rk_bin, "record", "--session", sess, "-p", pid,
+			 "--ready-fd",	 fd,	   NULL };
+	int p[2];
+	pid_t v, rk;
+
+	v = user_crash_into(dir, sizeof(dir), "cores", 0, 0777, 0, core, state);
+	snprintf(sess, sizeof(sess), "itest-trust-%d", getpid());
+	snprintf(traced_session, sizeof(traced_session), "%s", sess);
+	snprintf(pid, sizeof(pid), "%d", v);
+	cr_assert_eq(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
+	close(p[1]);
+	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
+	close(p[0]);
+
+	snprintf(secret, sizeof(secret), "%s/secret", root);
+	snprintf(cmd, sizeof(cmd), "printf 'root only\\n' > %s && chmod 600 %s", secret, secret);
+	sh_ok(cmd);
+	snprintf(hostile, sizeof(hostile), "%s/hostile", root);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir %s && cp -a /dev/shm/ringkeeper/%s %s/x && ln -s %s %s/x/crashes && "
+		 "chown -hR 65534:65534 %s",
+		 hostile, sess, hostile, secret, hostile, hostile);
+	sh_ok(cmd);
+	snprintf(out, sizeof(out), "%s/core.%d", dir, v);
+	snprintf(env, sizeof(env), "RINGKEEPER_HANDLER_ROOT=%s", hostile);
+
+	/* A user's root. */
+	cr_assert_eq(run_handler(state, core, v, 65534, env), 0);
+	cr_assert(same_file(core, out), "a user's root of sessions went into the core");
+	cr_assert_str_eq(slurp(secret), "root only\n", "the handler wrote through a symlink");
+	cr_assert_eq(unlink(out), 0);
+
+	/* Root's, but not what the loader it names wrote. */
+	snprintf(cmd, sizeof(cmd), "chown -hR 0:0 %s && chmod 755 %s %s/x", hostile, hostile,
+		 hostile);
+	sh_ok(cmd);
+	cr_assert_eq(run_handler(state, core, v, 65534, env), 0);
+	cr_assert(same_file(core, out), "a session its loader did not write went into the core");
+	cr_assert_str_eq(slurp(secret), "root only\n", "the handler wrote through a symlink");
+	cr_assert_eq(unlink(out), 0);
+
+	/* The live session: read (so the copies above would have been, were they trusted). */
+	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
+	cr_assert(!same_file(core, out), "the live session's buffers are not in the core");
+	kill(rk, SIGINT);
+	wait_for(rk, 30000);
+}

@@ -160,9 +160,9 @@ Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
 	make_buffer(b1, 101);
 	d0 = slurp_file(b0, &len0);
 	d1 = slurp_file(b1, &len1);
-	notes[0] = (struct rk_core_note){ RK_NOTE_BUFFER, b0, NULL, len0 };
-	notes[1] = (struct rk_core_note){ RK_NOTE_BUFFER, b1, NULL, len1 };
-	notes[2] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, session, strlen(session) };
+	notes[0] = (struct rk_core_note){ RK_NOTE_BUFFER, open(b0, O_RDONLY), NULL, len0 };
+	notes[1] = (struct rk_core_note){ RK_NOTE_BUFFER, open(b1, O_RDONLY), NULL, len1 };
+	notes[2] = (struct rk_core_note){ RK_NOTE_SESSION, -1, session, strlen(session) };
 
 	snprintf(out, sizeof(out), "%s/core.rk", dir);
 	in = pipe_from(core, &feeder);
@@ -171,6 +171,8 @@ Test(elfcore, a_real_core_keeps_working_and_gives_the_buffers_back)
 	n = rk_elfcore_augment(in, fd, notes, 3, &aug, &why);
 	close(in);
 	close(fd);
+	close(notes[0].fd);
+	close(notes[1].fd);
 	waitpid(feeder, NULL, 0);
 	cr_assert_gt(n, 0, "%s", strerror((int)-n));
 	cr_assert_eq(aug, 1, "not augmented: %s", why ? why : "?");
@@ -319,7 +321,7 @@ static void check_xnum(unsigned int nph, int xnum)
 {
 	char core[128], out[128];
 	const char *why = NULL, *desc = "hello";
-	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, desc, 5 };
+	struct rk_core_note nt = { RK_NOTE_SESSION, -1, desc, 5 };
 	struct found f = { 0 };
 	const Elf64_Ehdr *eh;
 	const Elf64_Shdr *sh0;
@@ -362,7 +364,7 @@ Test(elfcore, one_more_header_crosses_into_pn_xnum)
 Test(elfcore, kernel_style_core_in_eu_readelf)
 {
 	char core[128], out[128], cmd[300], *s;
-	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, "hello", 5 };
+	struct rk_core_note nt = { RK_NOTE_SESSION, -1, "hello", 5 };
 
 	if (system("command -v eu-readelf >/dev/null 2>&1"))
 		cr_skip_test("eu-readelf (elfutils) not installed: make deps installs it");
@@ -381,7 +383,7 @@ Test(elfcore, kernel_style_core_in_eu_readelf)
 Test(elfcore, anything_else_passes_through_unchanged)
 {
 	const char *inputs[] = { "/bin/true", "/etc/hostname", "/dev/null" };
-	struct rk_core_note nt = { RK_NOTE_SESSION, NULL, "x", 1 };
+	struct rk_core_note nt = { RK_NOTE_SESSION, -1, "x", 1 };
 	size_t i;
 
 	for (i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
@@ -415,6 +417,7 @@ Test(elfcore, extract_refuses_names_that_leave_the_directory)
 	struct rk_core_bufs b;
 	struct stat st;
 	size_t len;
+	int bfd;
 
 	snprintf(core, sizeof(core), "%s/h.core", dir);
 	snprintf(out, sizeof(out), "%s/h.core.rk", dir);
@@ -423,9 +426,12 @@ Test(elfcore, extract_refuses_names_that_leave_the_directory)
 	make_core(core, 4, 0);
 	make_buffer(buf, 77);
 	free(slurp_file(buf, &len));
-	nt[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, session, strlen(session) };
-	nt[1] = (struct rk_core_note){ RK_NOTE_BUFFER, buf, NULL, len };
+	nt[0] = (struct rk_core_note){ RK_NOTE_SESSION, -1, session, strlen(session) };
+	bfd = open(buf, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(bfd, 0);
+	nt[1] = (struct rk_core_note){ RK_NOTE_BUFFER, bfd, NULL, len };
 	augment_file(core, out, nt, 2);
+	close(bfd);
 	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why ? why : "");
 	cr_assert_eq(b.n, 1);
 	snprintf(path, sizeof(path), "%s/a", dir);
@@ -451,6 +457,7 @@ Test(elfcore, many_buffers_each_keep_their_own_attr)
 	struct rk_core_bufs b;
 	const char *why = NULL;
 	size_t len, i;
+	int bfd;
 
 	snprintf(core, sizeof(core), "%s/m.core", dir);
 	snprintf(out, sizeof(out), "%s/m.core.rk", dir);
@@ -458,9 +465,12 @@ Test(elfcore, many_buffers_each_keep_their_own_attr)
 	make_core(core, 4, 0);
 	make_buffer(buf, 77);
 	free(slurp_file(buf, &len));
+	bfd = open(buf, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(bfd, 0);
 	for (i = 0; i < N; i++)
-		nt[i] = (struct rk_core_note){ RK_NOTE_BUFFER, buf, NULL, len };
+		nt[i] = (struct rk_core_note){ RK_NOTE_BUFFER, bfd, NULL, len };
 	augment_file(core, out, nt, N);
+	close(bfd);
 	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why ? why : "");
 	cr_assert_eq(b.n, N);
 	for (i = 0; i < N; i++) {

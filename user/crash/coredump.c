@@ -15,6 +15,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sys/fsuid.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -531,17 +532,20 @@ static void task_creds(const struct rk_crash *c, struct creds *cr)
 }
 
 /*
- * May @cr read @path? Asked of the kernel: open it with those filesystem
- * credentials (ACLs included; a nonzero fsuid drops root's DAC override).
- * @cr NULL: the core is root's, everything goes in.
+ * May @cr read the file open at @fd? Asked of the kernel: reopen that very
+ * inode through /proc/self/fd with those filesystem credentials (ACLs
+ * included; a nonzero fsuid drops root's DAC override), whatever name it
+ * has by now. @cr NULL: the core is root's, everything goes in.
  */
-static int readable_by(const char *path, const struct creds *cr)
+static int readable_by(int fd, const struct creds *cr)
 {
 	gid_t saved[MAX_GROUPS];
-	int n, fd = -1;
+	char path[64];
+	int n, rfd = -1;
 
 	if (!cr || cr->uid == 0)
 		return 1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = getgroups(MAX_GROUPS, saved);
 	if (n < 0 || setgroups((size_t)cr->ngroups, cr->groups))
 		return 0;
@@ -549,24 +553,41 @@ static int readable_by(const char *path, const struct creds *cr)
 	setfsuid(cr->uid);
 	/* setfsuid() returns only the previous id: a second call tells if the first took. */
 	if ((uid_t)setfsuid(cr->uid) == cr->uid)
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	setfsuid(0);
 	setfsgid(0);
 	if (setgroups((size_t)n, saved))
 		syslog(LOG_ERR, "cannot restore the handler's groups: %s", strerror(errno));
-	if (fd < 0)
+	if (rfd < 0)
 		return 0;
-	close(fd);
+	close(rfd);
 	return 1;
 }
 
-/* The traced buffers of @pid: every file of a live session whose identity says so. */
+/*
+ * The traced buffers of the crashing process: every file of a live session
+ * whose identity says so, each opened once, here, and used through that
+ * descriptor to the end (never by name again: a name can change meaning
+ * during the freeze wait).
+ */
+#define MAX_SESSIONS 8
+
+struct held {
+	int fd;
+	__u32 type; /* RK_NOTE_BUFFER or RK_NOTE_SIDEBAND */
+	__u64 size;
+	off_t state_at; /* where its identity's state is in the file */
+};
+
 struct found {
-	char sessions[8][PATH_MAX]; /* the session directories the buffers are in */
+	char sessions[MAX_SESSIONS][NAME_MAX + 1];
+	int sdir[MAX_SESSIONS]; /* each session's directory, open: its crashes file goes there */
 	int nsessions;
-	struct rk_core_note *v;
-	char **paths; /* npaths of them; v[] may also hold the session note (n >= npaths) */
-	size_t n, npaths;
+	struct held *h;
+	size_t nh;
+	size_t left_out; /* buffers not taken: no file descriptor left for them */
+	struct rk_core_note *v; /* the notes to add: the session's, then one per held file */
+	size_t n;
 	char *session;
 	size_t slen, scap;
 };
@@ -589,114 +610,235 @@ static void say(struct found *f, const char *line)
 	f->slen += len;
 }
 
-static void add_file(struct found *f, const char *path, __u32 type)
+/* The handler's root of sessions; tests point it elsewhere (the kernel sets no environment). */
+static const char *sessions_root(void)
 {
-	struct rk_core_note *v;
-	char **p;
-	struct stat st;
+	const char *p = getenv("RINGKEEPER_HANDLER_ROOT");
 
-	if (f->n == MAX_NOTES || stat(path, &st) || !S_ISREG(st.st_mode))
-		return;
-	v = realloc(f->v, (f->n + 1) * sizeof(*v));
-	p = v ? realloc(f->paths, (f->n + 1) * sizeof(*p)) : NULL;
-	if (v)
-		f->v = v;
-	if (!v || !p)
-		return;
-	f->paths = p;
-	f->paths[f->npaths] = strdup(path);
-	if (!f->paths[f->npaths])
-		return;
-	f->v[f->n].type = type;
-	f->v[f->n].path = f->paths[f->npaths++];
-	f->v[f->n].data = NULL;
-	f->v[f->n].size = (__u64)st.st_size;
-	f->n++;
+	return p && *p ? p : RK_DEFAULT_ROOT;
 }
 
 /*
- * @reader: who will own the core; a buffer that user may not read (the
- * kernel's rules, as the recorder applied them: another user's thread,
- * kernel call chains at perf_event_paranoid 2) stays out. NULL: root's core.
+ * Is what @fd holds something only root can have put there: owned by root,
+ * of the type asked, not writable by group or others (a directory: unless
+ * sticky, where @sticky_ok; every name in it is checked in turn)?
+ * Return: NULL, or why not.
+ */
+static const char *not_root_s(int fd, int dir, int sticky_ok, uid_t *owner)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return "cannot stat it";
+	*owner = st.st_uid;
+	if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return dir ? "not a directory" : "not a regular file with one link";
+	if (st.st_uid != 0)
+		return "owned by another user than root";
+	if (st.st_mode & (S_IWGRP | S_IWOTH) && !(dir && sticky_ok && st.st_mode & S_ISVTX))
+		return "writable by group or others";
+	return NULL;
+}
+
+/* Open @name in @at, never through a symlink, if it is root's (see not_root_s()); or -1. */
+static int open_root_s(int at, const char *name, int dir, int sticky_ok, int loud)
+{
+	int fd = openat(at, name,
+			(dir ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK) | O_NOFOLLOW |
+				O_CLOEXEC);
+	const char *why;
+	uid_t owner = 0;
+
+	if (fd < 0) {
+		if (loud && errno != ENOENT)
+			syslog(LOG_ERR, "refusing %s: %s", name, strerror(errno));
+		return -1;
+	}
+	why = not_root_s(fd, dir, sticky_ok, &owner);
+	if (!why)
+		return fd;
+	if (loud)
+		syslog(LOG_ERR,
+		       "refusing %s: %s (uid %u): no session in it is trusted; cores go on "
+		       "without ringkeeper buffers until root removes it",
+		       name, why, owner);
+	close(fd);
+	return -1;
+}
+
+/*
+ * Is the session in @sdir recording now, by the loader that made it: its
+ * stat file root's, and mapped by that running root process?
+ */
+static int session_live(int sdir)
+{
+	struct rk_session_stat st;
+	int fd = open_root_s(sdir, RK_STAT_FILE, 0, 0, 0), ok;
+
+	if (fd < 0)
+		return 0;
+	ok = !rk_session_stat_readfd(fd, &st) && rk_session_alive(&st) &&
+	     rk_session_loader_wrote(&st, fd);
+	close(fd);
+	return ok;
+}
+
+/* The index of session @name in @f, registered (its directory kept) if new; -1: no room. */
+static int session_of(struct found *f, const char *name, int sdir)
+{
+	char line[NAME_MAX + 16];
+	int k;
+
+	for (k = 0; k < f->nsessions; k++)
+		if (!strcmp(f->sessions[k], name))
+			return k;
+	if (k == MAX_SESSIONS || (f->sdir[k] = dup(sdir)) < 0)
+		return -1;
+	snprintf(f->sessions[k], sizeof(f->sessions[k]), "%s", name);
+	f->nsessions++;
+	snprintf(line, sizeof(line), "session %s\n", name);
+	say(f, line);
+	return k;
+}
+
+/* Keep @fd (now @f's) as a note of @type. Return: 0, or -ENOMEM. */
+static int hold(struct found *f, int fd, __u32 type, __u64 size, off_t state_at)
+{
+	struct held *h;
+
+	if (f->nh == MAX_NOTES)
+		return -ENOMEM;
+	h = realloc(f->h, (f->nh + 1) * sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	f->h = h;
+	f->h[f->nh++] = (struct held){ fd, type, size, state_at };
+	return 0;
+}
+
+struct scan {
+	struct found *f;
+	pid_t pid;
+	const struct creds *reader; /* who will own the core (NULL: root) */
+	unsigned long nbuf; /* buffer notes so far ("buffer N" counts them) */
+};
+
+/*
+ * Take file @name of directory @src (source @srcname of session @sess,
+ * open at @sdir) if it is a buffer of the crashing process, root's, and
+ * readable by the core's owner (the kernel's rules as the recorder applied
+ * them: another user's thread, kernel call chains at perf_event_paranoid 2
+ * stay out).
+ */
+static void take_file(struct scan *sc, int src, const char *name, const char *sess, int sdir,
+		      const char *srcname)
+{
+	int side = !strcmp(srcname, RK_SIDEBAND_DIR), fd, ok;
+	struct rk_bufile *bf;
+	struct stat st;
+	off_t state_at = 0;
+	char line[NAME_MAX * 2 + 32];
+
+	fd = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			sc->f->left_out++;
+		return;
+	}
+	bf = rk_bufile__open_fd(fd, NULL);
+	ok = bf && !fstat(fd, &st) && st.st_uid == 0 && st.st_nlink == 1 &&
+	     !(st.st_mode & (S_IWGRP | S_IWOTH)) && (__s32)bf->ident->tgid == sc->pid &&
+	     (bf->ident->state == RK_THREAD_LIVE || bf->ident->state == RK_THREAD_EXITING ||
+	      bf->ident->state == RK_THREAD_CRASHED);
+	if (ok)
+		state_at = (const char *)&bf->ident->state - (const char *)bf->base;
+	rk_bufile__free(bf);
+	if (!ok || !readable_by(fd, sc->reader) || session_of(sc->f, sess, sdir) < 0 ||
+	    hold(sc->f, fd, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER, (__u64)st.st_size,
+		 state_at)) {
+		close(fd);
+		return;
+	}
+	if (!side) {
+		snprintf(line, sizeof(line), "buffer %lu %s/%s\n", sc->nbuf++, srcname, name);
+		say(sc->f, line);
+	}
+}
+
+/* Every buffer of the crashing process in session @sess (open at @sdir). */
+static void scan_session(struct scan *sc, int sdir, const char *sess)
+{
+	struct dirent *so, *fe;
+	DIR *sd = fdopendir(dup(sdir)), *fd;
+
+	while (sd && (so = readdir(sd))) {
+		int src;
+
+		if (so->d_name[0] == '.' || !strcmp(so->d_name, RK_STAT_FILE) ||
+		    !strcmp(so->d_name, RK_CRASHES_FILE))
+			continue;
+		src = open_root_s(sdir, so->d_name, 1, 0, 0);
+		if (src < 0)
+			continue;
+		fd = fdopendir(src);
+		if (!fd) {
+			close(src);
+			continue;
+		}
+		while ((fe = readdir(fd)))
+			if (fe->d_name[0] >= '0' && fe->d_name[0] <= '9')
+				take_file(sc, src, fe->d_name, sess, sdir, so->d_name);
+		closedir(fd);
+	}
+	if (sd)
+		closedir(sd);
+}
+
+/*
+ * @reader: who will own the core; a buffer that user may not read stays
+ * out. NULL: root's core. Only a root of sessions that root made, and in
+ * it only sessions and files root made, are read: /dev/shm is writable by
+ * all, so before the first recording after a boot anybody could have put
+ * a root there.
  */
 static void find_buffers(pid_t pid, struct found *f, const struct creds *reader)
 {
-	char path[PATH_MAX + 600];
-	struct dirent *se, *so, *fe;
-	unsigned long nbuf = 0;
-	DIR *root = opendir(RK_DEFAULT_ROOT), *sd, *fd;
+	struct scan sc = { .f = f, .pid = pid, .reader = reader };
+	int rootfd = open_root_s(AT_FDCWD, sessions_root(), 1, 1, 1);
+	struct dirent *se;
+	DIR *d;
 
-	while (root && (se = readdir(root))) {
-		struct rk_session_stat st;
+	if (rootfd < 0)
+		return;
+	d = fdopendir(rootfd);
+	if (!d) {
+		close(rootfd);
+		return;
+	}
+	while ((se = readdir(d))) {
+		int sdir;
 
 		if (se->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
-		if (rk_session_stat_read(path, &st) || !rk_session_alive(&st))
+		sdir = open_root_s(rootfd, se->d_name, 1, 0, 0);
+		if (sdir < 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", RK_DEFAULT_ROOT, se->d_name);
-		sd = opendir(path);
-		while (sd && (so = readdir(sd))) {
-			if (so->d_name[0] == '.' || !strcmp(so->d_name, RK_STAT_FILE))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/%s", RK_DEFAULT_ROOT, se->d_name,
-				 so->d_name);
-			fd = opendir(path);
-			while (fd && (fe = readdir(fd))) {
-				struct rk_bufile *bf;
-				char fp[PATH_MAX + 900];
-				int side = !strcmp(so->d_name, RK_SIDEBAND_DIR);
-
-				if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
-					continue;
-				snprintf(fp, sizeof(fp), "%s/%s", path, fe->d_name);
-				bf = rk_bufile__open(fp, NULL);
-				if (!bf)
-					continue;
-				if ((__s32)bf->ident->tgid == pid &&
-				    (bf->ident->state == RK_THREAD_LIVE ||
-				     bf->ident->state == RK_THREAD_EXITING ||
-				     bf->ident->state == RK_THREAD_CRASHED) &&
-				    readable_by(fp, reader)) {
-					int k;
-
-					for (k = 0;
-					     k < f->nsessions && strcmp(f->sessions[k], se->d_name);
-					     k++)
-						;
-					if (k == f->nsessions && k < 8) {
-						char line[300];
-
-						snprintf(f->sessions[f->nsessions++],
-							 sizeof(f->sessions[0]), "%s", se->d_name);
-						snprintf(line, sizeof(line), "session %s\n",
-							 se->d_name);
-						say(f, line);
-					}
-					add_file(f, fp, side ? RK_NOTE_SIDEBAND : RK_NOTE_BUFFER);
-					if (!side) {
-						char line[600];
-
-						snprintf(line, sizeof(line), "buffer %lu %s/%s\n",
-							 nbuf++, so->d_name, fe->d_name);
-						say(f, line);
-					}
-				}
-				rk_bufile__free(bf);
-			}
-			if (fd)
-				closedir(fd);
-		}
-		if (sd)
-			closedir(sd);
+		if (session_live(sdir))
+			scan_session(&sc, sdir, se->d_name);
+		close(sdir);
 	}
-	if (root)
-		closedir(root);
+	closedir(d);
+	if (f->left_out)
+		syslog(LOG_WARNING,
+		       "core of pid %d: %zu ringkeeper buffers left out: no file "
+		       "descriptor for them (RLIMIT_NOFILE)",
+		       pid, f->left_out);
 }
 
 /*
  * The recorder drains and freezes a crashing process's buffers when its BPF
- * side sees the signal: wait for every buffer to say so, 1 s at most.
+ * side sees the signal: wait for every buffer to say so, 1 s at most,
+ * reading each through the descriptor taken at the start.
  * Return: 1 frozen, 0 timed out (the buffers are taken as they are).
  */
 #define FREEZE_WAIT_MS 1000
@@ -708,16 +850,16 @@ static int wait_frozen(const struct found *f)
 	for (ms = 0; ms <= FREEZE_WAIT_MS; ms += 10) {
 		size_t i, frozen = 0, bufs = 0;
 
-		for (i = 0; i < f->n; i++) {
-			struct rk_bufile *bf;
+		for (i = 0; i < f->nh; i++) {
+			__u32 state = 0;
 
-			if (f->v[i].type != RK_NOTE_BUFFER)
+			if (f->h[i].type != RK_NOTE_BUFFER)
 				continue;
 			bufs++;
-			bf = rk_bufile__open(f->v[i].path, NULL);
-			if (bf && bf->ident->state == RK_THREAD_CRASHED)
+			if (pread(f->h[i].fd, &state, sizeof(state), f->h[i].state_at) ==
+				    (ssize_t)sizeof(state) &&
+			    state == RK_THREAD_CRASHED)
 				frozen++;
-			rk_bufile__free(bf);
 		}
 		if (frozen == bufs)
 			return 1;
@@ -726,23 +868,38 @@ static int wait_frozen(const struct found *f)
 	return 0;
 }
 
-/* Each session the buffers came from: a line saying who crashed and where the core went. */
+/*
+ * Each session the buffers came from: a line saying who crashed and where
+ * the core went, appended to its crashes file: made in the session's
+ * directory as opened at the start, never through a link, and only to a
+ * file that is root's.
+ */
 static void record_crash(const struct found *f, const struct rk_crash *c, const char *dest)
 {
 	struct rk_crash_line l = { .pid = c->pid, .tid = c->tid, .sig = c->sig, .time = c->time };
-	char path[PATH_MAX + 64];
 	int k;
 
 	snprintf(l.comm, sizeof(l.comm), "%s", c->comm);
 	snprintf(l.core, sizeof(l.core), "%s", dest);
 	for (k = 0; k < f->nsessions; k++) {
+		int fd = openat(f->sdir[k], RK_CRASHES_FILE,
+				O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				0644);
+		uid_t owner;
 		FILE *o;
 
-		snprintf(path, sizeof(path), "%s/%s/%s", RK_DEFAULT_ROOT, f->sessions[k],
-			 RK_CRASHES_FILE);
-		o = fopen(path, "ae");
-		if (!o)
+		if (fd >= 0 && not_root_s(fd, 0, 0, &owner)) {
+			syslog(LOG_ERR, "session %s: its %s file is not root's: not written",
+			       f->sessions[k], RK_CRASHES_FILE);
+			close(fd);
 			continue;
+		}
+		o = fd >= 0 ? fdopen(fd, "a") : NULL;
+		if (!o) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
 		rk_crash_line_write(o, &l);
 		fclose(o);
 	}
@@ -759,30 +916,35 @@ static int core_dumping(pid_t pid)
 }
 
 /*
- * The session description as the first note: readers name the buffers from
- * it. Return: 1, or 0 if there was no memory for it (the notes go without).
+ * The notes to add: the session description first (readers name the
+ * buffers from it), then each held file. Return: 1, or 0 if there was no
+ * memory for them (the core goes without).
  */
-static int add_session_note(struct found *f)
+static int build_notes(struct found *f)
 {
-	struct rk_core_note *v = realloc(f->v, (f->n + 1) * sizeof(*v));
+	size_t i;
 
-	if (!v)
+	f->v = calloc(f->nh + 1, sizeof(*f->v));
+	if (!f->v)
 		return 0;
-	f->v = v;
-	memmove(v + 1, v, f->n * sizeof(*v));
-	v[0] = (struct rk_core_note){ RK_NOTE_SESSION, NULL, f->session,
-				      f->session ? strlen(f->session) : 0 };
-	f->n++;
+	f->v[0] = (struct rk_core_note){ RK_NOTE_SESSION, -1, f->session,
+					 f->session ? strlen(f->session) : 0 };
+	for (i = 0; i < f->nh; i++)
+		f->v[i + 1] = (struct rk_core_note){ f->h[i].type, f->h[i].fd, NULL, f->h[i].size };
+	f->n = f->nh + 1;
 	return 1;
 }
 
 static void found_free(struct found *f)
 {
 	size_t i;
+	int k;
 
-	for (i = 0; i < f->npaths; i++)
-		free(f->paths[i]);
-	free(f->paths);
+	for (i = 0; i < f->nh; i++)
+		close(f->h[i].fd);
+	for (k = 0; k < f->nsessions; k++)
+		close(f->sdir[k]);
+	free(f->h);
 	free(f->v);
 	free(f->session);
 }
@@ -1104,6 +1266,17 @@ out_dir:
 	return err;
 }
 
+/* Each buffer is held open from the start: as many descriptors as root may have. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int handle(int argc, char **argv)
 {
 	struct found f = { 0 };
@@ -1118,6 +1291,7 @@ static int handle(int argc, char **argv)
 
 	openlog("ringkeeper-coredump", LOG_PID, LOG_DAEMON);
 	guard_faults();
+	raise_nofile();
 	if (parse_crash(argc, argv, &c)) {
 		syslog(LOG_ERR, "bad arguments from the kernel (%d): passing the core to '%s'",
 		       argc, SAFE_DEFAULT);
@@ -1142,7 +1316,7 @@ static int handle(int argc, char **argv)
 	root_core = c.dumpable == RK_DUMP_ROOT || (s.pattern[0] != '|' && c.rlimit_core < 4096);
 	/* Everything that can fail before a byte of the core is read. */
 	find_buffers(c.pid, &f, root_core ? NULL : &cr);
-	if (f.n) {
+	if (f.nh) {
 		char line[200];
 		int dumping = core_dumping(c.pid), frozen = dumping && wait_frozen(&f);
 
@@ -1160,7 +1334,7 @@ static int handle(int argc, char **argv)
 			       "core of pid %d: the recorder did not freeze its buffers "
 			       "within 1 s; they are taken as they are",
 			       c.pid);
-		have_session = add_session_note(&f);
+		have_session = build_notes(&f);
 	}
 	if (s.pattern[0] == '|') {
 		c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
@@ -1174,7 +1348,7 @@ static int handle(int argc, char **argv)
 		/* The kernel writes no file core under RLIMIT_CORE < a page: neither do we. */
 		syslog(LOG_INFO, "core of pid %d (%s), signal %d: RLIMIT_CORE %llu, no file core",
 		       c.pid, c.comm, c.sig, c.rlimit_core);
-		if (f.n) {
+		if (f.nh) {
 			/* But its threads' history was asked for: the notes alone, kept bounded. */
 			err = have_session ? keep_notes(&c, &f, dest, sizeof(dest)) : -ENOMEM;
 			record_crash(&f, &c, err ? "" : dest);
@@ -1183,7 +1357,7 @@ static int handle(int argc, char **argv)
 				       crash_dir(), strerror(-err));
 			else
 				syslog(LOG_INFO, "pid %d: its %zu ringkeeper buffers kept in %s",
-				       c.pid, f.npaths, dest);
+				       c.pid, f.nh, dest);
 		}
 		found_free(&f);
 		return 0;
@@ -1224,7 +1398,7 @@ static int handle(int argc, char **argv)
 	else if (aug)
 		syslog(LOG_INFO,
 		       "core of pid %d (%s), signal %d: %zu ringkeeper buffers added, to '%s'",
-		       c.pid, c.comm, c.sig, f.npaths, dest);
+		       c.pid, c.comm, c.sig, f.nh, dest);
 	else
 		syslog(LOG_INFO, "core of pid %d (%s), signal %d: passed through to '%s'%s%s",
 		       c.pid, c.comm, c.sig, dest, f.n ? ": " : "", f.n && why ? why : "");

@@ -121,34 +121,30 @@ static int write_note(int out, const struct rk_core_note *nt)
 	__u32 hdr[3] = { NOTE_NAMESZ, (__u32)nt->size, nt->type };
 	char name[ALIGN4(NOTE_NAMESZ)] = RK_NOTE_OWNER;
 	__u64 done = 0, pad = ALIGN4(nt->size) - nt->size;
-	int err, fd = -1;
+	int err;
 
 	err = rk_write_sparse(out, hdr, sizeof(hdr));
 	if (!err)
 		err = rk_write_sparse(out, name, sizeof(name));
 	if (err)
 		return err;
-	if (!nt->path) {
+	if (nt->fd < 0) {
 		err = rk_write_sparse(out, nt->data, nt->size);
 		done = nt->size;
-	} else {
-		fd = open(nt->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	}
 	while (!err && done < nt->size) {
 		size_t len = nt->size - done < sizeof(buf) ? (size_t)(nt->size - done) :
 							     sizeof(buf);
-		ssize_t n = fd >= 0 ? pread(fd, buf, len, (off_t)done) : 0;
+		ssize_t n = pread(nt->fd, buf, len, (off_t)done);
 
 		if (n <= 0) {
-			/* Gone or shorter than planned: zeros keep every offset right. */
+			/* Shorter than planned: zeros keep every offset right. */
 			memset(buf, 0, len);
 			n = (ssize_t)len;
 		}
 		err = rk_write_sparse(out, buf, (size_t)n);
 		done += (__u64)n;
 	}
-	if (fd >= 0)
-		close(fd);
 	memset(buf, 0, 4);
 	return err ? err : rk_write_sparse(out, buf, pad);
 }

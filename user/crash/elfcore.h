@@ -38,14 +38,14 @@
 /**
  * struct rk_core_note - one note to add.
  * @type: RK_NOTE_*.
- * @path: a file whose first @size bytes are the desc (read when written;
- *	if it is shorter by then, the rest is zeros), or NULL for @data.
- * @data: the desc bytes, when @path is NULL.
+ * @fd: an open file whose first @size bytes are the desc (read when
+ *	written; if it is shorter by then, the rest is zeros), or -1 for @data.
+ * @data: the desc bytes, when @fd is -1.
  * @size: desc size, < 4 GiB.
  */
 struct rk_core_note {
 	__u32 type;
-	const char *path;
+	int fd;
 	const void *data;
 	__u64 size;
 };

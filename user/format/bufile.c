@@ -389,42 +389,34 @@ int rk_bufile__from_mem(struct rk_bufile *bf, void *base, size_t size, const cha
 	return 0;
 }
 
-static struct rk_bufile *open_mode(const char *path, const char **err_msg, int rw)
+/* Map the file open at @fd (left open) as open_mode() describes. */
+static struct rk_bufile *map_fd(int fd, const char **err_msg, int rw)
 {
 	struct rk_bufile *bf = NULL;
 	struct stat st;
 	void *base;
-	int fd, err;
+	int err;
 
-	/* O_NONBLOCK: a FIFO put in place of a buffer must not hang us in open(). */
-	fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
+	if (fstat(fd, &st))
 		return NULL;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto err_close;
-	}
 	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)RK_PAGE_SIZE) {
 		if (err_msg)
 			*err_msg = S_ISREG(st.st_mode) ? "shorter than one page" :
 							 "not a regular file";
-		err = -EBADMSG;
-		goto err_close;
+		errno = EBADMSG;
+		return NULL;
 	}
 	if (rw && (st.st_uid != 0 || st.st_mode & (S_IWGRP | S_IWOTH))) {
 		/* Our writer's state comes from this page 0: only root may have written it. */
 		if (err_msg)
 			*err_msg = "writable by a user other than root";
-		err = -EPERM;
-		goto err_close;
+		errno = EPERM;
+		return NULL;
 	}
 	base = mmap(NULL, (size_t)st.st_size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
 		    fd, 0);
-	if (base == MAP_FAILED) {
-		err = -errno;
-		goto err_close;
-	}
-	close(fd);
+	if (base == MAP_FAILED)
+		return NULL;
 	bf = malloc(sizeof(*bf));
 	if (!bf) {
 		err = -ENOMEM;
@@ -455,10 +447,22 @@ err_unmap:
 	free(bf);
 	errno = -err;
 	return NULL;
-err_close:
+}
+
+static struct rk_bufile *open_mode(const char *path, const char **err_msg, int rw)
+{
+	struct rk_bufile *bf;
+	int fd, err;
+
+	/* O_NONBLOCK: a FIFO put in place of a buffer must not hang us in open(). */
+	fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	bf = map_fd(fd, err_msg, rw);
+	err = errno;
 	close(fd);
-	errno = -err;
-	return NULL;
+	errno = err;
+	return bf;
 }
 
 struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
@@ -469,6 +473,11 @@ struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg)
 struct rk_bufile *rk_bufile__open_rw(const char *path, const char **err_msg)
 {
 	return open_mode(path, err_msg, 1);
+}
+
+struct rk_bufile *rk_bufile__open_fd(int fd, const char **err_msg)
+{
+	return map_fd(fd, err_msg, 0);
 }
 
 void rk_bufile__free(struct rk_bufile *bf)

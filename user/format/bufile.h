@@ -265,6 +265,12 @@ struct rk_bufile *rk_bufile__create(const char *path, __u64 data_size, __u64 aux
 struct rk_bufile *rk_bufile__open(const char *path, const char **err_msg);
 
 /**
+ * rk_bufile__open_fd() - rk_bufile__open() of the file open at @fd, which
+ * stays open (the caller's): for a reader that checked what it opened.
+ */
+struct rk_bufile *rk_bufile__open_fd(int fd, const char **err_msg);
+
+/**
  * rk_bufile__open_rw() - map an existing, valid file for writing (a loader
  * resuming a session). The writer's state is taken from page 0 once, after
  * validation, so only a file that only root can write is accepted (owned

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,17 +15,24 @@
 int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
 {
 	char path[4096];
-	ssize_t n;
-	int fd;
+	int fd, err;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, RK_STAT_FILE);
 	/* A FIFO or device there must not hang a reader. */
 	fd = rk_open_regular(path, 0, NULL);
 	if (fd < 0)
 		return fd;
+	err = rk_session_stat_readfd(fd, st);
+	close(fd);
+	return err;
+}
+
+int rk_session_stat_readfd(int fd, struct rk_session_stat *st)
+{
+	ssize_t n;
+
 	memset(st, 0, sizeof(*st));
 	n = pread(fd, st, sizeof(*st), 0);
-	close(fd);
 	/* Fields are only ever appended: an older, shorter file reads the new ones as 0. */
 	if (n < (ssize_t)RK_STAT_SIZE_V1 || st->magic != RK_STAT_MAGIC ||
 	    st->version != RK_STAT_VERSION || st->size < RK_STAT_SIZE_V1 ||
@@ -32,6 +40,34 @@ int rk_session_stat_read(const char *dir, struct rk_session_stat *st)
 		return -EBADMSG;
 	st->command[sizeof(st->command) - 1] = '\0';
 	return 0;
+}
+
+/*
+ * Does the loader of @st run as root and have the file at @fd mapped, as
+ * the loader keeps its own stat file? A comm anyone can set is no proof;
+ * the kernel's list of the process's mappings is.
+ */
+int rk_session_loader_wrote(const struct rk_session_stat *st, int fd)
+{
+	char path[64], line[512];
+	unsigned int maj, min;
+	unsigned long long ino;
+	struct stat fs;
+	int found = 0;
+	FILE *f;
+
+	if (fstat(fd, &fs) || rk_proc_status_num((pid_t)st->loader_pid, "Uid:") != 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/maps", st->loader_pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	/* start-end perms offset MAJ:MIN inode path (device numbers in hex). */
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &ino) == 3 &&
+			maj == major(fs.st_dev) && min == minor(fs.st_dev) && ino == fs.st_ino;
+	fclose(f);
+	return found;
 }
 
 int rk_session_alive(const struct rk_session_stat *st)

@@ -175,6 +175,16 @@ struct rk_session_stat {
  */
 int rk_session_stat_read(const char *dir, struct rk_session_stat *st);
 
+/** rk_session_stat_readfd() - the same, of the stat file open at @fd. */
+int rk_session_stat_readfd(int fd, struct rk_session_stat *st);
+
+/**
+ * rk_session_loader_wrote() - whether the loader @st names is root's and
+ * has the stat file open at @fd mapped (the loader of that session, not
+ * any process that calls itself ringkeeper). Return: 1 or 0.
+ */
+int rk_session_loader_wrote(const struct rk_session_stat *st, int fd);
+
 /** rk_session_alive() - the loader of @st is still running. */
 int rk_session_alive(const struct rk_session_stat *st);
 
