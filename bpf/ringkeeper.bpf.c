@@ -100,6 +100,9 @@ struct {
 struct rk_task {
 	__u64 creds; /* as in the creds map */
 	__u64 rename_ns; /* the last rename signalled (RK_RENAME_GAP_NS) */
+	__u64 regrant_ns; /* the last change toward dumpable signalled (RK_REGRANT_GAP_NS) */
+	__u32 regrants; /* how many: each doubles the gap before the next */
+	__u32 pad;
 };
 
 /* See RK_RENAME_GAP_NS: a thread's latest held name, by tid. */
@@ -321,6 +324,32 @@ static __always_inline void creds_forget(__u32 tid)
 }
 
 /*
+ * May @t's turn back to dumpable (SUID_DUMP_USER: its user may read it
+ * again) be signalled now? Its first is; each one after must wait
+ * RK_REGRANT_GAP_NS, doubled per earlier one up to RK_REGRANT_GAP_MAX_NS
+ * (it costs the recorder a new set of files). A turn away from dumpable,
+ * or new credentials, is never held: the records after it go to files
+ * its user may not read from the first one on.
+ */
+static __always_inline int regrant_due(struct task_struct *t)
+{
+	struct rk_task *ts = task_store(t);
+	__u64 now = bpf_ktime_get_ns(), gap = RK_REGRANT_GAP_NS;
+	__u32 k;
+
+	if (!ts)
+		return 1; /* no memory: signal it, which costs only time */
+	k = ts->regrants;
+	if (k > RK_REGRANT_DOUBLINGS)
+		k = RK_REGRANT_DOUBLINGS;
+	if (k && now - ts->regrant_ns < gap << (k - 1))
+		return 0;
+	ts->regrant_ns = now;
+	ts->regrants++;
+	return 1;
+}
+
+/*
  * Remember @t's credentials and dumpability. Return: 0 unchanged (or first
  * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
  * without an mm (exiting, kernel), or in an exec (@at_exec: the exec hook
@@ -355,6 +384,12 @@ static __always_inline int creds_update(struct task_struct *t, int at_exec)
 	*slot = now;
 	if (!was)
 		return 0;
+	if ((was >> 2) == (now >> 2) && (was & 3) != 1 && (now & 3) == 1 && !regrant_due(t)) {
+		/* Held back: its records stay root's until it is due (never looser). */
+		*slot = was;
+		count(RK_CNT_CREDS_HELD);
+		return 0;
+	}
 	return ((was >> 2) != (now >> 2)) | ((was & 3) != (now & 3)) << 1;
 }
 

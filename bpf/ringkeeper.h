@@ -81,7 +81,19 @@
 #define RK_CNT_PIN_WAKES 6 /* switch-ins that woke the loader for a pin (pin_asked) */
 #define RK_CNT_ADOPTED 7 /* tasks traced by -a / --cgroup at fork, exec or cgroup move */
 #define RK_CNT_RENAMES_HELD 8 /* renames within RK_RENAME_GAP_NS of a thread's last one */
-#define RK_CNT_MAX 9
+#define RK_CNT_CREDS_HELD 9 /* turns back to dumpable not yet due (RK_REGRANT_GAP_NS) */
+#define RK_CNT_MAX 10
+
+/*
+ * A thread that turns dumpable again (its user may read its new records)
+ * is signalled at once the first time, then RK_REGRANT_GAP_NS after its
+ * last such turn, the gap doubling with each, up to 2^RK_REGRANT_DOUBLINGS
+ * times (~10 s): a user flipping PR_SET_DUMPABLE in a loop costs the
+ * recorder two new files per gap at most. Until then its records stay in
+ * its root-only file; a turn away from dumpable is never held.
+ */
+#define RK_REGRANT_GAP_NS 10000000ull
+#define RK_REGRANT_DOUBLINGS 10
 
 /*
  * A thread's renames are signalled at most once per RK_RENAME_GAP_NS; in

@@ -29,6 +29,9 @@
  *     -W N    instead: two threads append 64 bytes to one tmpfs file N times
  *             each (truncated every 1,024): they wait for the file's lock in
  *             D and wake each other from the other CPU; prints "tid T" each
+ *     -F MS   instead: (as root) setresuid to 65534, then flip PR_SET_DUMPABLE
+ *             between 1 and 0 every 100 us (a sleep between) for MS ms;
+ *             prints "flipped N" (the number of flips)
  *     -R N    instead: the main thread renames itself N times in a row (r-0,
  *             r-1, ...), then sleeps 50 ms; prints "renamed T r-<N-1> NS" (the
  *             time the renames took)
@@ -221,6 +224,25 @@ static int change_creds(long uid)
 	return 0;
 }
 
+/* -F: a user flipping its dumpability as fast as it can sleep. */
+static int flip_dumpable(long ms)
+{
+	struct timespec ts = { 0, 100 * 1000 }, t0, t;
+	long flips = 0;
+
+	if (getuid() == 0 && setresuid(65534, 65534, 65534))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (prctl(PR_SET_DUMPABLE, (unsigned long)(++flips & 1)))
+			return 1;
+		nanosleep(&ts, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	printf("flipped %ld\n", flips);
+	return 0;
+}
+
 /* -W: one file, two writers. */
 static int race_fd;
 
@@ -283,10 +305,10 @@ static int rename_loop(long n)
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
-	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0;
+	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -312,6 +334,9 @@ int main(int argc, char **argv)
 		case 'W':
 			nwrites = atol(optarg);
 			break;
+		case 'F':
+			flip_ms = atol(optarg);
+			break;
 		case 'T':
 			use_vdso = 1;
 			break;
@@ -329,7 +354,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS]\n");
 			return 2;
 		}
 	}
@@ -347,6 +372,8 @@ int main(int argc, char **argv)
 		return rename_loop(nrenames);
 	if (nwrites)
 		return write_race(nwrites);
+	if (flip_ms)
+		return flip_dumpable(flip_ms);
 	if (creds_uid >= 0)
 		return change_creds(creds_uid);
 	if (nchurn) {

@@ -457,6 +457,62 @@ Test(hostile, bad_root_and_kernel_threads_are_refused)
 }
 
 /*
+ * One traced user flipping PR_SET_DUMPABLE every 100 us for 3 s, next to a
+ * busy neighbour process in the same session: each turn back to dumpable
+ * waits twice as long as the one before (RK_REGRANT_GAP_NS), so the flips
+ * cost a bounded number of new files, and the neighbour loses no switch.
+ * Before the rate limit: a new file per flip, each move aside a search
+ * through every earlier one, and signals dropped for everybody.
+ */
+Test(hostile, a_thread_flipping_dumpable_costs_bounded_files_and_its_neighbour_nothing)
+{
+	char cmd[600], path[300], *out, *err, *l;
+	char *argv[] = { (char *)rk_bin, "record", "--root",  root, "--session", "f", "-m",
+			 "64K",		 "--",	   "/bin/sh", "-c", cmd,	 NULL };
+	struct rk_session_stat st;
+	long flipped = 0, loosen = 0, ntids = 0;
+	int status;
+
+	/* Turns back to dumpable that fit in 4 s: the first, then after 10, 20, 40 ... ms. */
+	while (10 * ((1L << loosen) - 1) <= 4000)
+		loosen++;
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(cmd, sizeof(cmd), "%s -F 3000 & sleep 0.5; %s -t 16 -i 400 -s 500; wait", workload,
+		 workload);
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s", out, err);
+	l = strstr(out, "flipped ");
+	cr_assert(l && sscanf(l, "flipped %ld", &flipped) == 1, "%s", out);
+	read_stat("f", &st);
+	printf("%ld flips: %llu changes seen, %llu held, %llu new files; %llu signals, %llu "
+	       "dropped; loader CPU %.2f s\n",
+	       flipped, (unsigned long long)st.creds_changes, (unsigned long long)st.creds_held,
+	       (unsigned long long)st.creds_rotated, (unsigned long long)st.bpf_signals,
+	       (unsigned long long)st.bpf_drops, st.loader_cpu_ns / 1e9);
+	cr_assert_gt(flipped, 1000, "the flipper ran: %s", out);
+	cr_assert_gt(st.creds_held, 0, "no turn back to dumpable was held");
+	cr_assert_leq(st.creds_rotated, (__u64)(2 * loosen + 2),
+		      "%llu new files for %ld flips (at most %ld turns back in 4 s)",
+		      (unsigned long long)st.creds_rotated, flipped, loosen);
+	cr_assert_eq(st.bpf_drops, 0, "signals dropped");
+	/* Every neighbour thread has every switch the kernel counted for it. */
+	for (l = out; (l = strstr(l, "tid ")); l++) {
+		struct check c;
+		unsigned int tid;
+
+		if ((l != out && l[-1] != '\n') || sscanf(l, "tid %u", &tid) != 1)
+			continue;
+		snprintf(path, sizeof(path), "%s/f/sched/%u", root, tid);
+		check_file(path, &c, NULL);
+		assert_switches_cover(&c, out, path);
+		ntids++;
+	}
+	cr_assert_eq(ntids, 16, "neighbour threads checked: %ld\n%s", ntids, out);
+	free(out);
+	free(err);
+}
+
+/*
  * Scale, at default sizes: @n threads that exist before we attach, waking
  * @iters times @sleep_us apart (4 of them busy), lose no signal and no record.
  */

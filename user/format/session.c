@@ -126,6 +126,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(renames_held, "  renames held back (rate limit)")    \
 	X(creds_changes, "credential/dumpability changes")     \
 	X(creds_rotated, "  threads continued in a new file")  \
+	X(creds_held, "  turns to dumpable held (rate limit)") \
 	X(outage_drops, "signals dropped while no recorder")   \
 	X(outage_exited, "threads found exited at resume")     \
 	X(loader_rss, "loader peak resident memory")           \

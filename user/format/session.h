@@ -159,6 +159,8 @@ struct rk_session_stat {
 	 * seen in 6.1's TCG guest)
 	 */
 	__u64 exits_late;
+	/* turns back to dumpable signalled late (RK_REGRANT_GAP_NS; 0 in older stat files) */
+	__u64 creds_held;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

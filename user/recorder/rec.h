@@ -145,6 +145,12 @@ struct rk_rec {
 		uint64_t bytes;
 	} * ushm;
 	size_t nushm;
+	/* Each (directory, tid)'s next <tid>.<n> (rec_move_aside()): a table, a power of two. */
+	struct rk_aside {
+		uint64_t key;
+		__u32 next;
+	} * aside;
+	size_t naside, aside_cap;
 	int announced; /* tracing was on ("recording session ..." said) */
 	int nlinks;
 	int paranoid; /* perf_event_paranoid at start: who may see kernel addresses */

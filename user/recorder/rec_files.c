@@ -39,19 +39,73 @@ root_only:
 	return 0;
 }
 
+static size_t aside_home(uint64_t key, size_t mask)
+{
+	return (size_t)(key ^ key >> 29) & mask;
+}
+
+/*
+ * The next free <n> for <dir>/<tid>.<n>, by (directory, tid): a counter
+ * of each file's incarnations, so moving one aside costs one rename
+ * however many came before (a thread flipping its dumpability, a tid
+ * reused for weeks). Open addressing; keys are stored + 1 (0: empty).
+ * Return: the counter (NULL: no memory for the table).
+ */
+static __u32 *aside_next(struct rk_rec *r, const char *path, __u32 tid)
+{
+	const char *slash = strrchr(path, '/');
+	uint64_t h = 1469598103934665603ull, key;
+	size_t i, mask;
+
+	for (; path < slash; path++)
+		h = (h ^ (unsigned char)*path) * 1099511628211ull;
+	key = ((h << 32) | tid) + 1;
+	if (!key)
+		key = 1;
+	if (2 * (r->naside + 1) > r->aside_cap) {
+		size_t cap = r->aside_cap ? 2 * r->aside_cap : 1024, j;
+		struct rk_aside *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (j = 0; j < r->aside_cap; j++) {
+			if (!r->aside[j].key)
+				continue;
+			for (i = aside_home(r->aside[j].key, cap - 1); v[i].key;
+			     i = (i + 1) & (cap - 1))
+				;
+			v[i] = r->aside[j];
+		}
+		free(r->aside);
+		r->aside = v;
+		r->aside_cap = cap;
+	}
+	mask = r->aside_cap - 1;
+	for (i = aside_home(key, mask); r->aside[i].key; i = (i + 1) & mask)
+		if (r->aside[i].key == key)
+			return &r->aside[i].next;
+	r->aside[i].key = key;
+	r->aside[i].next = 1;
+	r->naside++;
+	return &r->aside[i].next;
+}
+
 /* Move a dead thread's file aside (tid reuse), so no history is overwritten. */
 void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid)
 {
 	char old[PATH_MAX + 48];
-	unsigned int n;
+	__u32 *next = aside_next(r, path, tid), n;
 
 	/*
-	 * The first free <tid>.<n>, never replacing one: a tid reused a
-	 * thousand times (-a for weeks) must not cost an earlier history.
+	 * The first free <tid>.<n> from the counter on, never replacing one:
+	 * a name taken (files of a resumed session) is skipped once, and the
+	 * counter remembers.
 	 */
-	for (n = 1; n; n++) {
+	for (n = next ? *next : 1; n; n++) {
 		snprintf(old, sizeof(old), "%s.%u", path, n);
 		if (!renameat2(AT_FDCWD, path, AT_FDCWD, old, RENAME_NOREPLACE)) {
+			if (next)
+				*next = n + 1;
 			rec_gone_renamed(r, path, old);
 			return;
 		}
@@ -300,6 +354,7 @@ void rec_gone_free(struct rk_rec *r)
 	r->gone = NULL;
 	r->gone_cap = 0;
 	free(r->ushm);
+	free(r->aside);
 	r->ushm = NULL;
 	r->nushm = 0;
 }

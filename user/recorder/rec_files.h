@@ -4,7 +4,7 @@
  * access.c's rules, or moved aside when that changes), and their retention
  * (--keep-exited, --max-shm and --max-shm-user: the queue of exited
  * threads' files, per-user accounts, room made for a new thread).
- * Owns: r->gone, r->ushm.
+ * Owns: r->gone, r->ushm, r->aside.
  * May call: rec_src, access, util.
  */
 #ifndef RK_REC_FILES_H

@@ -84,6 +84,9 @@ void rec_publish(struct rk_rec *r)
 		case RK_CNT_RENAMES_HELD:
 			r->st->renames_held = sum;
 			break;
+		case RK_CNT_CREDS_HELD:
+			r->st->creds_held = sum;
+			break;
 		}
 	}
 	rec_prog_stats(r);
