@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -513,10 +514,13 @@ Test(hostile, a_thread_flipping_dumpable_costs_bounded_files_and_its_neighbour_n
 }
 
 /*
- * Scale, at default sizes: @n threads that exist before we attach, waking
- * @iters times @sleep_us apart (4 of them busy), lose no signal and no record.
+ * Scale: @n threads that exist before we attach, waking @iters times
+ * @sleep_us apart (4 of them busy), lose no signal and no record, and each
+ * has its file. @extra: options after the tests' own (-m 16K), NULL for
+ * none; @sroot: the --root it names (NULL: the test's).
  */
-static void fanout_run(const char *session, int n, int iters, int sleep_us)
+static void fanout_run_with(const char *session, int n, int iters, int sleep_us,
+			    const char *const extra[], const char *sroot)
 {
 	const char *fanout = getenv("RK_FANOUT");
 	char nb[16], ib[16], sb[16], line[64];
@@ -548,7 +552,7 @@ static void fanout_run(const char *session, int n, int iters, int sleep_us)
 	fo = fdopen(out[0], "r");
 	cr_assert_not_null(fgets(line, sizeof(line), fo), "fanout did not start");
 	cr_assert_str_eq(line, "ready\n");
-	rk = start_recorder_on(f, session, &ready, NULL);
+	rk = start_recorder_on(f, session, &ready, extra);
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 60000), 0);
 	cr_assert_eq(write(in[1], "g", 1), 1);
 	close(in[1]);
@@ -558,16 +562,64 @@ static void fanout_run(const char *session, int n, int iters, int sleep_us)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	close(ready);
 	fclose(fo);
-	read_stat(session, &st);
-	printf("%d threads x %d wakeups: %llu signals, %llu dropped, %llu records lost, loader "
-	       "CPU %.2f s\n",
+	if (sroot) {
+		char dir[300];
+
+		snprintf(dir, sizeof(dir), "%s/%s", sroot, session);
+		cr_assert_eq(rk_session_stat_read(dir, &st), 0, "no stat file in %s", dir);
+	} else {
+		read_stat(session, &st);
+	}
+	printf("%d threads x %d wakeups: %llu signals, %llu dropped, %llu records lost, %llu not "
+	       "traced, %llu KiB counted in --max-shm (%llu MiB); loader CPU %.2f s\n",
 	       n, iters, (unsigned long long)st.bpf_signals, (unsigned long long)st.bpf_drops,
-	       (unsigned long long)st.lost, st.loader_cpu_ns / 1e9);
+	       (unsigned long long)st.lost, (unsigned long long)st.not_traced,
+	       (unsigned long long)st.shm_bytes >> 10, (unsigned long long)st.max_shm >> 20,
+	       st.loader_cpu_ns / 1e9);
 	cr_assert_eq(st.threads, (__u64)n + 1);
 	cr_assert_gt(st.bpf_signals, (__u64)n * (__u64)iters, "the threads ran");
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped");
 	cr_assert_eq(st.lost, 0, "records lost");
-	cr_assert_eq(st.files_broken + st.not_traced + st.file_errors, 0);
+	cr_assert_eq(st.files_broken + st.not_traced + st.file_errors + st.shm_withheld, 0);
+}
+
+static void fanout_run(const char *session, int n, int iters, int sleep_us)
+{
+	fanout_run_with(session, n, iters, sleep_us, NULL, NULL);
+}
+
+/* The tmpfs a test mounted: unmounted on every path. */
+static char tmpfs_dir[128];
+
+static void tmpfs_cleanup(void)
+{
+	if (tmpfs_dir[0] && umount2(tmpfs_dir, MNT_DETACH))
+		fprintf(stderr, "cannot unmount %s: %s\n", tmpfs_dir, strerror(errno));
+	tmpfs_dir[0] = '\0';
+	rk_test_teardown();
+}
+
+/*
+ * 8,192 threads at default sizes (-m 512K) under the default --max-shm of
+ * a 4 GiB tmpfs (a quarter: 1 GiB): every one traced. A live file counts
+ * the pages it can have filled (20 KiB for a quiet thread), not its size
+ * (516 KiB): counted at their size, 2,032 were traced and the rest refused.
+ */
+Test(hostile, eight_thousand_threads_fit_under_the_default_max_shm, .fini = tmpfs_cleanup)
+{
+	char sroot[160];
+	const char *extra[] = { "--root", sroot, "-m", "512K", NULL };
+
+	snprintf(tmpfs_dir, sizeof(tmpfs_dir), "%s/tmpfs", root);
+	cr_assert_eq(mkdir(tmpfs_dir, 0755), 0);
+	if (mount("tmpfs", tmpfs_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=4g,mode=0755")) {
+		int err = errno;
+
+		tmpfs_dir[0] = '\0';
+		cr_skip_test("cannot mount a tmpfs for the test: %s", strerror(err));
+	}
+	snprintf(sroot, sizeof(sroot), "%s/rk", tmpfs_dir);
+	fanout_run_with("s8192", 8192, 20, 1000, extra, sroot);
 }
 
 Test(hostile, thousands_of_threads_drop_nothing)

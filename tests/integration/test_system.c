@@ -556,6 +556,46 @@ Test(system, max_shm_removes_the_oldest_exited_files_never_a_live_one)
 }
 
 /*
+ * --max-shm is a hard bound on what live files fill too, and a quiet
+ * thread's file is not counted at its size: four busy threads and the
+ * main one with 256 KiB rings (1.3 MB if every ring filled) under a cap of
+ * 600 KiB are all traced (each file counted by the pages it can have
+ * filled, 20 KiB at first), and once the cap is reached the records that
+ * would fill more pages are not written, counted (shm_withheld), while the
+ * files hold no more than the cap. Counted at their size, two threads
+ * were traced and three refused.
+ */
+Test(system, max_shm_bounds_what_live_files_fill)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root", root,
+			 "--session",	 "hard",   "-m",     "256K",
+			 "--max-shm",	 "600K",   "--",     (char *)workload,
+			 "-t",		 "4",	   "-i",     "3000",
+			 "-s",		 "20",	   NULL };
+	struct rk_session_stat st;
+	char *out = NULL, *err = NULL;
+	int rc = run_rk(argv, &out, &err);
+
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	read_stat("hard", &st);
+	printf("--max-shm 600K, -m 256K, 5 busy threads: %llu traced, %llu not, %llu KiB counted, "
+	       "files hold %llu KiB, %llu records withheld of %llu\n",
+	       (unsigned long long)st.threads, (unsigned long long)st.not_traced,
+	       (unsigned long long)st.shm_bytes >> 10, blocks_of("hard") >> 10,
+	       (unsigned long long)st.shm_withheld, (unsigned long long)st.records);
+	cr_assert_eq(st.not_traced, 0, "threads refused: live files counted at their size");
+	cr_assert_eq(st.threads, 5);
+	cr_assert_gt(st.shm_withheld, 0, "the rings did not reach the cap: the test is too short");
+	cr_assert_leq(st.shm_bytes, 600 * 1024ull, "%llu bytes counted",
+		      (unsigned long long)st.shm_bytes);
+	cr_assert_leq(blocks_of("hard"), 600 * 1024ull, "the files hold %llu bytes",
+		      blocks_of("hard"));
+	cr_assert_not_null(strstr(err, "records not written"), "record did not say so:\n%s", err);
+	free(out);
+	free(err);
+}
+
+/*
  * --on-exit drop under --max-shm: a dropped thread's files leave the count
  * too. They did not: the same 300 short-lived threads through a cap of 60
  * files' worth traced 60 and refused the other 240 ("not traced"), though

@@ -593,12 +593,14 @@ static const struct rec_opt opts[] = {
 	  "traced and counted (stat: threads not traced)" },
 	{ "max-shm", 0, "SIZE", o_max_shm, NULL,
 	  "keep at most SIZE of buffer files in the session (a live\n"
-	  "thread's file counts its size, an exited one's the blocks\n"
-	  "it uses): exited threads' files are removed to make room,\n"
-	  "oldest first, the new thread's own user's first (another\n"
-	  "user's only while that user holds more); past that, new\n"
-	  "threads are not traced (counted) (default: a quarter of\n"
-	  "the filesystem of --root)" },
+	  "thread's file counts the pages it can have filled, in\n"
+	  "16 KiB steps, an exited one's the blocks it uses):\n"
+	  "exited threads' files are removed to make room, oldest\n"
+	  "first, the new thread's own user's first (another user's\n"
+	  "only while that user holds more); past that, new threads\n"
+	  "are not traced and records that would fill more pages are\n"
+	  "not written (both counted) (default: a quarter of the\n"
+	  "filesystem of --root)" },
 	{ "max-shm-user", 0, "SIZE", o_max_shm_user, NULL,
 	  "at most SIZE of them for one user's threads (default:\n"
 	  "with -a or --cgroup, half of --max-shm)" },

@@ -163,7 +163,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(wake_prog_ns, "  their BPF run time")                \
 	X(time_clamped, "records re-stamped into time order")  \
 	X(time_clamped_max_ns, "  by at most")                 \
-	X(exits_late, "exits after the final switch, lost")
+	X(exits_late, "exits after the final switch, lost")    \
+	X(shm_withheld, "records not written: --max-shm full")
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -336,6 +337,9 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 		HINT(not_traced, "threads not traced: --max-threads, --max-shm, the memory cgroup "
 				 "or a full tmpfs (stat: not_traced, bpf_fork_fail)"),
 		HINT(lock_errors, "mlock failures: see RLIMIT_MEMLOCK and --mlock-kb"),
+		HINT(shm_withheld,
+		     "records not written: their pages did not fit under --max-shm or "
+		     "--max-shm-user: raise them, or lower -m"),
 		HINT(exits_late,
 		     "exit records lost: handed out after the thread's final switch "
 		     "(the clock read on another CPU came out behind; stat: exits_late)"),
@@ -370,7 +374,8 @@ void rk_session_summary(FILE *f, const char *name, const char *dir,
 	fprintf(f, "ringkeeper: locked at most %s of a %s budget; loader CPU %s\n",
 		rk_fmt_size(st->locked_peak, b1, sizeof(b1)),
 		rk_fmt_size(st->budget, b2, sizeof(b2)), fmt_ns(st->loader_cpu_ns, b3, sizeof(b3)));
-	if (!st->bpf_drops && !st->perf_lost && !st->lost && !st->not_traced && !st->exits_late)
+	if (!st->bpf_drops && !st->perf_lost && !st->lost && !st->not_traced && !st->exits_late &&
+	    !st->shm_withheld)
 		fprintf(f, "ringkeeper: nothing dropped or lost\n");
 	print_hints(f, st, "ringkeeper: ");
 	fprintf(f, "ringkeeper: every counter: ringkeeper stat %s\n", name);

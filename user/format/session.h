@@ -161,6 +161,11 @@ struct rk_session_stat {
 	__u64 exits_late;
 	/* turns back to dumpable signalled late (RK_REGRANT_GAP_NS; 0 in older stat files) */
 	__u64 creds_held;
+	/*
+	 * records not written: the pages they would have filled did not fit
+	 * under --max-shm / --max-shm-user (0 in older stat files)
+	 */
+	__u64 shm_withheld;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

@@ -61,6 +61,11 @@ struct rk_thread {
 		struct rk_pin_item pin;
 		struct rk_thread *t;
 		int lost; /* its mapping was lost (SIGBUS), counted */
+		/*
+		 * Bytes of it counted in --max-shm (rec_shm_grow()), and the
+		 * ring head past which a record needs more counted first.
+		 */
+		__u64 charged, grow_at;
 	} b[RK_MAX_SRC];
 };
 

@@ -224,19 +224,22 @@ void rec_gone_push(struct rk_rec *r, struct rk_thread *t)
 	int k;
 
 	for (k = 0; k < rec_nsrc(r); k++) {
-		uint64_t size = rec_thread_bytes(r) / (uint64_t)rec_nsrc(r), used = size;
+		uint64_t size = rk_bufile_layout_size(r->o->data_size, rec_src_aux(r, k)), used;
+		uint64_t charged = t->b[k].charged;
 		struct stat sb;
 
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
 		/*
 		 * Written no more: from now on it counts the memory it holds (a
-		 * sparse file's blocks), not the size it could have grown to.
+		 * sparse file's blocks), not what it could have filled.
 		 */
-		if (!stat(path, &sb) && (uint64_t)sb.st_blocks * 512 < size) {
-			used = (uint64_t)sb.st_blocks * 512;
-			rec_shm_account(r, t->uid, -(int64_t)(size - used));
+		used = !stat(path, &sb) && (uint64_t)sb.st_blocks * 512 < size ?
+			       (uint64_t)sb.st_blocks * 512 :
+			       size;
+		rec_shm_account(r, t->uid, (int64_t)used - (int64_t)charged);
+		t->b[k].charged = used;
+		if (used < size)
 			r->mem_bytes -= r->mem_bytes < size - used ? r->mem_bytes : size - used;
-		}
 		rec_gone_push_path(r, path, used, t->uid);
 	}
 }
@@ -303,6 +306,22 @@ static int gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
 		}
 	}
 	return 0;
+}
+
+int rec_shm_grow(struct rk_rec *r, struct rk_thread *t, int k, size_t size)
+{
+	struct rk_tbuf *b = &t->b[k];
+	__u64 at,
+		want = rec_file_charge(b->bf->data_size, b->bf->aux_size, b->bf->head + size, &at);
+	uint64_t need = want > b->charged ? want - b->charged : 0;
+
+	if (need && ((r->o->max_shm_user && !rec_gone_room_user(r, need, t->uid)) ||
+		     (r->o->max_shm && !rec_gone_room(r, need, t->uid))))
+		return 0;
+	rec_shm_account(r, t->uid, (int64_t)need);
+	b->charged += need;
+	b->grow_at = at;
+	return 1;
 }
 
 /*

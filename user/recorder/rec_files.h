@@ -19,6 +19,12 @@
 int rec_grant(struct rk_rec *r, const char *path, int can, uid_t reader);
 void rec_move_aside(struct rk_rec *r, const char *path, __u32 tid);
 void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes);
+/*
+ * Before a record of @size goes into file @k of @t past its grow_at: count
+ * the pages it may fill in --max-shm (making room from exited files as a
+ * new thread would). Return: 1, or 0 if they do not fit (do not write it).
+ */
+int rec_shm_grow(struct rk_rec *r, struct rk_thread *t, int k, size_t size);
 /* @path (@bytes of --max-shm's count) joins the retention queue, if there is one. */
 void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid);
 /* An exited thread's files join the retention queue. */

@@ -299,6 +299,8 @@ int rec_resume_session(struct rk_rec *r)
 static void adopt_buf(struct rk_rec *r, struct rk_thread *t, int k, struct rk_bufile *bf)
 {
 	t->b[k].bf = bf;
+	/* What the recorder before us counted for it in the stat file's shm_bytes. */
+	t->b[k].charged = rec_file_charge(bf->data_size, bf->aux_size, bf->head, &t->b[k].grow_at);
 	t->b[k].pin.addr = bf->base;
 	t->b[k].pin.len = bf->map_size;
 	t->b[k].pin.uid = t->uid;

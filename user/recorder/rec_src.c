@@ -92,6 +92,30 @@ uint64_t rec_src_aux(const struct rk_rec *r, int k)
 }
 
 /* Bytes of buffer files one thread gets: one file per source. */
+uint64_t rec_file_charge(__u64 data_size, __u64 aux_size, __u64 head, __u64 *grow_at)
+{
+	__u64 data = head < RK_SHM_STEP ? RK_SHM_STEP :
+					  (head + RK_SHM_STEP - 1) & ~(RK_SHM_STEP - 1);
+
+	if (data >= data_size) {
+		data = data_size;
+		*grow_at = UINT64_MAX; /* the ring wraps within what is counted */
+	} else {
+		*grow_at = data;
+	}
+	return RK_PAGE_SIZE + data + aux_size;
+}
+
+uint64_t rec_thread_charge0(const struct rk_rec *r)
+{
+	__u64 n = 0, at;
+	int k;
+
+	for (k = 0; k < rec_nsrc(r); k++)
+		n += rec_file_charge(r->o->data_size, rec_src_aux(r, k), 0, &at);
+	return n;
+}
+
 uint64_t rec_thread_bytes(const struct rk_rec *r)
 {
 	uint64_t n = 0;

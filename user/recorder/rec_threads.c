@@ -81,11 +81,11 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 		return prev;
 	if (prev && prev->refused)
 		return NULL;
-	if (r->o->max_shm_user && !rec_gone_room_user(r, rec_thread_bytes(r), uid)) {
+	if (r->o->max_shm_user && !rec_gone_room_user(r, rec_thread_charge0(r), uid)) {
 		rec_refuse(r, tid, "--max-shm-user");
 		return NULL;
 	}
-	if (r->o->max_shm && !rec_gone_room(r, rec_thread_bytes(r), uid)) {
+	if (r->o->max_shm && !rec_gone_room(r, rec_thread_charge0(r), uid)) {
 		rec_refuse(r, tid, "--max-shm");
 		return NULL;
 	}
@@ -150,6 +150,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 			      reader))
 			t->reader = reader + 1;
 		t->b[k].bf = bf;
+		t->b[k].charged = rec_file_charge(bf->data_size, bf->aux_size, 0, &t->b[k].grow_at);
 		t->b[k].pin.addr = bf->base;
 		t->b[k].pin.len = bf->map_size;
 		t->b[k].pin.uid = id.uid;
@@ -176,7 +177,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 	r->all = t;
 	r->st->threads++;
 	r->st->threads_live++;
-	rec_shm_account(r, t->uid, (int64_t)rec_thread_bytes(r));
+	rec_shm_account(r, t->uid, (int64_t)rec_thread_charge0(r));
 	r->mem_bytes += rec_thread_bytes(r);
 	return t;
 }
@@ -190,6 +191,11 @@ void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *r
 	if (t->frozen) {
 		/* Its process crashed: the history ends at the crash, for its core. */
 		r->st->after_crash++;
+		return;
+	}
+	/* The pages it fills first counted in --max-shm: a hard bound, whatever the threads do. */
+	if (bf->head + size > t->b[k].grow_at && !rec_shm_grow(r, t, k, size)) {
+		r->st->shm_withheld++;
 		return;
 	}
 	err = rk_bufile__write(bf, rec, size);
@@ -294,7 +300,8 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 		r->mem_bytes -= r->mem_bytes < rec_thread_bytes(r) ? r->mem_bytes :
 								     rec_thread_bytes(r);
 		/* And its files leave --max-shm's count (they were never gone, only dropped). */
-		rec_shm_account(r, t->uid, -(int64_t)rec_thread_bytes(r));
+		for (k = 0; k < rec_nsrc(r); k++)
+			rec_shm_account(r, t->uid, -(int64_t)t->b[k].charged);
 	}
 	/* Files that stay: --keep-exited and --max-shm may remove them later. */
 	if (!(r->o->on_exit_drop && state == RK_THREAD_EXITED))
