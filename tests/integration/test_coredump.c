@@ -6,6 +6,7 @@
  * every path.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -17,8 +18,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "access.h"
+#include "coredump.h"
 #include "elfcore.h"
 #include "helpers.h"
 
@@ -493,8 +496,8 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 			snprintf(env, sizeof(env), "RINGKEEPER_CRASH_DIR=%s/crashes", root);
 			cr_assert_eq(run_handler_limit(state, core, v, 0, env, "0"), 0);
 			snprintf(notes, sizeof(notes),
-				 "%s show --core %s/crashes/core.%d.1700000000.notes 2>&1", rk_bin,
-				 root, v);
+				 "%s show --core %s/crashes/core.%d.1700000000.u0.notes 2>&1",
+				 rk_bin, root, v);
 			l = sh_out(notes, NULL);
 			snprintf(notes, sizeof(notes), "sched/%d", v);
 			cr_assert_not_null(strstr(l, notes),
@@ -1155,4 +1158,68 @@ Test(coredump, a_root_of_sessions_a_user_made_is_not_trusted)
 	cr_assert(!same_file(core, out), "the live session's buffers are not in the core");
 	kill(rk, SIGINT);
 	wait_for(rk, 30000);
+}
+
+/*
+ * Notes-only cores (ulimit -c 0) are kept fairly per crashing user: with
+ * 33 of one user's in the directory (older: mtime 1,000 s back and up) and
+ * one of root's older still, root's next crash evicts that user's oldest,
+ * never root's. Trimmed by age alone, root's went first.
+ */
+Test(coredump, notes_only_cores_are_trimmed_fairly_per_user)
+{
+	char core[128], state[128], pattern[200], crashes[160], path[300], env[200], line[64];
+	char sess[64], pid[16], fd[16];
+	char *argv[] = { (char *)rk_bin, "record", "--session", sess, "-p", pid,
+			 "--ready-fd",	 fd,	   NULL };
+	struct timespec ts[2] = { { 0, 0 }, { 0, 0 } };
+	int p[2], i, users = 0, roots = 0;
+	struct dirent *de;
+	pid_t v, rk;
+	DIR *d;
+
+	need_gcore();
+	snprintf(pattern, sizeof(pattern), "%s/core.%%P", root);
+	handler_files(core, sizeof(core), state, sizeof(state), pattern);
+	snprintf(crashes, sizeof(crashes), "%s/crashes", root);
+	cr_assert_eq(mkdir(crashes, 0700), 0);
+	for (i = 0; i <= 33; i++) {
+		int f;
+
+		/* root's first and oldest, then the user's 33. */
+		snprintf(path, sizeof(path), "%s/core.%d.%d.u%d.notes", crashes, 1000 + i,
+			 1600000000 + i, i ? 65534 : 0);
+		f = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		cr_assert_geq(f, 0);
+		cr_assert_eq(write(f, "x", 1), 1);
+		close(f);
+		ts[0].tv_sec = ts[1].tv_sec = time(NULL) - 2000 + i;
+		cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
+	}
+	v = start_sleep(0);
+	snprintf(sess, sizeof(sess), "itest-fair-%d", getpid());
+	snprintf(traced_session, sizeof(traced_session), "%s", sess);
+	snprintf(pid, sizeof(pid), "%d", v);
+	cr_assert_eq(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
+	close(p[1]);
+	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
+	close(p[0]);
+	gcore(v, core);
+	snprintf(env, sizeof(env), "RINGKEEPER_CRASH_DIR=%s", crashes);
+	cr_assert_eq(run_handler_limit(state, core, v, 0, env, "0"), 0);
+	kill(rk, SIGINT);
+	wait_for(rk, 30000);
+	d = opendir(crashes);
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		users += strstr(de->d_name, ".u65534.notes") != NULL;
+		roots += strstr(de->d_name, ".u0.notes") != NULL;
+	}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/core.1000.1600000000.u0.notes", crashes);
+	cr_assert_eq(access(path, F_OK), 0, "root's older notes were evicted for a user's");
+	cr_assert_eq(roots, 2, "root's old and new notes: %d", roots);
+	cr_assert_eq(users + roots, RK_CRASH_KEEP, "%d files kept", users + roots);
 }

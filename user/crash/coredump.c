@@ -1174,6 +1174,8 @@ struct aged {
 	char name[256];
 	time_t mtime;
 	off_t size;
+	unsigned int uid; /* the crashing user's, from the name ("core.PID.TIME.uUID.notes") */
+	int gone;
 };
 
 static int by_mtime_desc(const void *a, const void *b)
@@ -1183,39 +1185,86 @@ static int by_mtime_desc(const void *a, const void *b)
 	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : strcmp(x->name, y->name);
 }
 
-/* The newest RK_CRASH_KEEP notes files, RK_CRASH_MAX_BYTES at most: older ones go. */
-static void crash_dir_trim(int dir)
+/* The notes files in @dir, newest first (*@n of them; NULL with *@n 0 if none or no memory). */
+static struct aged *crash_dir_list(int dir, size_t *n)
 {
 	struct aged *v = NULL;
-	unsigned long long bytes = 0;
-	size_t n = 0, i;
 	struct dirent *de;
 	DIR *d = fdopendir(dup(dir));
 
+	*n = 0;
 	while (d && (de = readdir(d))) {
 		struct stat st;
 		struct aged *nv;
+		const char *u = strstr(de->d_name, ".u");
 
 		if (!strstr(de->d_name, ".notes") ||
 		    fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
-		nv = realloc(v, (n + 1) * sizeof(*v));
+		nv = realloc(v, (*n + 1) * sizeof(*v));
 		if (!nv)
 			break;
 		v = nv;
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		v[n].mtime = st.st_mtime;
-		v[n].size = st.st_size;
-		n++;
+		memset(&v[*n], 0, sizeof(v[*n]));
+		snprintf(v[*n].name, sizeof(v[*n].name), "%s", de->d_name);
+		v[*n].mtime = st.st_mtime;
+		v[*n].size = st.st_size;
+		/* An older name has no uid: root's, which no user's storm then evicts first. */
+		v[*n].uid = u ? (unsigned int)strtoul(u + 2, NULL, 10) : 0;
+		(*n)++;
 	}
 	if (d)
 		closedir(d);
-	if (n)
-		qsort(v, n, sizeof(*v), by_mtime_desc);
-	for (i = 0; i < n; i++) {
+	if (*n)
+		qsort(v, *n, sizeof(*v), by_mtime_desc);
+	return v;
+}
+
+/*
+ * Of the files left, the oldest of the user who holds the most (ties: the
+ * one whose oldest is older), never the newest file: -1 if none.
+ */
+static ssize_t crash_dir_victim(const struct aged *v, size_t n)
+{
+	size_t i, j, best_count = 0;
+	ssize_t best = -1;
+
+	for (i = n; i-- > 1;) {
+		size_t count = 0;
+
+		if (v[i].gone)
+			continue;
+		for (j = 0; j < n; j++)
+			count += !v[j].gone && v[j].uid == v[i].uid;
+		if (count > best_count) {
+			best_count = count;
+			best = (ssize_t)i;
+		}
+	}
+	return best;
+}
+
+/*
+ * At most RK_CRASH_KEEP notes files, RK_CRASH_MAX_BYTES of them, fairly:
+ * the oldest of the user who holds the most goes first, so one user's
+ * crash storm evicts its own notes, not root's or another user's.
+ */
+static void crash_dir_trim(int dir)
+{
+	unsigned long long bytes = 0;
+	size_t n, i, left;
+	struct aged *v = crash_dir_list(dir, &n);
+
+	for (i = 0; i < n; i++)
 		bytes += (unsigned long long)v[i].size;
-		if (i >= RK_CRASH_KEEP || (i && bytes > RK_CRASH_MAX_BYTES))
-			unlinkat(dir, v[i].name, 0);
+	for (left = n; left > RK_CRASH_KEEP || (left > 1 && bytes > RK_CRASH_MAX_BYTES); left--) {
+		ssize_t k = crash_dir_victim(v, n);
+
+		if (k < 0)
+			break;
+		unlinkat(dir, v[k].name, 0);
+		v[k].gone = 1;
+		bytes -= (unsigned long long)v[k].size;
 	}
 	free(v);
 }
@@ -1241,7 +1290,7 @@ static int keep_notes(const struct rk_crash *c, const struct found *f, char *pat
 	dir = open(crash_dir(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir < 0)
 		return -errno;
-	snprintf(name, sizeof(name), "core.%d.%lld.notes", c->pid, c->time);
+	snprintf(name, sizeof(name), "core.%d.%lld.u%u.notes", c->pid, c->time, c->uid);
 	snprintf(path, len, "%s/%s", crash_dir(), name);
 	out = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0 || pipe2(p, O_CLOEXEC)) {

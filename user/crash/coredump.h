@@ -22,7 +22,8 @@
 /*
  * A traced process whose RLIMIT_CORE forbids a core file still keeps its
  * threads' history: a notes-only core (no memory) here, the newest
- * RK_CRASH_KEEP files and at most RK_CRASH_MAX_BYTES of them.
+ * RK_CRASH_KEEP files and at most RK_CRASH_MAX_BYTES of them, trimmed fairly
+ * per crashing user (its uid in the name: core.PID.TIME.uUID.notes).
  */
 #define RK_CRASH_DIR "/var/lib/ringkeeper/crashes"
 #define RK_CRASH_KEEP 32
