@@ -591,11 +591,20 @@ static void name_buffers(struct rk_core_bufs *b)
 			idx_of[nbuf++] = i;
 	while (line && *line) {
 		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
 		unsigned long idx;
-		char name[80];
+		char one[128], name[80];
 
-		if (sscanf(line, "buffer %lu %79s", &idx, name) == 2 && idx < nbuf)
-			snprintf(b->v[idx_of[idx]].name, sizeof(b->v[0].name), "%s", name);
+		/*
+		 * One line at a time, copied out: sscanf() on the rest of a
+		 * crafted note would measure all of it each time (quadratic).
+		 */
+		if (len < sizeof(one) && !strncmp(line, "buffer ", 7)) {
+			memcpy(one, line, len);
+			one[len] = '\0';
+			if (sscanf(one, "buffer %lu %79s", &idx, name) == 2 && idx < nbuf)
+				snprintf(b->v[idx_of[idx]].name, sizeof(b->v[0].name), "%s", name);
+		}
 		line = nl ? nl + 1 : NULL;
 	}
 	free(idx_of);
