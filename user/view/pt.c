@@ -649,26 +649,41 @@ static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip,
 }
 
 /*
- * A run of direct jumps and calls consumes no trace: a decode that went
- * astray into a loop of them (or code that is one) would print forever. As
- * perf's decoder does, such a run that comes back to an instruction it
- * passed (checked at doubling distances), or that is longer than
- * RK_PT_MAX_LOOPS, is a never-ending loop; anything else ends the run.
+ * A decode that consumes no trace cannot tell a loop that ran from one it
+ * made up (a decode gone astray, or code that is an endless loop): it
+ * would print forever. Trace is consumed where the decoder's packet
+ * position moves (a TIP, a TNT packet, an event), and by a conditional
+ * branch or a return even where it does not (they take a bit of a TNT
+ * packet read before). As perf's decoder does, a run of direct jumps and
+ * calls that consumes none is a never-ending loop once it comes back to an
+ * instruction it passed (checked at doubling distances), or once it is
+ * longer than RK_PT_MAX_LOOPS (perf's INTEL_PT_MAX_LOOPS as perf 5.x had
+ * it; no real code runs that many direct branches without one that is
+ * traced). Other instructions in the run (nop, add, cmp) neither end nor
+ * lengthen it: a loop of them and a jmp back consumes no trace either.
  */
 #define RK_PT_MAX_LOOPS 10000
 
 struct loop_check {
+	uint64_t off; /* the decoder's packet position at the last instruction */
 	__u64 mark; /* an ip of the run, moved at doubling distances */
 	unsigned long n, period, left;
 };
 
-/* Return: 1 if @insn closes a never-ending loop. */
-static int loop_check(struct loop_check *lc, const struct pt_insn *insn)
+/* Return: 1 if @insn, decoded with the decoder at packet position @off, closes a never-ending loop. */
+static int loop_check(struct loop_check *lc, const struct pt_insn *insn, uint64_t off)
 {
-	if (insn->iclass != ptic_jump && insn->iclass != ptic_call) {
-		lc->n = 0;
+	int moved = off != lc->off;
+
+	lc->off = off;
+	if (moved || insn->iclass == ptic_cond_jump || insn->iclass == ptic_return ||
+	    insn->iclass == ptic_far_return || insn->iclass == ptic_far_call ||
+	    insn->iclass == ptic_far_jump) {
+		lc->n = 0; /* it consumed trace */
 		return 0;
 	}
+	if (insn->iclass != ptic_jump && insn->iclass != ptic_call)
+		return 0;
 	if (!lc->n++) {
 		lc->mark = insn->ip;
 		lc->period = lc->left = 1;
@@ -704,6 +719,7 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 	}
 	for (;;) {
 		struct pt_insn insn;
+		uint64_t off = 0;
 
 		status = pt_insn_sync_forward(dec);
 		if (status < 0) {
@@ -753,11 +769,9 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 				print_insn(&w, &insn);
 			if (status < 0)
 				break;
-			if (loop_check(&lc, &insn)) {
-				uint64_t off = 0;
-
+			pt_insn_get_offset(dec, &off);
+			if (loop_check(&lc, &insn, off)) {
 				/* perf's words; decoding goes on at the next PSB. */
-				pt_insn_get_offset(dec, &off);
 				fprintf(out, "[%016llx, %llx: error: Never-ending loop]\n",
 					(unsigned long long)(w.base + off),
 					(unsigned long long)insn.ip);
