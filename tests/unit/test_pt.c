@@ -114,6 +114,38 @@ Test(pt, descriptor_from_sysfs)
 	cr_assert_eq(rk_pt_desc_read(&d, "/nonexistent/intel_pt"), -ENOENT);
 }
 
+/*
+ * Issue 38, item 6: a descriptor comes from a file, and a corrupt format
+ * field (first bit above the last, a bit past 63) is refused, not shifted
+ * by (undefined behaviour the fuzzer found in file mutations).
+ */
+Test(pt, a_corrupt_format_field_is_refused)
+{
+	static const char *const names[RK_PT_NFMT] = { RK_PT_FMT_NAMES };
+	static const __u8 bad[][2] = { { 20, 10 }, { 64, 70 }, { 70, 127 }, { 0, 64 } };
+	struct rk_pt_desc d;
+	__u64 config = 0;
+	size_t i, k;
+
+	for (k = 0; k < RK_PT_NFMT && strcmp(names[k], "mtc_period"); k++)
+		;
+	cr_assert_lt(k, RK_PT_NFMT);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(rk_pt_desc_read(&d, dir), 0);
+		d.fmt[k][0] = bad[i][0];
+		d.fmt[k][1] = bad[i][1] | 0x80;
+		cr_assert_eq(rk_pt_config_field(&d, "mtc_period", ~0ull), -1, "bits %u-%u",
+			     bad[i][0], bad[i][1]);
+		cr_assert_eq(rk_pt_config_set(&d, "mtc_period", 1, &config), -EINVAL);
+		cr_assert_eq(rk_pt_field_mask(&d, "mtc_period"), 0);
+		cr_assert_eq(config, 0);
+	}
+	/* The widest good field, all 64 bits: still read. */
+	d.fmt[k][0] = 0;
+	d.fmt[k][1] = 63 | 0x80;
+	cr_assert_eq(rk_pt_field_mask(&d, "mtc_period"), ~0ull);
+}
+
 Test(pt, config_needs_the_right_descriptor)
 {
 	struct rk_pt_desc d;
