@@ -121,7 +121,11 @@ int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir)
 
 /*
  * Format field @name of @d: its lowest config bit and its value mask (not
- * shifted). Return: 0, or -ENOENT if the descriptor has no such field.
+ * shifted). The descriptor comes from a file: a field read_fmt() could not
+ * have written (lo > hi, a bit past 63) is corrupt, and shifting by it
+ * would be undefined.
+ * Return: 0, -ENOENT if the descriptor has no such field, -EINVAL if the
+ * field is corrupt.
  */
 static int find_field(const struct rk_pt_desc *d, const char *name, unsigned int *lo, __u64 *mask)
 {
@@ -133,6 +137,8 @@ static int find_field(const struct rk_pt_desc *d, const char *name, unsigned int
 		if (!*fmt_names[i] || strcmp(fmt_names[i], name) || !(d->fmt[i][1] & 0x80))
 			continue;
 		*lo = d->fmt[i][0];
+		if (*lo > hi || hi > 63)
+			return -EINVAL;
 		*mask = hi - *lo == 63 ? ~0ull : (1ull << (hi - *lo + 1)) - 1;
 		return 0;
 	}
@@ -153,9 +159,10 @@ int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, 
 {
 	unsigned int lo;
 	__u64 mask;
+	int err = find_field(d, name, &lo, &mask);
 
-	if (find_field(d, name, &lo, &mask))
-		return -ENOENT;
+	if (err)
+		return err;
 	if (value & ~mask)
 		return -ERANGE;
 	*config = (*config & ~(mask << lo)) | value << lo;

@@ -26,17 +26,22 @@ int rk_pt_desc_read(struct rk_pt_desc *d, const char *sysdir);
 
 /**
  * rk_pt_config_field() - value of a format field (e.g. "mtc_period") in @config.
- * Return: the value, or -1 if the descriptor has no such field.
+ * Return: the value, or -1 if the descriptor has no such field or a corrupt
+ * one (its bits out of order or past 63).
  */
 long long rk_pt_config_field(const struct rk_pt_desc *d, const char *name, __u64 config);
 
 /**
  * rk_pt_config_set() - set format field @name of @config to @value.
- * Return: 0; -ENOENT (no such field in the descriptor), -ERANGE (too wide).
+ * Return: 0; -ENOENT (no such field in the descriptor), -EINVAL (a corrupt
+ * field: its bits out of order or past 63), -ERANGE (too wide).
  */
 int rk_pt_config_set(const struct rk_pt_desc *d, const char *name, __u64 value, __u64 *config);
 
-/** rk_pt_field_mask() - the config bits of field @name (0: absent), as perf's auxtrace_info has them. */
+/**
+ * rk_pt_field_mask() - the config bits of field @name (0: absent or
+ * corrupt), as perf's auxtrace_info has them.
+ */
 __u64 rk_pt_field_mask(const struct rk_pt_desc *d, const char *name);
 
 /** rk_pt_default_config() - perf's default for intel_pt//, as far as @d has it. */

@@ -483,21 +483,65 @@ struct insn_walk {
 	int mode;
 	__u64 base; /* ring position of the buffer's first byte */
 	long lines;
+	/* the trace, to read what the decoder consumed before an overflow */
+	const __u8 *buf;
+	size_t len;
+	const struct pt_config *cfg;
+	struct pt_insn_decoder *dec;
 	/*
-	 * RK_PT_BRANCHES: the last branch (an instruction, an interrupt, an
-	 * abort, a trace start), waiting for where it went; its kind as perf
-	 * script's flags name it
+	 * RK_PT_BRANCHES: the last branch (an instruction, an abort, a trace
+	 * start), waiting for where it went; its kind as perf script's flags
+	 * name it, and its bytes (a direct branch's target is in them)
 	 */
 	int pending;
 	__u64 from, from_size;
 	enum pt_insn_class from_class;
+	__u8 raw[16];
 	const char *flag;
+	int in_tx; /* it ran in a transaction: perf's "(x)" */
 };
 
-/* perf script's flags word of a branch instruction. */
-static const char *branch_flag(enum pt_insn_class c)
+/* The opcode of @raw (@size bytes) past its prefixes (legacy, REX); @op: its index. */
+static int opcode_at(const __u8 *raw, unsigned int size, unsigned int *op)
 {
-	switch (c) {
+	unsigned int i;
+
+	for (i = 0; i < size; i++) {
+		__u8 b = raw[i];
+
+		if (b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e ||
+		    b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65 ||
+		    (b & 0xf0) == 0x40)
+			continue;
+		*op = i;
+		return b;
+	}
+	return -1;
+}
+
+/*
+ * perf script's flags word of a branch instruction, as perf's instruction
+ * decoder classes it: a far transfer by what it is (sysenter is perf's
+ * "syscall", sysexit its "sysret"; int, int3, into are "int").
+ */
+static const char *branch_flag(const struct pt_insn *insn)
+{
+	unsigned int op = 0;
+	int b = opcode_at(insn->raw, insn->size, &op);
+	int b2 = b == 0x0f && op + 1 < insn->size ? insn->raw[op + 1] : -1;
+
+	if (b2 == 0x05 || b2 == 0x34)
+		return "syscall";
+	if (b2 == 0x07 || b2 == 0x35)
+		return "sysret";
+	if (b2 == 0x01 && op + 2 < insn->size &&
+	    (insn->raw[op + 2] == 0xc2 || insn->raw[op + 2] == 0xc3))
+		return "vmentry"; /* vmlaunch, vmresume */
+	if (b == 0xcf)
+		return "iret";
+	if (b == 0xcc || b == 0xcd || b == 0xce)
+		return "int";
+	switch (insn->iclass) {
 	case ptic_call:
 	case ptic_far_call:
 		return "call";
@@ -511,15 +555,40 @@ static const char *branch_flag(enum pt_insn_class c)
 	}
 }
 
+/*
+ * The target of a direct branch (jcc, jmp, call, loop, jrcxz with a
+ * relative displacement) at @ip of @size bytes. Return: 0, or -ENOENT if it
+ * is not one (its target is in the trace, not in its bytes).
+ */
+static int direct_target(const __u8 *raw, unsigned int size, __u64 ip, __u64 *to)
+{
+	unsigned int op = 0;
+	int b = opcode_at(raw, size, &op);
+	__s32 rel;
+
+	if ((b >= 0x70 && b <= 0x7f) || (b >= 0xe0 && b <= 0xe3) || b == 0xeb) {
+		rel = (__s8)raw[size - 1];
+	} else if (b == 0xe8 || b == 0xe9 ||
+		   (b == 0x0f && op + 1 < size && (raw[op + 1] & 0xf0) == 0x80)) {
+		if (size < 4)
+			return -ENOENT;
+		memcpy(&rel, raw + size - 4, 4);
+	} else {
+		return -ENOENT;
+	}
+	*to = ip + size + (__s64)rel;
+	return 0;
+}
+
 /* One branch @from -> @to (0: not traced, perf's "tr end" / "tr strt"), with its @flag. */
-static void branch_edge(struct insn_walk *w, __u64 from, __u64 to, const char *flag)
+static void branch_edge(struct insn_walk *w, __u64 from, __u64 to, const char *flag, int in_tx)
 {
 	char s[256], t[256];
 
 	sym_of(w->syms, from, s, sizeof(s));
 	sym_of(w->syms, to, t, sizeof(t));
-	fprintf(w->out, "%16llx %s -> %16llx %s  %s\n", (unsigned long long)from, s,
-		(unsigned long long)to, t, flag);
+	fprintf(w->out, "%16llx %s -> %16llx %s  %s%s\n", (unsigned long long)from, s,
+		(unsigned long long)to, t, flag, in_tx ? " (x)" : "");
 	w->lines++;
 }
 
@@ -530,7 +599,7 @@ static void branch_out(struct insn_walk *w, __u64 to, const char *flag)
 	/* A conditional branch that fell through was not taken: not a branch taken. */
 	if (!flag && w->from_class == ptic_cond_jump && to == w->from + w->from_size)
 		return;
-	branch_edge(w, w->from, to, flag ? flag : w->flag);
+	branch_edge(w, w->from, to, flag ? flag : w->flag, w->in_tx);
 }
 
 /* A branch from @from whose target is the next instruction (an event's edge). */
@@ -541,15 +610,145 @@ static void branch_pend(struct insn_walk *w, __u64 from, const char *flag)
 	w->from_size = 0;
 	w->from_class = ptic_other;
 	w->flag = flag;
+	w->in_tx = 0;
+}
+
+/* @ip of an IP packet, decompressed against the last one (@last). */
+static __u64 packet_ip(const struct pt_packet_ip *p, __u64 last)
+{
+	switch (p->ipc) {
+	case pt_ipc_update_16:
+		return (last & ~0xffffull) | (p->ip & 0xffff);
+	case pt_ipc_update_32:
+		return (last & ~0xffffffffull) | (p->ip & 0xffffffff);
+	case pt_ipc_update_48:
+		return (last & ~0xffffffffffffull) | (p->ip & 0xffffffffffff);
+	case pt_ipc_sext_48:
+		return (__u64)((__s64)(p->ip << 16) >> 16);
+	case pt_ipc_full:
+		return p->ip;
+	default:
+		return last;
+	}
+}
+
+/* What the decoder took last before an OVF: a TNT bit, or a TIP's target. */
+struct before_ovf {
+	int tnt; /* 1: a TNT bit (@taken), 0: a TIP (@tip), -1: neither */
+	int taken;
+	__u64 tip;
+};
+
+/*
+ * The packets from the PSB the decoder synchronized at up to where it is
+ * now, read again: what was taken last before the last OVF among them.
+ * Return: 0, or -ENOENT if there is no OVF.
+ */
+static int read_before_ovf(const struct insn_walk *w, struct before_ovf *at)
+{
+	struct before_ovf now = { .tnt = -1 };
+	struct pt_packet_decoder *pd;
+	struct pt_config cfg = *w->cfg;
+	uint64_t sync = 0, end = 0, off = 0;
+	__u64 last = 0;
+	int found = 0;
+
+	if (pt_insn_get_sync_offset(w->dec, &sync) < 0 || pt_insn_get_offset(w->dec, &end) < 0)
+		return -ENOENT;
+	cfg.begin = (uint8_t *)w->buf;
+	cfg.end = (uint8_t *)w->buf + w->len;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return -ENOMEM;
+	if (pt_pkt_sync_set(pd, sync) < 0)
+		goto out;
+	while (pt_pkt_get_offset(pd, &off) >= 0 && off < end) {
+		struct pt_packet p;
+
+		if (pt_pkt_next(pd, &p, sizeof(p)) < 0)
+			break;
+		switch (p.type) {
+		case ppt_psb:
+			last = 0;
+			break;
+		case ppt_tnt_8:
+		case ppt_tnt_64:
+			/* The newest bit is the lowest. */
+			now.tnt = 1;
+			now.taken = p.payload.tnt.bit_size && (p.payload.tnt.payload & 1);
+			break;
+		case ppt_tip:
+			last = packet_ip(&p.payload.ip, last);
+			now.tnt = 0;
+			now.tip = last;
+			break;
+		case ppt_tip_pge:
+		case ppt_tip_pgd:
+		case ppt_fup:
+			last = packet_ip(&p.payload.ip, last);
+			break;
+		case ppt_ovf:
+			*at = now;
+			found = 1;
+			now.tnt = -1;
+			break;
+		default:
+			break;
+		}
+	}
+out:
+	pt_pkt_free_decoder(pd);
+	return found ? 0 : -ENOENT;
+}
+
+/*
+ * The pending branch at an overflow: the decoder took its TNT bit or TIP
+ * and the overflow came before its target ran, so where it went is in its
+ * bytes (a direct branch, taken) or in the TIP it took, as perf has it;
+ * never where tracing resumes.
+ */
+static void branch_at_overflow(struct insn_walk *w)
+{
+	struct before_ovf at;
+	__u64 to;
+
+	w->pending = 0;
+	if (w->from_class == ptic_other || read_before_ovf(w, &at))
+		return;
+	if (w->from_class == ptic_cond_jump) {
+		if (at.tnt == 1 && at.taken &&
+		    !direct_target(w->raw, (unsigned int)w->from_size, w->from, &to))
+			branch_edge(w, w->from, to, w->flag, w->in_tx);
+		return;
+	}
+	if (!direct_target(w->raw, (unsigned int)w->from_size, w->from, &to))
+		branch_edge(w, w->from, to, w->flag, w->in_tx);
+	else if (at.tnt == 0)
+		branch_edge(w, w->from, at.tip, w->flag, w->in_tx);
+}
+
+/* perf's word for tracing stopped under the pending branch: "tr end", with its kind but a jmp's. */
+static void branch_end(struct insn_walk *w, __u64 to)
+{
+	char flag[32];
+
+	if (w->from_class == ptic_other || !strcmp(w->flag, "jmp"))
+		snprintf(flag, sizeof(flag), "tr end");
+	else
+		snprintf(flag, sizeof(flag), "tr end  %s", w->flag);
+	w->pending = 0;
+	branch_edge(w, w->from, to, flag, w->in_tx);
 }
 
 /*
  * The edges perf's decoder makes of an event (perf script --itrace=b): a
- * trace start is a branch from 0 to where it starts; tracing disabled by a
- * branch ends that branch at 0 (its target is not traced); an asynchronous
- * disable ends the pending branch where it struck, then goes to 0; an
- * interrupt or a transaction abort ends the pending branch where it
- * struck, then is itself a branch to the next instruction.
+ * trace start, or a restart after an overflow, is a branch from 0 to where
+ * it starts; tracing disabled by a branch ends that branch at its target
+ * if the TIP.PGD has one, else at 0; an asynchronous disable ends the
+ * pending branch where it struck, then goes to 0; an interrupt ends the
+ * pending branch where it struck, then is itself a branch to its target
+ * ("hw int"); a transaction abort is one branch from where it struck to
+ * the abort handler ("tx abrt").
  */
 static void branch_event(struct insn_walk *w, const struct pt_event *ev)
 {
@@ -560,18 +759,25 @@ static void branch_event(struct insn_walk *w, const struct pt_event *ev)
 		break;
 	case ptev_disabled:
 		if (w->pending)
-			branch_out(w, 0, "tr end");
+			branch_end(w, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
 		break;
 	case ptev_async_disabled:
 		/* ip_suppressed is about where it would go: @at is where it struck. */
 		if (w->pending)
 			branch_out(w, ev->variant.async_disabled.at, NULL);
-		branch_edge(w, ev->variant.async_disabled.at, 0, "tr end async");
+		branch_edge(w, ev->variant.async_disabled.at, 0, "tr end async", 0);
 		break;
 	case ptev_async_branch:
+		/* An abort's FUP and TIP come as this event after the abort's own. */
+		if (w->pending && w->from_class == ptic_other && !strcmp(w->flag, "tx abrt") &&
+		    w->from == ev->variant.async_branch.from) {
+			branch_out(w, ev->variant.async_branch.to, NULL);
+			break;
+		}
 		if (w->pending)
 			branch_out(w, ev->variant.async_branch.from, NULL);
-		branch_pend(w, ev->variant.async_branch.from, "int");
+		branch_edge(w, ev->variant.async_branch.from, ev->variant.async_branch.to, "hw int",
+			    0);
 		break;
 	case ptev_tsx:
 		if (!ev->variant.tsx.aborted || ev->ip_suppressed)
@@ -579,6 +785,12 @@ static void branch_event(struct insn_walk *w, const struct pt_event *ev)
 		if (w->pending)
 			branch_out(w, ev->variant.tsx.ip, NULL);
 		branch_pend(w, ev->variant.tsx.ip, "tx abrt");
+		break;
+	case ptev_overflow:
+		if (w->pending)
+			branch_at_overflow(w);
+		if (!ev->ip_suppressed)
+			branch_edge(w, 0, ev->variant.overflow.ip, "tr strt", 0);
 		break;
 	default:
 		break;
@@ -621,7 +833,9 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 			w->from = insn->ip;
 			w->from_size = insn->size;
 			w->from_class = insn->iclass;
-			w->flag = branch_flag(insn->iclass);
+			memcpy(w->raw, insn->raw, sizeof(insn->raw));
+			w->flag = branch_flag(insn);
+			w->in_tx = insn->speculative;
 			w->pending = 1;
 		}
 		return;
@@ -649,26 +863,41 @@ static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip,
 }
 
 /*
- * A run of direct jumps and calls consumes no trace: a decode that went
- * astray into a loop of them (or code that is one) would print forever. As
- * perf's decoder does, such a run that comes back to an instruction it
- * passed (checked at doubling distances), or that is longer than
- * RK_PT_MAX_LOOPS, is a never-ending loop; anything else ends the run.
+ * A decode that consumes no trace cannot tell a loop that ran from one it
+ * made up (a decode gone astray, or code that is an endless loop): it
+ * would print forever. Trace is consumed where the decoder's packet
+ * position moves (a TIP, a TNT packet, an event), and by a conditional
+ * branch or a return even where it does not (they take a bit of a TNT
+ * packet read before). As perf's decoder does, a run of direct jumps and
+ * calls that consumes none is a never-ending loop once it comes back to an
+ * instruction it passed (checked at doubling distances), or once it is
+ * longer than RK_PT_MAX_LOOPS (perf's INTEL_PT_MAX_LOOPS as perf 5.x had
+ * it; no real code runs that many direct branches without one that is
+ * traced). Other instructions in the run (nop, add, cmp) neither end nor
+ * lengthen it: a loop of them and a jmp back consumes no trace either.
  */
 #define RK_PT_MAX_LOOPS 10000
 
 struct loop_check {
+	uint64_t off; /* the decoder's packet position at the last instruction */
 	__u64 mark; /* an ip of the run, moved at doubling distances */
 	unsigned long n, period, left;
 };
 
-/* Return: 1 if @insn closes a never-ending loop. */
-static int loop_check(struct loop_check *lc, const struct pt_insn *insn)
+/* Return: 1 if @insn, decoded with the decoder at packet position @off, closes a never-ending loop. */
+static int loop_check(struct loop_check *lc, const struct pt_insn *insn, uint64_t off)
 {
-	if (insn->iclass != ptic_jump && insn->iclass != ptic_call) {
-		lc->n = 0;
+	int moved = off != lc->off;
+
+	lc->off = off;
+	if (moved || insn->iclass == ptic_cond_jump || insn->iclass == ptic_return ||
+	    insn->iclass == ptic_far_return || insn->iclass == ptic_far_call ||
+	    insn->iclass == ptic_far_jump) {
+		lc->n = 0; /* it consumed trace */
 		return 0;
 	}
+	if (insn->iclass != ptic_jump && insn->iclass != ptic_call)
+		return 0;
 	if (!lc->n++) {
 		lc->mark = insn->ip;
 		lc->period = lc->left = 1;
@@ -687,7 +916,13 @@ static int loop_check(struct loop_check *lc, const struct pt_insn *insn)
 long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
 		struct pt_image *img, struct rk_symbols *syms, int mode)
 {
-	struct insn_walk w = { .out = out, .syms = syms, .mode = mode, .base = base };
+	struct insn_walk w = { .out = out,
+			       .syms = syms,
+			       .mode = mode,
+			       .base = base,
+			       .buf = buf,
+			       .len = len,
+			       .cfg = cfg };
 	struct pt_insn_decoder *dec;
 	struct loop_check lc;
 	uint64_t last_sync = 0;
@@ -698,12 +933,14 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 	dec = pt_insn_alloc_decoder(cfg);
 	if (!dec)
 		return -pte_nomem;
+	w.dec = dec;
 	if (pt_insn_set_image(dec, img) < 0) {
 		pt_insn_free_decoder(dec);
 		return -pte_internal;
 	}
 	for (;;) {
 		struct pt_insn insn;
+		uint64_t off = 0;
 
 		status = pt_insn_sync_forward(dec);
 		if (status < 0) {
@@ -738,8 +975,13 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 			status = drain_events(&w, dec, status);
 			if (status < 0)
 				break;
-			/* The trace ends here (the AUX head): not an error. */
-			if (status & pts_eos) {
+			/*
+			 * The trace ends here (the AUX head): not an error. ptxed
+			 * stops; perf's branches go on while no trace is needed
+			 * (the last branch's target, direct jumps after it).
+			 */
+			if (status & pts_eos &&
+			    (mode == RK_PT_INSN || status & pts_ip_suppressed)) {
 				if (!(status & pts_ip_suppressed) && mode == RK_PT_INSN) {
 					fprintf(out, "[end of trace]\n");
 					w.lines++;
@@ -751,13 +993,16 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 			/* The instruction comes with the error or end that follows it. */
 			if (insn.iclass != ptic_error)
 				print_insn(&w, &insn);
+			else if (w.pending && insn.ip)
+				branch_out(&w, insn.ip, NULL); /* perf's edge to where it failed */
 			if (status < 0)
 				break;
-			if (loop_check(&lc, &insn)) {
-				uint64_t off = 0;
-
+			/* A branch under which tracing stopped with no TIP.PGD target. */
+			if (w.pending && status & pts_ip_suppressed && w.from_class != ptic_other)
+				branch_end(&w, 0);
+			pt_insn_get_offset(dec, &off);
+			if (loop_check(&lc, &insn, off)) {
 				/* perf's words; decoding goes on at the next PSB. */
-				pt_insn_get_offset(dec, &off);
 				fprintf(out, "[%016llx, %llx: error: Never-ending loop]\n",
 					(unsigned long long)(w.base + off),
 					(unsigned long long)insn.ip);

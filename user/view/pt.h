@@ -66,14 +66,18 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
  * @base: added to printed offsets: the ring position of @buf's first byte,
  *	as rk_pt_dump() prints them.
  * @mode: RK_PT_INSN, or RK_PT_BRANCHES: the branches perf script
- *	--itrace=b shows, as "FROM sym -> TO sym  FLAGS" (perf's flags words):
- *	taken branches (a not-taken conditional one is left out), a trace
- *	start as 0 -> ip ("tr strt"), a branch under which tracing stopped as
- *	ip -> 0 ("tr end"), an asynchronous disable as at -> 0 ("tr end
- *	async") after the pending branch ends where it struck, an interrupt
- *	("int") and a transaction abort ("tx abrt") as a branch from where they
- *	struck to the next instruction; the last branch, whose target the
- *	trace does not hold, is left out.
+ *	--itrace=b shows, as "FROM sym -> TO sym  FLAGS" (perf's flags words,
+ *	"(x)" after one run in a transaction): taken branches (a not-taken
+ *	conditional one is left out; syscall, sysret, iret, int by name), a
+ *	trace start or a restart after an overflow as 0 -> ip ("tr strt"), a
+ *	branch under which tracing stopped as ip -> its TIP.PGD target or 0
+ *	("tr end", "tr end  call", ...), an asynchronous disable as at -> 0
+ *	("tr end async") after the pending branch ends where it struck, an
+ *	interrupt as from -> handler ("hw int"), a transaction abort as one
+ *	at -> handler ("tx abrt"); a branch pending at an overflow ends where
+ *	it went (its bytes, or its TIP); the last branch is kept where its
+ *	target is known. A loop that consumes no trace is a never-ending loop
+ *	(perf's rule), decoding going on at the next PSB.
  * Return: lines printed (0 for a trace with no instruction), or a negative
  * libipt error if no decoder could be made.
  */
