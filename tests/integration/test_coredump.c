@@ -382,6 +382,52 @@ Test(coredump, previous_pipe_handler_gets_pidfd_cpu_and_exe_name)
 }
 
 /*
+ * The kernel starts a pipe handler with no stdout or stderr, and gives a
+ * chained handler the pidfd at fd 3 only, and only with %F. Ours once
+ * passed its own pidfd wherever it landed (fd 1, the chained handler's
+ * stdout), with or without %F.
+ */
+Test(coredump, a_chained_handler_gets_the_pidfd_at_fd_3_only_with_percent_f)
+{
+	char core[128], state[128], script[128], pattern[300], path[200], cmd[1200], *got;
+	pid_t v;
+	int with;
+
+	need_gcore();
+	v = start_sleep(0);
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	gcore(v, core);
+	for (with = 1; with >= 0; with--) {
+		prev_script(script, sizeof(script),
+			    "{ echo \"arg '$1'\"; for f in /proc/self/fd/*; do "
+			    "echo \"${f##*/} $(readlink $f)\"; done; } > %s/fds 2>&1\n"
+			    "cat > /dev/null\n",
+			    root);
+		snprintf(pattern, sizeof(pattern), "|%s %s", script, with ? "%F" : "%P");
+		snprintf(state, sizeof(state), "%s/state", root);
+		write_state(state, pattern);
+		/* As the kernel runs it: the core on stdin, fds 1 and 2 closed. */
+		snprintf(cmd, sizeof(cmd),
+			 "env -i RINGKEEPER_COREDUMP_STATE=%s %s coredump --handle %d %d %d %d 11 "
+			 "18446744073709551615 1700000000 0 0 1 testhost sleep '!bin!sleep' "
+			 "< %s >&- 2>&-",
+			 state, rk_bin, v, v, v, v, core);
+		cr_assert_eq(system(cmd), 0);
+		snprintf(path, sizeof(path), "%s/fds", root);
+		got = slurp(path);
+		cr_assert_null(strstr(got, "\n1 anon_inode:[pidfd]"), "a pidfd at fd 1:\n%s", got);
+		cr_assert_null(strstr(got, "\n2 anon_inode:[pidfd]"), "a pidfd at fd 2:\n%s", got);
+		if (with) {
+			cr_assert_not_null(strstr(got, "arg '3'"), "%%F is not 3:\n%s", got);
+			cr_assert_not_null(strstr(got, "\n3 anon_inode:[pidfd]"),
+					   "no pidfd at fd 3:\n%s", got);
+		} else {
+			cr_assert_null(strstr(got, "pidfd"), "a pidfd without %%F:\n%s", got);
+		}
+	}
+}
+
+/*
  * Only what the core's owner may read goes into its core: a user's
  * process recorded with kernel call chains at perf_event_paranoid 2 gets
  * its sched history in its own core, not the root-only cpu-clock buffer;

@@ -44,6 +44,9 @@
  */
 #define RK_PIPE_LIMIT 2147483647
 
+/* Where a chained pipe handler finds the pidfd %F names (the kernel's COREDUMP_PIDFD_NUMBER). */
+#define RK_PIDFD_FD 3
+
 /* Our handler's arguments, in struct rk_crash order. */
 static const char handler_args[] = "coredump --handle %P %I %p %i %s %c %t %u %g %d %h %e %E";
 
@@ -953,13 +956,17 @@ static void found_free(struct found *f)
 static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *in)
 {
 	char buf[PATTERN_MAX + 2], *tok, *save = NULL, *argv[64], exp[64][4400];
+	struct rk_crash as_passed = *c;
 	int p[2], n = 0;
 	pid_t pid;
 
+	/* %F names the descriptor the handler finds the pidfd at: 3, as the kernel passes it. */
+	if (c->pidfd >= 0)
+		as_passed.pidfd = RK_PIDFD_FD;
 	snprintf(buf, sizeof(buf), "%.*s", (int)sizeof(buf) - 1, pattern + 1);
 	/* Split on spaces first, then expand each token (the kernel's way since 5.3). */
 	for (tok = strtok_r(buf, " ", &save); tok && n < 63; tok = strtok_r(NULL, " ", &save)) {
-		if (rk_core_expand(tok, c, exp[n], sizeof(exp[n])))
+		if (rk_core_expand(tok, &as_passed, exp[n], sizeof(exp[n])))
 			return -ENAMETOOLONG;
 		argv[n] = exp[n];
 		n++;
@@ -972,9 +979,13 @@ static pid_t spawn_previous(const char *pattern, const struct rk_crash *c, int *
 		return -errno;
 	if (!pid) {
 		dup2(p[0], 0);
-		/* %F: the handler's pidfd of the crashing process, as the kernel passes one. */
-		if (c->pidfd >= 0)
-			fcntl(c->pidfd, F_SETFD, 0);
+		/*
+		 * %F: the pidfd at fd 3 and nowhere else (its own descriptor is
+		 * close-on-exec: it never lands on a free stdout); no %F, none.
+		 */
+		if (c->pidfd >= 0 && (c->pidfd == RK_PIDFD_FD ? fcntl(RK_PIDFD_FD, F_SETFD, 0) :
+								dup2(c->pidfd, RK_PIDFD_FD)) < 0)
+			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -1386,7 +1397,9 @@ static int handle(int argc, char **argv)
 		have_session = build_notes(&f);
 	}
 	if (s.pattern[0] == '|') {
-		c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
+		/* As the kernel: a pidfd only for a pattern that asks for one. */
+		if (strstr(s.pattern, "%F"))
+			c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
 		child = spawn_previous(s.pattern, &c, &out);
 		if (c.pidfd >= 0)
 			close(c.pidfd);
