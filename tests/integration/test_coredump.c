@@ -9,12 +9,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1268,4 +1271,135 @@ Test(coredump, notes_only_cores_are_trimmed_fairly_per_user)
 	cr_assert_eq(access(path, F_OK), 0, "root's older notes were evicted for a user's");
 	cr_assert_eq(roots, 2, "root's old and new notes: %d", roots);
 	cr_assert_eq(users + roots, RK_CRASH_KEEP, "%d files kept", users + roots);
+}
+
+/*
+ * A task in a user namespace of its own (unshare -Ur as nobody: root
+ * there) creates its core with its capabilities there: in a directory of
+ * its user's that only its CAP_DAC_OVERRIDE lets it write (0555), as the
+ * kernel would. The handler once did it as nobody in the initial
+ * namespace, and wrote nothing.
+ */
+Test(coredump, a_user_namespace_root_s_core_goes_where_the_kernel_would_write_it)
+{
+	char core[128], state[128], dir[128], exe[64], path[200], link[256];
+	struct stat st;
+	ssize_t n = 0;
+	pid_t v;
+	int i;
+
+	need_gcore();
+	if (access("/usr/bin/unshare", X_OK))
+		cr_skip_test("no /usr/bin/unshare (util-linux)");
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/nsdir", root);
+	cr_assert_eq(mkdir(dir, 0555), 0);
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	v = fork();
+	cr_assert_geq(v, 0);
+	if (!v) {
+		if (chdir(dir) || setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(125);
+		execl("/usr/bin/unshare", "unshare", "-Ur", "/bin/sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	started[nstarted++] = v;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", v);
+	for (i = 0; i < 500; i++) {
+		n = readlink(exe, link, sizeof(link) - 1);
+		if (n > 0 && (link[n] = '\0', strstr(link, "sleep")))
+			break;
+		if (waitpid(v, NULL, WNOHANG) == v)
+			cr_skip_test(
+				"unshare -Ur as nobody failed: no unprivileged user namespaces");
+		usleep(10000);
+	}
+	cr_assert(n > 0 && strstr(link, "sleep"), "unshare did not exec sleep");
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	gcore(v, core);
+	snprintf(state, sizeof(state), "%s/state", root);
+	write_state(state, "core.%P");
+	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0, "the handler failed");
+	snprintf(path, sizeof(path), "%s/core.%d", dir, v);
+	cr_assert_eq(stat(path, &st), 0, "no core in %s", dir);
+	cr_assert_eq(st.st_uid, 65534, "the core is uid %u's", st.st_uid);
+	cr_assert(same_file(core, path), "the core changed on its way");
+}
+
+/* The CLONE_FS sibling of the test below: chdir to @arg when told, say so, wait to die. */
+static int fs_pipes[2][2];
+
+static int chdir_when_told(void *arg)
+{
+	char b;
+
+	/* It dies with the process it shares its cwd with (the test's .fini kills that one). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() == 1 ||
+	    read(fs_pipes[0][0], &b, 1) != 1 || chdir((const char *)arg) ||
+	    write(fs_pipes[1][1], "d", 1) != 1)
+		_exit(1);
+	pause();
+	return 0;
+}
+
+/*
+ * The kernel opens a relative core at the dump's start, in the cwd then:
+ * a process sharing the task's fs_struct (CLONE_FS) that changes it during
+ * the dump changes nothing. The handler takes the cwd when it starts; it
+ * once took it when it made the file, after its wait.
+ */
+Test(coredump, a_relative_core_goes_to_the_cwd_at_the_dump_s_start)
+{
+	static char stack[1 << 16];
+	char core[128], state[128], a[128], b[128], path[200], cmd[1200], env[64], line[16], c;
+	int sk[2];
+	pid_t v, h;
+
+	need_gcore();
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(a, sizeof(a), "%s/a", root);
+	snprintf(b, sizeof(b), "%s/b", root);
+	cr_assert_eq(mkdir(a, 0777), 0);
+	cr_assert_eq(mkdir(b, 0777), 0);
+	cr_assert_eq(pipe(fs_pipes[0]), 0);
+	cr_assert_eq(pipe(fs_pipes[1]), 0);
+	v = fork();
+	cr_assert_geq(v, 0);
+	if (!v) {
+		if (chdir(a) ||
+		    clone(chdir_when_told, stack + sizeof(stack), CLONE_FS | SIGCHLD, b) < 0)
+			_exit(125);
+		execl("/bin/sleep", "sleep", "1000", (char *)NULL);
+		_exit(127);
+	}
+	started[nstarted++] = v;
+	usleep(100000);
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	gcore(v, core);
+	snprintf(state, sizeof(state), "%s/state", root);
+	write_state(state, "core.%P");
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sk), 0);
+	snprintf(env, sizeof(env), "RINGKEEPER_COREDUMP_PAUSE_FD=%d", sk[1]);
+	snprintf(cmd, sizeof(cmd),
+		 "env -i %s RINGKEEPER_COREDUMP_STATE=%s %s coredump --handle %d %d %d %d 11 "
+		 "18446744073709551615 1700000000 0 0 1 testhost sleep '!bin!sleep' < %s",
+		 env, state, rk_bin, v, v, v, v, core);
+	{
+		char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+
+		h = spawn(argv, "/dev/null", "/dev/null", sk[1]);
+	}
+	close(sk[1]);
+	/* The dump has started; the sibling moves the shared cwd, then the handler goes on. */
+	cr_assert_eq(read_line_within(sk[0], line, sizeof(line), 30000), 0,
+		     "the handler did not pause");
+	cr_assert_eq(write(fs_pipes[0][1], "g", 1), 1);
+	cr_assert_eq(read(fs_pipes[1][0], &c, 1), 1, "the sibling did not chdir");
+	cr_assert_eq(write(sk[0], "g", 1), 1);
+	close(sk[0]);
+	cr_assert_eq(wait_for(h, 30000), 0, "the handler failed");
+	snprintf(path, sizeof(path), "%s/core.%d", a, v);
+	cr_assert_eq(access(path, F_OK), 0, "the core is not in the cwd at the dump's start");
+	snprintf(path, sizeof(path), "%s/core.%d", b, v);
+	cr_assert_neq(access(path, F_OK), 0, "the core followed the sibling's chdir");
 }

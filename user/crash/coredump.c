@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,6 +497,7 @@ struct creds {
 	gid_t gid;
 	gid_t groups[MAX_GROUPS];
 	int ngroups;
+	unsigned long long cap_inh, cap_prm, cap_eff; /* its capabilities (in its user ns) */
 };
 
 static void task_creds(const struct rk_crash *c, struct creds *cr)
@@ -517,6 +519,10 @@ static void task_creds(const struct rk_crash *c, struct creds *cr)
 			cr->uid = fs;
 		} else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &sv, &fs) == 4) {
 			cr->gid = fs;
+		} else if (sscanf(line, "CapInh: %llx", &cr->cap_inh) == 1 ||
+			   sscanf(line, "CapPrm: %llx", &cr->cap_prm) == 1 ||
+			   sscanf(line, "CapEff: %llx", &cr->cap_eff) == 1) {
+			continue;
 		} else if (!strncmp(line, "Groups:", 7)) {
 			char *p = line + 7, *end;
 			unsigned long g;
@@ -1074,51 +1080,147 @@ static int create_core(const char *name, uid_t uid)
 }
 
 /*
- * The child's half of open_as_task(): become the task's root, cwd and
- * credentials, then create @name as the kernel's do_coredump() would.
+ * Where the kernel resolves a core file's name: the crashing task's root
+ * and cwd, taken when the handler starts (the kernel's dump start: a
+ * sibling sharing its fs_struct may chdir() meanwhile), and its user
+ * namespace where that is not ours (-1: ours).
  */
-static int open_in_child(int rootfd, int cwdfd, const struct creds *cr, const char *name)
+struct task_at {
+	int root, cwd, userns;
+	uid_t ns_uid; /* its fsuid and fsgid as its namespace sees them */
+	gid_t ns_gid;
+};
+
+/* @id (of ours) as the namespace of /proc/@pid/@map sees it; -1: not mapped there. */
+static long long id_in_ns(pid_t pid, const char *map, unsigned int id)
 {
-	if (fchdir(rootfd) || chroot(".") || (name[0] != '/' && fchdir(cwdfd)))
+	unsigned long long in, out, count;
+	long long r = -1;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, map);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (r < 0 && fscanf(f, "%llu %llu %llu", &in, &out, &count) == 3)
+		if (id >= out && id - out < count)
+			r = (long long)(in + (id - out));
+	fclose(f);
+	return r;
+}
+
+/* Take @c's root, cwd and user namespace now (see struct task_at); closed by task_at_close(). */
+static void task_at_take(const struct rk_crash *c, const struct creds *cr, struct task_at *at)
+{
+	struct stat ours, theirs;
+	long long u, g;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", c->pid);
+	at->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/cwd", c->pid);
+	at->cwd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	at->userns = -1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", c->pid);
+	if (stat("/proc/self/ns/user", &ours) || stat(path, &theirs) ||
+	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
+		return;
+	u = id_in_ns(c->pid, "uid_map", cr->uid);
+	g = id_in_ns(c->pid, "gid_map", cr->gid);
+	if (u < 0 || g < 0) {
+		syslog(LOG_WARNING,
+		       "pid %d: its fsuid %u or fsgid %u is not mapped in its user "
+		       "namespace: its core is written as that user in ours",
+		       c->pid, cr->uid, cr->gid);
+		return;
+	}
+	at->userns = open(path, O_RDONLY | O_CLOEXEC);
+	at->ns_uid = (uid_t)u;
+	at->ns_gid = (gid_t)g;
+}
+
+static void task_at_close(struct task_at *at)
+{
+	if (at->root >= 0)
+		close(at->root);
+	if (at->cwd >= 0)
+		close(at->cwd);
+	if (at->userns >= 0)
+		close(at->userns);
+}
+
+/* Set the capabilities of @cr (as the task had them in its user namespace). */
+static int set_caps(const struct creds *cr)
+{
+	struct {
+		__u32 version;
+		int pid;
+	} hdr = { 0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0 };
+	struct {
+		__u32 effective, permitted, inheritable;
+	} d[2] = { { (__u32)cr->cap_eff, (__u32)cr->cap_prm, (__u32)cr->cap_inh },
+		   { (__u32)(cr->cap_eff >> 32), (__u32)(cr->cap_prm >> 32),
+		     (__u32)(cr->cap_inh >> 32) } };
+
+	return syscall(SYS_capset, &hdr, d) ? -errno : 0;
+}
+
+/*
+ * The child's half of open_as_task(): become the task's root, cwd and
+ * credentials, then create @name as the kernel's do_coredump() would. A
+ * task in a user namespace of its own creates it with its capabilities
+ * there (a rootless container's root may write where its uid may not):
+ * enter that namespace, take its ids and capabilities as it sees them.
+ */
+static int open_in_child(const struct task_at *at, const struct creds *cr, const char *name)
+{
+	uid_t uid = at->userns >= 0 ? at->ns_uid : cr->uid;
+	gid_t gid = at->userns >= 0 ? at->ns_gid : cr->gid;
+
+	/* Groups first, as ids of ours: a namespace may deny setgroups(). */
+	if (setgroups((size_t)cr->ngroups, cr->groups))
 		return -errno;
-	if (setgroups((size_t)cr->ngroups, cr->groups) || setresgid(cr->gid, cr->gid, cr->gid) ||
-	    setresuid(cr->uid, cr->uid, cr->uid))
+	if (at->userns >= 0 && setns(at->userns, CLONE_NEWUSER))
+		return -errno;
+	if (fchdir(at->root) || chroot(".") || (name[0] != '/' && fchdir(at->cwd)))
+		return -errno;
+	if (setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return -errno;
+	if (at->userns >= 0 && set_caps(cr))
 		return -errno;
 	umask(0);
 	unlink(name); /* as the kernel does, for a core it may replace */
-	return create_core(name, cr->uid);
+	return open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_LARGEFILE | O_CLOEXEC, 0600);
 }
 
 /*
  * Create @name where the crashing task would have: resolved from its own
  * root and cwd (its mount namespace: a container's path, not the host's),
- * with its fsuid, fsgid and supplementary groups. A child does it, as the
- * handler keeps root's credentials; the fd comes back over a socket.
+ * with its fsuid, fsgid, supplementary groups (and, in a user namespace of
+ * its own, its capabilities there). A child does it, as the handler keeps
+ * root's credentials; the fd comes back over a socket, and is checked here
+ * as the kernel checks it.
  */
-static int open_as_task(const struct rk_crash *c, const struct creds *cr, const char *name)
+static int open_as_task(const struct rk_crash *c, const struct creds *cr, const struct task_at *at,
+			const char *name)
 {
-	char path[64];
-	int sk[2], rootfd, cwdfd = -1, fd, status;
+	struct task_at here = *at;
+	int sk[2], fd, status, err;
 	pid_t pid;
 
-	snprintf(path, sizeof(path), "/proc/%d/root", c->pid);
-	rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0 && name[0] == '/' && (errno == ENOENT || errno == ESRCH)) {
+	if (here.root < 0 && name[0] == '/') {
 		/*
 		 * Reaped already (core_pipe_limit set to 0 behind our back): its
 		 * root is gone, the core is not. Ours, as the user of %u and %g.
 		 */
 		syslog(LOG_WARNING, "pid %d is gone: its core goes to %s in the host's root",
 		       c->pid, name);
-		rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		here.root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		here.userns = -1;
 	}
-	if (rootfd < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "/proc/%d/cwd", c->pid);
-	if (name[0] != '/' && (cwdfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		fd = -errno;
-		goto out;
-	}
+	if (here.root < 0 || (name[0] != '/' && here.cwd < 0))
+		return -ENOENT;
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sk)) {
 		fd = -errno;
 		goto out;
@@ -1131,17 +1233,22 @@ static int open_as_task(const struct rk_crash *c, const struct creds *cr, const 
 		goto out;
 	}
 	if (!pid) {
-		fd = open_in_child(rootfd, cwdfd, cr, name);
+		fd = open_in_child(&here, cr, name);
+		if (fd < 0)
+			fd = -errno;
 		_exit(send_fd(sk[1], fd, fd < 0 ? fd : 0) ? 1 : 0);
 	}
 	close(sk[1]);
 	fd = recv_fd(sk[0]);
 	close(sk[0]);
 	waitpid(pid, &status, 0);
+	if (fd >= 0 && (err = core_file_ok(fd, cr->uid))) {
+		close(fd);
+		fd = err;
+	}
 out:
-	if (cwdfd >= 0)
-		close(cwdfd);
-	close(rootfd);
+	if (here.root != at->root && here.root >= 0)
+		close(here.root);
 	return fd;
 }
 
@@ -1153,7 +1260,7 @@ out:
  * Return: the fd, 0 for "the kernel writes no core" (*@why says why), or -errno.
  */
 static int open_previous_file(const char *pattern, const struct rk_crash *c, const struct creds *cr,
-			      char *name, size_t len, const char **why)
+			      const struct task_at *at, char *name, size_t len, const char **why)
 {
 	char uses_pid[8] = "0";
 
@@ -1166,7 +1273,7 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 		snprintf(name + l, len - l, ".%d", c->ns_pid);
 	}
 	if (c->dumpable != RK_DUMP_ROOT)
-		return open_as_task(c, cr, name);
+		return open_as_task(c, cr, at, name);
 	if (name[0] != '/') {
 		*why = "fs.suid_dumpable=2 dumps only to an absolute path (as the kernel)";
 		return 0;
@@ -1326,6 +1433,20 @@ out_dir:
 	return err;
 }
 
+/*
+ * Tests: before the core's file is made, say "paused" on the socket at fd
+ * RINGKEEPER_COREDUMP_PAUSE_FD and wait for a byte back (the kernel sets
+ * no environment for a handler).
+ */
+static void test_pause(void)
+{
+	const char *p = getenv("RINGKEEPER_COREDUMP_PAUSE_FD");
+	char b;
+
+	if (p && *p && (write(atoi(p), "paused\n", 7) != 7 || read(atoi(p), &b, 1) != 1))
+		syslog(LOG_WARNING, "RINGKEEPER_COREDUMP_PAUSE_FD: %s", strerror(errno));
+}
+
 /* Each buffer is held open from the start: as many descriptors as root may have. */
 static void raise_nofile(void)
 {
@@ -1340,6 +1461,7 @@ static void raise_nofile(void)
 static int handle(int argc, char **argv)
 {
 	struct found f = { 0 };
+	struct task_at at = { -1, -1, -1, 0, 0 };
 	struct rk_crash c;
 	struct creds cr;
 	struct state s;
@@ -1368,6 +1490,7 @@ static int handle(int argc, char **argv)
 	}
 	crash_details(&c);
 	task_creds(&c, &cr);
+	task_at_take(&c, &cr, &at);
 	/*
 	 * Whose core it is: the crashing user's (a file it owns, or what the
 	 * previous pipe handler gives it), or root's alone (suid_dumpable=2, or
@@ -1422,14 +1545,17 @@ static int handle(int argc, char **argv)
 				       c.pid, f.nh, dest);
 		}
 		found_free(&f);
+		task_at_close(&at);
 		return 0;
 	} else {
-		out = open_previous_file(s.pattern, &c, &cr, dest, sizeof(dest), &why);
+		test_pause();
+		out = open_previous_file(s.pattern, &c, &cr, &at, dest, sizeof(dest), &why);
 		if (!out) {
 			syslog(LOG_WARNING, "core of pid %d (%s), signal %d: not written: %s",
 			       c.pid, c.comm, c.sig, why);
 			record_crash(&f, &c, "");
 			found_free(&f);
+			task_at_close(&at);
 			return 0;
 		}
 	}
@@ -1437,6 +1563,7 @@ static int handle(int argc, char **argv)
 		syslog(LOG_ERR, "core of pid %d (%s): cannot deliver it to '%s': %s", c.pid, c.comm,
 		       dest, strerror(-out));
 		found_free(&f);
+		task_at_close(&at);
 		return 1;
 	}
 	g_out = out;
@@ -1465,6 +1592,7 @@ static int handle(int argc, char **argv)
 		syslog(LOG_INFO, "core of pid %d (%s), signal %d: passed through to '%s'%s%s",
 		       c.pid, c.comm, c.sig, dest, f.n ? ": " : "", f.n && why ? why : "");
 	found_free(&f);
+	task_at_close(&at);
 	return err ? 1 : 0;
 }
 
