@@ -478,3 +478,34 @@ Test(cli, json_outputs_fit_their_schemas)
 	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j", rk_bin, root);
 	assert_valid(repo, cmd, "sched.json", NULL);
 }
+
+/*
+ * A thread's name is the user's to choose: one with a newline and an
+ * escape sequence is listed by ls without either (as stat and show do).
+ */
+Test(cli, ls_prints_no_control_character_of_a_thread_s_name)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "evil",
+			 "--",
+			 "/bin/sh",
+			 "-c",
+			 "printf 'ev\\nil\\033[2J' > /proc/$$/comm; sleep 0.05",
+			 NULL };
+	char *ls[] = { (char *)rk_bin, "ls", "--root", root, "evil", NULL };
+	char *out = NULL, *err = NULL;
+	int rc = run_rk(argv, NULL, &err);
+
+	cr_assert_eq(rc, 0, "record failed: %s", err);
+	free(err);
+	rc = run_rk(ls, &out, &err);
+	cr_assert_eq(rc, 0, "ls failed: %s", err);
+	cr_assert_not_null(strstr(out, "ev?il?[2J"), "the renamed thread is not listed:\n%s", out);
+	cr_assert_null(strchr(out, '\033'), "an escape reached the terminal:\n%s", out);
+	free(out);
+	free(err);
+}

@@ -170,9 +170,11 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 				printf("}");
 				firstf = 0;
 			} else {
+				/* A name the thread chose: no control character reaches a terminal. */
 				printf("  %8u %8u %-16s %-9s %-6s %-20s %10llu %10s  %s\n",
-				       bf->ident->tid, bf->ident->tgid, comm, state,
-				       pinned ? "yes" : "no", src[k], (unsigned long long)used,
+				       bf->ident->tid, bf->ident->tgid, rk_strip_controls(comm),
+				       state, pinned ? "yes" : "no", src[k],
+				       (unsigned long long)used,
 				       rk_fmt_size(bf->data_size, b1, sizeof(b1)), path);
 			}
 			rk_bufile__free(bf);
