@@ -296,6 +296,8 @@ Test(coredump, suid_dumpable_2_cores_are_root_s_and_absolute_only)
 	snprintf(want, sizeof(want), "%s/core.%d", dir, v);
 	cr_assert_eq(stat(want, &st), 0, "no core at %s", want);
 	cr_assert_eq(st.st_uid, 0, "a suid_dumpable=2 core owned by uid %u", st.st_uid);
+	/* The kernel changes only the fsuid: the group is the task's fsgid. */
+	cr_assert_eq(st.st_gid, 65534, "a suid_dumpable=2 core of group %u", st.st_gid);
 	cr_assert_eq(st.st_mode & 0777, 0600);
 	cr_assert(same_file(core, want));
 	/* A relative pattern: no core at all (the kernel's "fully qualified path" rule). */

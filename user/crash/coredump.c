@@ -1167,6 +1167,20 @@ static int set_caps(const struct creds *cr)
 }
 
 /*
+ * suid_dumpable=2: the kernel makes the file with fsuid root and the
+ * task's own fsgid (a setgid directory's group where it is one).
+ */
+static int create_root_core(const char *name, gid_t gid)
+{
+	int fd;
+
+	setfsgid(gid);
+	fd = create_core(name, 0);
+	setfsgid(0);
+	return fd;
+}
+
+/*
  * The child's half of open_as_task(): become the task's root, cwd and
  * credentials, then create @name as the kernel's do_coredump() would. A
  * task in a user namespace of its own creates it with its capabilities
@@ -1278,7 +1292,7 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 		*why = "fs.suid_dumpable=2 dumps only to an absolute path (as the kernel)";
 		return 0;
 	}
-	return create_core(name, 0);
+	return create_root_core(name, cr->gid);
 }
 
 static const char *crash_dir(void)
