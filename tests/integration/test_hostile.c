@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 #include "access.h"
 #include "helpers.h"
 
@@ -302,6 +303,55 @@ static void credential_changes(const char *tid_maps)
 	cr_assert_not_null(bf);
 	cr_assert_eq(bf->ident->state, RK_THREAD_EXITED);
 	rk_bufile__free(bf);
+	free(out);
+	free(err);
+}
+
+/* An MMAP2 record of a file whose path has "workload" in it: count it. */
+static int count_workload_mmap(const struct perf_event_header *h, void *ctx)
+{
+	/* pid, tid, addr, len, pgoff, maj, min, ino, ino_gen, prot, flags, then the path */
+	const size_t off = sizeof(*h) + 8 + 24 + 24 + 8;
+
+	if (h->type == PERF_RECORD_MMAP2 && h->size > off &&
+	    strstr((const char *)h + off, "workload"))
+		++*(long *)ctx;
+	return 0;
+}
+
+/*
+ * A process that starts as root and becomes a user's (setresuid, then
+ * dumpable) has, for that part, a sideband file its user may read, which
+ * starts with its mappings then: its samples resolve for that user. The
+ * root part's and the part after it turned non-dumpable again stay root's.
+ * The sideband once stayed root's from the start to the end.
+ */
+Test(hostile, a_process_that_becomes_a_user_s_gets_a_sideband_that_user_reads)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root",	     root, "--session", "sb", "-e",
+			 "cpu-clock",	 "--",	   (char *)workload, "-D", "65534",	NULL };
+	char p0[300], p1[300], p2[300], *out, *err;
+	struct rk_bufile *bf;
+	unsigned int pid;
+	long mmaps = 0;
+	int status;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s", out, err);
+	cr_assert_eq(sscanf(out, "main %u", &pid), 1, "%s", out);
+	snprintf(p0, sizeof(p0), "%s/sb/sideband/%u.1", root, pid);
+	snprintf(p1, sizeof(p1), "%s/sb/sideband/%u.2", root, pid);
+	snprintf(p2, sizeof(p2), "%s/sb/sideband/%u", root, pid);
+	cr_assert_neq(as_nobody(can_open, p0), 0, "nobody reads the root part's sideband");
+	cr_assert_eq(as_nobody(can_open, p1), 0, "nobody cannot read its own part's sideband");
+	cr_assert_neq(as_nobody(can_open, p2), 0, "nobody reads the non-dumpable part's sideband");
+	bf = rk_bufile__open(p1, NULL);
+	cr_assert_not_null(bf, "no sideband %s", p1);
+	cr_assert_eq(bf->ident->state, RK_THREAD_CREDS);
+	rk_bufile__for_each(bf, count_workload_mmap, &mmaps);
+	rk_bufile__free(bf);
+	cr_assert_gt(mmaps, 0, "the user's sideband does not start with the program's mappings");
 	free(out);
 	free(err);
 }

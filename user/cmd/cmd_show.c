@@ -23,18 +23,18 @@
 /* Symbols of a thread file's process: <session>/sideband/<tgid> next to <session>/<src>/<tid>. */
 static struct rk_symbols *thread_symbols(const char *path, const struct rk_bufile *bf)
 {
-	char sb[PATH_MAX + 400], *p;
+	char dir[PATH_MAX + 400], sb[PATH_MAX + 500], *p;
 
-	snprintf(sb, sizeof(sb), "%s", path);
-	p = strrchr(sb, '/');
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
 	if (p) {
 		*p = '\0';
-		p = strrchr(sb, '/');
+		p = strrchr(dir, '/');
 	}
 	if (!p)
 		return rk_symbols__new(NULL);
-	snprintf(p + 1, sizeof(sb) - (size_t)(p + 1 - sb), "%s/%u", RK_SIDEBAND_DIR,
-		 bf->ident->tgid);
+	*p = '\0';
+	rk_sideband_path(dir, bf->ident->tgid, sb, sizeof(sb));
 	return rk_symbols__new(sb);
 }
 

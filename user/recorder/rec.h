@@ -77,6 +77,7 @@ struct rk_proc {
 	__u32 pid;
 	struct rk_bufile *bf; /* NULL once done */
 	uint64_t done_ns; /* its last live thread finished (the file unmapped); 0: not */
+	uint64_t reader; /* uid + 1 of the user granted a read of its file, 0: root only */
 };
 
 struct rk_rec {

@@ -256,6 +256,7 @@ static void put_comm(struct rk_rec *r, struct rk_thread *t, const struct rk_sign
 static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
 	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED);
+	rec_sideband_recheck(r, s->tgid, RK_THREAD_EXECED);
 	if (!t)
 		return;
 	put_comm(r, t, s, PERF_RECORD_MISC_COMM_EXEC);
@@ -346,6 +347,7 @@ static void on_creds(struct rk_rec *r, const struct rk_signal *s)
 			continue;
 		rec_access_recheck(r, t, NULL, s->time_ns, RK_THREAD_CREDS);
 	}
+	rec_sideband_recheck(r, s->tgid, RK_THREAD_CREDS);
 }
 
 /*

@@ -100,12 +100,47 @@ struct rk_bufile *rec_sideband_for(struct rk_rec *r, __u32 pid)
 		uid_t reader = 0;
 		int can = rk_access_reader_of((pid_t)pid, (pid_t)pid, &ids, &reader) == 1;
 
-		rec_grant(r, path, can, reader);
+		p->reader = rec_grant(r, path, can, reader) ? (uint64_t)reader + 1 : 0;
 	}
 	p->pid = pid;
 	p->next = r->procs;
 	r->procs = p;
 	return p->bf;
+}
+
+/*
+ * A thread of @pid changed credentials or dumpability, or exec'd: its
+ * process's sideband follows the rule its threads' files follow. Its
+ * records so far keep the readers they had (the file moves aside as
+ * PID.N); the rest goes to a new file for the new reader (or root only),
+ * which starts with the process's mappings now, so that reader's samples
+ * resolve (a process that started as root and became a user's printed
+ * [unknown] for its own samples).
+ */
+void rec_sideband_recheck(struct rk_rec *r, __u32 pid, __u32 why)
+{
+	char path[PATH_MAX + 64];
+	struct rk_proc *p;
+	uid_t reader = 0;
+	int can;
+
+	for (p = r->procs; p && (p->pid != pid || p->done_ns || !p->bf); p = p->next)
+		;
+	if (!p)
+		return;
+	can = rk_access_task_reader((pid_t)pid, (pid_t)pid, &reader) == 1;
+	if ((can ? (uint64_t)reader + 1 : 0) == p->reader)
+		return;
+	p->bf->id.state = why;
+	p->bf->id.exit_ns = rk_now_mono_ns();
+	rk_bufile__publish_ident(p->bf);
+	snprintf(path, sizeof(path), "%s/%s/%u", r->dir, RK_SIDEBAND_DIR, pid);
+	rec_gone_push_path(r, path, 0, p->bf->id.uid);
+	rk_bufile__free(p->bf);
+	/* The entry goes at the next reap; rec_synthesize() makes the new file. */
+	p->bf = NULL;
+	p->pid = 0;
+	rec_synthesize(r, (pid_t)pid);
 }
 
 /*

@@ -22,5 +22,7 @@ void rec_sideband_reap(struct rk_rec *r, uint64_t now);
 size_t rec_synth_sample_id(struct rk_rec *r, __u8 *p, __u32 pid, __u32 tid);
 void rec_synthesize(struct rk_rec *r, pid_t pid);
 int rec_sideband_adopt(struct rk_rec *r, __u32 pid);
+/* A thread of @pid changed who may read it (@why: RK_THREAD_CREDS, _EXECED): its sideband too. */
+void rec_sideband_recheck(struct rk_rec *r, __u32 pid, __u32 why);
 
 #endif /* RK_REC_SIDEBAND_H */

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <gelf.h>
@@ -404,6 +406,36 @@ static void load_sideband(struct rk_symbols *s, const char *path)
 void rk_symbols__add_sideband(struct rk_symbols *s, const struct rk_bufile *sideband)
 {
 	rk_bufile__for_each(sideband, on_sideband, s);
+}
+
+void rk_sideband_path(const char *session_dir, __u32 tgid, char *out, size_t len)
+{
+	unsigned long best = 0, n;
+	char dir[PATH_MAX], pfx[16], *end;
+	struct dirent *de;
+	size_t pl;
+	DIR *d;
+
+	snprintf(out, len, "%s/sideband/%u", session_dir, tgid);
+	if (!access(out, R_OK))
+		return;
+	snprintf(dir, sizeof(dir), "%s/sideband", session_dir);
+	pl = (size_t)snprintf(pfx, sizeof(pfx), "%u.", tgid);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		char p[PATH_MAX + 300];
+
+		if (strncmp(de->d_name, pfx, pl))
+			continue;
+		n = strtoul(de->d_name + pl, &end, 10);
+		snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+		if (!*end && n > best && !access(p, R_OK))
+			best = n;
+	}
+	if (d)
+		closedir(d);
+	if (best)
+		snprintf(out, len, "%s/sideband/%u.%lu", session_dir, tgid, best);
 }
 
 struct rk_symbols *rk_symbols__new(const char *sideband_path)

@@ -22,6 +22,14 @@ struct rk_bufile;
 struct rk_symbols *rk_symbols__new(const char *sideband_path);
 
 /**
+ * rk_sideband_path() - the sideband file of process @tgid in the session
+ * directory @session_dir, into @out: SIDEBAND/TGID, or where the caller
+ * may not read that one (the process became root's again after a part
+ * that was this user's), the newest SIDEBAND/TGID.N the caller may read.
+ */
+void rk_sideband_path(const char *session_dir, __u32 tgid, char *out, size_t len);
+
+/**
  * rk_symbols__add_sideband() - add the maps of a sideband buffer already
  * open (e.g. from a core's notes); later maps win, as in a file.
  */

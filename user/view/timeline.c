@@ -523,7 +523,7 @@ static int sample_file(struct walk_dir *wd, const struct rk_bufile *bf)
 		if (!rk_tp_format_lookup(wd->session_dir, wd->src, bf->pmu->attr.config, &tpf))
 			fmt = &tpf;
 	}
-	snprintf(sb, sizeof(sb), "%s/%s/%u", wd->session_dir, RK_SIDEBAND_DIR, bf->ident->tgid);
+	rk_sideband_path(wd->session_dir, bf->ident->tgid, sb, sizeof(sb));
 	syms = bf->pmu->attr.sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN) ?
 		       rk_symbols__new(sb) :
 		       NULL;
