@@ -667,6 +667,9 @@ static __always_inline int waking(struct task_struct *p, __u16 flags)
 	cur = bpf_get_current_task_btf();
 	if (cur == p)
 		return 0;
+	/* Who may learn the waker's ids: the loader decides from this (docs/trust.md). */
+	if (BPF_CORE_READ(cur, real_cred, uid.val) != BPF_CORE_READ(p, real_cred, uid.val))
+		flags |= RK_SIGF_WAKER_OTHER;
 	cpu = bpf_get_smp_processor_id();
 	head = sw_head(cpu);
 	w = sw_reserve(head, cpu, &wake);

@@ -70,6 +70,8 @@
 #define RK_SIGF_WAKE_NEW 0x80 /* RK_SIG_WAKING: a new task's first wakeup (wake_up_new_task) */
 /* switch-out: sched_switch's preempt, the kernel took the CPU (it reports R+) */
 #define RK_SIGF_INVOLUNTARY 0x100
+/* RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is another user's */
+#define RK_SIGF_WAKER_OTHER 0x200
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */

@@ -864,3 +864,58 @@ Test(hostile, record_returns_the_commands_status)
 		expect_error(argv, 126, "Permission denied");
 	}
 }
+
+/*
+ * --wakeups, a user's thread woken by root's task: in the file that user
+ * reads, the waker is "another user's task" (no pid, no tid) at
+ * perf_event_paranoid > -1; a wakeup by the user's own task names it. The
+ * root waker's ids were written for the user to read.
+ */
+Test(hostile, wakeups_name_another_user_s_task_only_as_perf_would)
+{
+	char *argv[] = { (char *)rk_bin,
+			 "record",
+			 "--root",
+			 root,
+			 "--session",
+			 "wk",
+			 "--wakeups",
+			 "--",
+			 "/bin/sh",
+			 "-c",
+			 "(sleep 0.2; echo x) | setpriv --reuid=65534 --regid=65534 --clear-groups "
+			 "/bin/sh -c 'read a; echo reader $$'",
+			 NULL };
+	char cmd[600], *out, *err, *l, *s;
+	unsigned int reader;
+	int status, hidden = 0, named_other = 0;
+
+	if (rk_access_paranoid() <= -1)
+		cr_skip_test("perf_event_paranoid is -1: every user may see every waker");
+	cr_assert_eq(chmod(root, 0755), 0);
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s\n%s", out, err);
+	l = strstr(out, "reader ");
+	cr_assert(l && sscanf(l, "reader %u", &reader) == 1, "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session wk --json %u", rk_bin, root,
+		 reader);
+	s = sh_out(cmd, NULL);
+	for (l = s; (l = strstr(l, "\"type\":\"RINGKEEPER_WAKEUP\"")); l++) {
+		char *e = strchr(l, '\n');
+		unsigned int pid = 0;
+		char *w = strstr(l, "\"waker_pid\":");
+
+		if (e)
+			*e = '\0';
+		hidden += strstr(l, "\"waker_hidden\":true") != NULL;
+		if (w && sscanf(w, "\"waker_pid\":%u", &pid) == 1 && pid && pid != reader)
+			named_other++;
+		if (e)
+			*e = '\n';
+	}
+	cr_assert_gt(hidden, 0, "root's write woke the reader, and no waker is hidden:\n%s", s);
+	cr_assert_eq(named_other, 0, "another user's task is named to the reader:\n%s", s);
+	free(s);
+	free(out);
+	free(err);
+}

@@ -100,6 +100,12 @@ struct rk_crash_record {
  */
 #define RK_RECORD_WAKEUP 0x524c
 #define RK_WAKEUP_NEW 1u /* rk_wakeup_record.flags: the first wakeup of a new thread */
+/*
+ * rk_wakeup_record.flags: the waker was another user's task, in a file its
+ * thread's user may read, at perf_event_paranoid > -1 (where that user
+ * could not record sched tracepoints): waker_pid and waker_tid are 0.
+ */
+#define RK_WAKEUP_HIDDEN 2u
 
 /**
  * struct rk_wakeup_record - RK_RECORD_WAKEUP.

@@ -450,6 +450,15 @@ static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	wr.w.waker_tid = s->ptid;
 	wr.w.target_cpu = s->prev_state;
 	wr.w.flags = s->flags & RK_SIGF_WAKE_NEW ? RK_WAKEUP_NEW : 0;
+	/*
+	 * Another user's task, in a file this thread's user reads: its ids
+	 * only where that user could record sched tracepoints itself.
+	 */
+	if (s->flags & RK_SIGF_WAKER_OTHER && t->reader && r->paranoid > -1) {
+		wr.w.waker_pid = 0;
+		wr.w.waker_tid = 0;
+		wr.w.flags |= RK_WAKEUP_HIDDEN;
+	}
 	rec_fill_id(r, &wr.id, t, s);
 	rec_put_rec(r, t, &wr, sizeof(wr));
 	/* A crashed process's files take nothing more (rec_put_rec counts that as after_crash). */

@@ -345,10 +345,17 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 			memcpy(&wake, h, sizeof(wake));
 			have_wake = 1;
 			/* Who woke it, from where (the record's cpu), and where it last ran. */
-			snprintf(detail, sizeof(detail),
-				 "woken%s by tid %u (pid %u), target cpu %u",
-				 wake.flags & RK_WAKEUP_NEW ? " (new)" : "", wake.waker_tid,
-				 wake.waker_pid, wake.target_cpu);
+			if (wake.flags & RK_WAKEUP_HIDDEN)
+				snprintf(detail, sizeof(detail),
+					 "woken%s by another user's task (not shown at "
+					 "perf_event_paranoid > -1), target cpu %u",
+					 wake.flags & RK_WAKEUP_NEW ? " (new)" : "",
+					 wake.target_cpu);
+			else
+				snprintf(detail, sizeof(detail),
+					 "woken%s by tid %u (pid %u), target cpu %u",
+					 wake.flags & RK_WAKEUP_NEW ? " (new)" : "", wake.waker_tid,
+					 wake.waker_pid, wake.target_cpu);
 		}
 		break;
 	default:
@@ -370,9 +377,11 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 				crash.crash_tid);
 		if (have_wake)
 			fprintf(w->out,
-				",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s",
+				",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s,"
+				"\"waker_hidden\":%s",
 				wake.waker_pid, wake.waker_tid, wake.target_cpu,
-				wake.flags & RK_WAKEUP_NEW ? "true" : "false");
+				wake.flags & RK_WAKEUP_NEW ? "true" : "false",
+				wake.flags & RK_WAKEUP_HIDDEN ? "true" : "false");
 		fprintf(w->out, ",\"detail\":");
 		rk_json_str(w->out, detail);
 		fprintf(w->out, "}\n");
