@@ -339,6 +339,19 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 	switch (h->type) {
 	case PERF_RECORD_SWITCH: {
 		int k = h->misc & PERF_RECORD_MISC_SWITCH_OUT ? 2 : 1;
+		__u32 res;
+
+		memcpy(&res, p + 20, 4);
+		if (k == 1 && c->asleep) {
+			c->sleeps_unwoken += c->asleep == 1;
+			c->sleeps_woken_twice += c->asleep > 2;
+			c->asleep = 0;
+		}
+		if (k == 2 && res & RK_SWITCH_STATE && !(res & RK_SWITCH_PREEMPTED) &&
+		    res & (0x1 | 0x2) /* TASK_INTERRUPTIBLE, TASK_UNINTERRUPTIBLE */) {
+			c->sleeps++;
+			c->asleep = 1;
+		}
 
 		if (!c->first_switch)
 			c->first_switch = k;
@@ -367,6 +380,8 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 		break;
 	case RK_RECORD_WAKEUP:
 		c->wakeups++;
+		if (c->asleep)
+			c->asleep++;
 		break;
 	default:
 		c->other++;

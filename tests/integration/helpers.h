@@ -53,6 +53,14 @@ struct check {
 	__u32 tid, tgid;
 	long in, out, fork, exec, exit_rec, other, foreign;
 	long wakeups; /* RK_RECORD_WAKEUP (record --wakeups) */
+	/*
+	 * Switch-outs into a sleep (S or D, not preempted): each needs another
+	 * task's wakeup before the thread runs again. With --wakeups, each is
+	 * followed by exactly one before its next switch-in; the ones that are
+	 * not (none, or more) are counted.
+	 */
+	long sleeps, sleeps_unwoken, sleeps_woken_twice;
+	int asleep; /* the last switch-out was a sleep: wakeups since it, + 1 */
 	long in_missing; /* outs with no in since the last out (or since the fork) */
 	int last_switch; /* 0 none, 1 in, 2 out */
 	int first_switch;
