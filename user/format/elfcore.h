@@ -11,6 +11,8 @@
  * order, from a pipe, as the kernel hands it to a core_pattern handler.
  * Type numbers are above 20 and unlike gdb's: BFD interprets those whatever
  * the owner.
+ * Here in format (a file format), not in crash: the snapshot bundle
+ * (bundle.h), which the recorder may write, is a notes-only core too.
  * Owns: nothing beyond a call. May call: nothing of ours but bufile (types).
  */
 #ifndef RK_ELFCORE_H
