@@ -43,10 +43,11 @@ void rk_bundle_opts_init(struct rk_bundle_opts *o)
 	o->for_gid = (gid_t)-1;
 }
 
-/* The cut of one buffer as rk_bufile__for_each() hands its records over. */
+/* The cut of one buffer as rk_bufile__for_each_at() hands its records over. */
 struct cut_ctx {
 	__u8 *ring; /* data_size bytes: what is kept, from offset 0 */
 	__u64 pos, t, sample_type;
+	__u64 next; /* where the record after the last one taken starts */
 	int after; /* a record timed after T was seen */
 	struct rk_bundle_cut *cut;
 };
@@ -57,11 +58,22 @@ struct cut_ctx {
  * sideband record without sample_id) belongs before T while no timed record
  * after T came before it.
  */
-static int cut_take(const struct perf_event_header *h, void *ctx)
+static int cut_take(const struct perf_event_header *h, __u64 at, void *ctx)
 {
 	struct cut_ctx *c = ctx;
 	__u64 when = rk_record_time(c->sample_type, h);
 
+	/*
+	 * The writer lapped us: the records between were overwritten unread.
+	 * What we kept before them goes too (a hole would be read as a thread
+	 * that did nothing meanwhile): the cut is the newest unbroken history.
+	 */
+	if (c->cut->kept && at != c->next) {
+		c->cut->lapped += c->cut->kept;
+		c->cut->kept = 0;
+		c->pos = 0;
+	}
+	c->next = at + h->size;
 	if (when ? when > c->t : c->after) {
 		c->after |= !!when;
 		c->cut->after++;
@@ -119,12 +131,12 @@ int rk_bundle_cut(const struct rk_bufile *bf, __u64 t, void **image, size_t *siz
 	if (!c.ring)
 		return -ENOMEM;
 	/* The readers' protocol: head (acquire), tail, each record re-checked after its copy. */
-	err = rk_bufile__for_each(bf, cut_take, &c);
+	err = rk_bufile__for_each_at(bf, cut_take, &c);
 	if (err == -EBADMSG)
 		cut->corrupt = 1;
 	else if (err)
 		goto out;
-	cut->overwritten = bf->ident->overwritten - over0;
+	cut->overwritten = bf->ident->overwritten - over0 + cut->lapped;
 	cut->bytes = c.pos;
 	while (ring < c.pos)
 		ring *= 2;

@@ -60,13 +60,16 @@ void rk_bundle_opts_init(struct rk_bundle_opts *o);
  * @kept: records kept (timed <= T, or untimed before the first after T).
  * @after: records after T, dropped.
  * @overwritten: records the recorder overwrote while they were read (its
- *	own counter's growth meanwhile): dropped whole, never torn.
+ *	own counter's growth meanwhile, plus @lapped): dropped whole, never
+ *	torn.
+ * @lapped: records copied before the writer lapped the walk, dropped so
+ *	the cut has no hole (it is the newest unbroken history up to T).
  * @bytes: of records kept.
  * @corrupt: the walk stopped at a record that does not parse (kept: those
  *	before it).
  */
 struct rk_bundle_cut {
-	__u64 kept, after, overwritten, bytes;
+	__u64 kept, after, overwritten, lapped, bytes;
 	int corrupt;
 };
 
