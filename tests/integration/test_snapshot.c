@@ -327,3 +327,38 @@ Test(snapshot, bad_input_gets_a_clear_error)
 		expect_error(argv, 1, "not an ELF64 core");
 	}
 }
+
+Test(snapshot, for_user_bundle_has_only_what_that_user_may_read)
+{
+	char out[200], cmd[600], *s;
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	struct stat sb;
+	size_t i;
+	int st;
+
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("no setpriv to run the workload as nobody");
+	/* Before its exec, setpriv's history is root's (exec-root-only); after, nobody's. */
+	snprintf(cmd, sizeof(cmd),
+		 "cp %s %s/wl && chmod 755 %s %s/wl && %s record --root %s --session fu -- "
+		 "setpriv --reuid nobody --regid nogroup --clear-groups %s/wl -t 2 -i 10 "
+		 ">/dev/null 2>&1",
+		 workload, root, root, root, rk_bin, root, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(out, sizeof(out), "%s/fu.rkb", root);
+	snprintf(cmd, sizeof(cmd), "%s snapshot --root %s -o %s --for-user nobody fu 2>&1", rk_bin,
+		 root, out);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 files not bundled"), "the root-only file: %s", s);
+	free(s);
+	cr_assert_eq(stat(out, &sb), 0);
+	cr_assert_neq(sb.st_uid, 0, "the bundle is nobody's");
+	cr_assert_eq(sb.st_mode & 07777, 0600);
+	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why);
+	cr_assert_eq(b.n, 3, "the sched histories of main and its 2 threads after exec: %zu", b.n);
+	for (i = 0; i < b.n; i++)
+		cr_assert_neq(b.v[i].bf.ident->state, RK_THREAD_EXECED, "a root-only history");
+	rk_core_bufs__free(&b);
+}

@@ -262,18 +262,20 @@ static int map_take(const struct perf_event_header *h, void *ctx)
 }
 
 /*
- * Open @path as @o->for_uid would (its fsuid and fsgid: the file's ACL
- * decides, as for that user's own open), or as root without one. Root's
+ * Open @name in the directory open at @dfd as @o->for_uid would (its fsuid
+ * and fsgid: the file's ACL decides, as for that user's own open; the
+ * directories above were opened by the caller, whose --root may be root's
+ * only), or as the caller without one. Root's
  * supplementary groups are kept: they grant nothing on a buffer file
  * (mode 0600 plus user entries), and changing them would change every
  * thread of the caller.
  */
-static int open_as(const char *path, const struct rk_bundle_opts *o)
+static int open_as(int dfd, const char *name, const struct rk_bundle_opts *o)
 {
 	int fd, err;
 
 	if (o->for_uid == (uid_t)-1)
-		return open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		return openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	setfsgid(o->for_gid);
 	setfsuid(o->for_uid);
 	/* setfsuid() returns only the previous id: a second call tells if the first took. */
@@ -281,7 +283,7 @@ static int open_as(const char *path, const struct rk_bundle_opts *o)
 		fd = -1;
 		errno = EPERM;
 	} else {
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
 	err = errno;
 	setfsuid(0);
@@ -290,8 +292,8 @@ static int open_as(const char *path, const struct rk_bundle_opts *o)
 	return fd;
 }
 
-/* One buffer file (@src NULL: a sideband), cut at @t, as a note. */
-static int add_file(struct writer *w, const char *path, const char *src, const char *name, __u64 t)
+/* One buffer file, @name in @dfd (@src NULL: a sideband), cut at @t, as a note. */
+static int add_file(struct writer *w, int dfd, const char *src, const char *name, __u64 t)
 {
 	struct rk_bundle_cut cut;
 	struct rk_bufile *bf, img;
@@ -300,7 +302,7 @@ static int add_file(struct writer *w, const char *path, const char *src, const c
 	void *image;
 	int fd, err;
 
-	fd = open_as(path, w->o);
+	fd = open_as(dfd, name, w->o);
 	if (fd < 0) {
 		w->st->skipped++;
 		return 0;
@@ -346,7 +348,7 @@ static int buffer_name(const char *n)
 /* Every buffer of one source directory (SOURCE/ or sideband/). */
 static int add_dir(struct writer *w, const char *session_dir, const char *src, __u64 t)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 300];
+	char dir[PATH_MAX];
 	int side = !strcmp(src, RK_SIDEBAND_DIR), err = 0;
 	struct dirent *de;
 	DIR *d;
@@ -358,8 +360,7 @@ static int add_dir(struct writer *w, const char *session_dir, const char *src, _
 	while (!err && (de = readdir(d))) {
 		if (!buffer_name(de->d_name))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		err = add_file(w, path, side ? NULL : src, de->d_name, t);
+		err = add_file(w, dirfd(d), side ? NULL : src, de->d_name, t);
 	}
 	closedir(d);
 	return err;
