@@ -27,6 +27,8 @@ static const struct cmd {
 	{ "show", cmd_show, "print the records of one thread's buffer (FILE or TID)" },
 	{ "export", cmd_export,
 	  "write a session (or threads of it) as a perf.data file or a Perfetto trace" },
+	{ "snapshot", cmd_snapshot,
+	  "cut a session at this instant into one bundle file, readable elsewhere" },
 	{ "sched", cmd_sched, "per-thread scheduling summary: runs, on-CPU and off-CPU time" },
 	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
 	{ "rm", cmd_rm, "remove a session entirely" },

@@ -31,6 +31,8 @@ int cmd_sched(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_pmu(int argc, char **argv);
+/* cmd_snapshot.c: a session cut at one instant into a bundle (format/bundle.h). */
+int cmd_snapshot(int argc, char **argv);
 
 /* Session directories under @root, newest first (by stat start time). */
 struct sess {
@@ -92,8 +94,9 @@ struct from {
 	{ "tid", required_argument, NULL, 't' }, { "pid", required_argument, NULL, 'p' }, \
 		{ "session", required_argument, NULL, 's' },                              \
 		{ "root", required_argument, NULL, 'r' },                                 \
+		{ "core", required_argument, NULL, 'C' },                                 \
 	{                                                                                 \
-		"core", required_argument, NULL, 'C'                                      \
+		"bundle", required_argument, NULL, 'C'                                    \
 	}
 
 /* Return: 1 taken, 0 not ours, -1 a bad value (said). */

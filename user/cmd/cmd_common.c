@@ -169,6 +169,7 @@ int common_opts(int argc, char **argv, const char *usage, int *json, const char 
 		{ "event", required_argument, NULL, 'e' },
 		{ "pt", optional_argument, NULL, 'P' },
 		{ "core", required_argument, NULL, 'C' },
+		{ "bundle", required_argument, NULL, 'C' },
 		TWIN_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -258,6 +259,11 @@ static void remove_extracted(const char *dir)
 			continue;
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
 		s = opendir(sub);
+		if (!s) {
+			/* A bundle's tracing_data. */
+			unlink(sub);
+			continue;
+		}
 		while (s && (fe = readdir(s))) {
 			char f[PATH_MAX + 600];
 

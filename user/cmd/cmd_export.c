@@ -119,10 +119,12 @@ int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
-		"                         [--session S] [--root DIR | --core CORE]\n"
+		"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
 		"\n"
 		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
-		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump):\n"
+		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump) or a snapshot\n"
+		"bundle (--bundle, the same option; from ringkeeper snapshot, its symbols from\n"
+		"the bundle where the files here are absent or differ):\n"
 		"  -o, --perf-data FILE\n"
 		"         as a perf.data file sorted by time, with the sideband of their\n"
 		"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"

@@ -19,10 +19,11 @@ int cmd_sched(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper sched [--json] [--tid T | --pid P] [--root DIR]\n"
-		"                        [SESSION | --session S | --core CORE]\n"
+		"                        [SESSION | --session S | --core CORE | --bundle FILE]\n"
 		"\n"
 		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
-		"ELF core dump's RINGKEEPER notes, like 'perf sched timehist -s', from each\n"
+		"ELF core dump's RINGKEEPER notes or a snapshot bundle (--core and --bundle\n"
+		"are the same option), like 'perf sched timehist -s', from each\n"
 		"thread's own history: runs on a CPU (a switch-in and its switch-out), total,\n"
 		"average and longest time on CPU; time off CPU by why the thread left it\n"
 		"(preempted: runnable, waiting for a CPU; sleeping; blocked: uninterruptible;\n"

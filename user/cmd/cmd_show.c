@@ -145,6 +145,46 @@ static int core_buf_matches(const struct rk_core_buf *cb, unsigned long tid)
 	return !strcmp(show_event, RK_SCHED_DIR) && cb->bf.pmu->attr.context_switch;
 }
 
+/* A bundle's "key value" line of its description (@key with its space), or "". */
+static void desc_value(const char *text, const char *key, char *out, size_t len)
+{
+	size_t k = strlen(key);
+	const char *line = text;
+
+	out[0] = '\0';
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (n > k && !strncmp(line, key, k)) {
+			snprintf(out, len, "%.*s", (int)(n - k), line + k);
+			rk_strip_controls(out);
+			return;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+/* What a snapshot bundle says of itself: which session, when (T), why, where. */
+static void print_bundle_desc(const char *text)
+{
+	char sess[256], t[32], real[32], why[1024], host[256], utc[64] = "";
+	unsigned long long ns;
+
+	if (!text || strncmp(text, "bundle ", 7))
+		return;
+	desc_value(text, "session ", sess, sizeof(sess));
+	desc_value(text, "snapshot time ", t, sizeof(t));
+	desc_value(text, "snapshot realtime ", real, sizeof(real));
+	desc_value(text, "reason ", why, sizeof(why));
+	desc_value(text, "host ", host, sizeof(host));
+	if (!rk_parse_uint(real, UINT64_MAX, &ns))
+		rk_fmt_utc(ns, " (%Y-%m-%d %H:%M:%S UTC)", utc, sizeof(utc));
+	if (!rk_parse_uint(t, UINT64_MAX, &ns))
+		snprintf(t, sizeof(t), "%llu.%09llu", ns / 1000000000, ns % 1000000000);
+	printf("snapshot of session %s at %s%s on %s, reason: %s\n", sess, t, utc, host, why);
+}
+
 /*
  * show --core CORE [TID]: the buffers a core carries (no TID), or one of
  * them, read from the core alone.
@@ -164,6 +204,7 @@ static int show_from_core(const char *tid_s, int json)
 		return 1;
 	}
 	if (!tid_s) {
+		print_bundle_desc(b.session);
 		printf("core %s: %zu ringkeeper buffers\n", show_core, b.n);
 		for (i = 0; i < b.n; i++) {
 			const struct rk_core_buf *cb = &b.v[i];
@@ -210,6 +251,12 @@ static int show_from_core(const char *tid_s, int json)
 				if (b.v[k].type == RK_NOTE_SIDEBAND && !b.v[k].why &&
 				    b.v[k].bf.ident->tgid == cb->bf.ident->tgid)
 					rk_symbols__add_sideband(syms, &b.v[k].bf);
+			/* A bundle's tables name what the files here do not (or no longer) have. */
+			for (k = 0; syms && k < b.nsymtabs; k++)
+				if (rk_symbols__add_symtab(syms, b.symtabs[k].data,
+							   b.symtabs[k].size, &why) == -EBADMSG)
+					rk_warn("--core %s: symbol table %zu: %s", show_core, k,
+						why);
 			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
 			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
 					  tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL,
@@ -231,7 +278,7 @@ int cmd_show(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper show [--json] [--root DIR] [--session S] [-e EVENT] FILE|TID\n"
-		"       ringkeeper show --core CORE [-e EVENT] [TID]\n"
+		"       ringkeeper show --core CORE|--bundle FILE [-e EVENT] [TID]\n"
 		"\n"
 		"Print one thread's buffer using only the file: identity, pmu_info (the attr\n"
 		"that says how to parse it), then every record from data_tail to data_head,\n"
@@ -246,9 +293,12 @@ int cmd_show(int argc, char **argv)
 		"         taken branches; insn and branches read the code from the files the\n"
 		"         process had mapped (its sideband's MMAP2 records), as they are on\n"
 		"         disk now; kernel code is not decoded (an error line, then resync)\n"
-		"  --core CORE\n"
-		"         read the buffers from this ELF core dump's RINGKEEPER notes: without\n"
-		"         a TID, list them; with one, show its buffer (-e: of that event). With\n"
+		"  --core CORE, --bundle FILE\n"
+		"         read the buffers from this ELF core dump's RINGKEEPER notes, or from a\n"
+		"         snapshot bundle (ringkeeper snapshot; the two options are one): without\n"
+		"         a TID, list them (a bundle: its session, instant T, host and reason\n"
+		"         first); with one, show its buffer (-e: of that event; a bundle's symbol\n"
+		"         tables name functions whose files are absent here or differ). With\n"
 		"         --pt=insn|branches, the code also comes from the core's memory (it\n"
 		"         wins over the files where both have an address), also for a FILE\n"
 		"  --json one JSON document: {\"thread\": identity and pmu_info, \"records\":\n"

@@ -568,7 +568,27 @@ int rk_bufile__ring(const struct rk_bufile *bf, __u64 *head, __u64 *tail)
 	return ring_pair(&bf->pg->data_head, &bf->pg->data_tail, bf->data_size, head, tail);
 }
 
+struct pos_adapter {
+	rk_record_fn fn;
+	void *ctx;
+};
+
+static int drop_pos(const struct perf_event_header *rec, __u64 pos, void *ctx)
+{
+	struct pos_adapter *a = ctx;
+
+	(void)pos;
+	return a->fn(rec, a->ctx);
+}
+
 int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
+{
+	struct pos_adapter a = { fn, ctx };
+
+	return rk_bufile__for_each_at(bf, drop_pos, &a);
+}
+
+int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void *ctx)
 {
 	const struct perf_event_mmap_page *pg = bf->pg;
 	__u64 mask = bf->data_size - 1, head, tail, pos, cur_tail;
@@ -613,7 +633,7 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 			pos = cur_tail;
 			continue;
 		}
-		ret = fn(&buf->h, ctx);
+		ret = fn(&buf->h, pos, ctx);
 		if (ret)
 			goto out;
 		pos += sz;

@@ -335,6 +335,16 @@ int rk_bufile__ring(const struct rk_bufile *bf, __u64 *head, __u64 *tail);
  */
 int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx);
 
+/** typedef rk_record_pos_fn - rk_record_fn, with the record's ring position. */
+typedef int (*rk_record_pos_fn)(const struct perf_event_header *rec, __u64 pos, void *ctx);
+
+/**
+ * rk_bufile__for_each_at() - rk_bufile__for_each(), telling each record's
+ * position: a record not at the end of the one before was reached after
+ * the writer lapped the walk (those between were overwritten unread).
+ */
+int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void *ctx);
+
 /**
  * rk_bufile__write_aux() - append raw bytes (Intel PT packets) to the AUX
  * ring; the oldest bytes are overwritten to make room.

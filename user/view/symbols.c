@@ -4,39 +4,24 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "symbols.h"
+#include "symtab.h"
 #include "util.h"
 
-/* Where separate debug files are (perf's and gdb's default). */
-#ifndef RK_DEBUG_DIR
-#define RK_DEBUG_DIR "/usr/lib/debug"
-#endif
-
-struct sym {
-	__u64 start, size; /* file-relative virtual addresses (st_value) */
-	char *name;
-	int bind; /* STB_* */
-	size_t order; /* in the symbol table: perf keeps the first of equals */
-};
-
+/*
+ * A mapped file: its symbols from the file, or from a bundle's table for
+ * that path (@tab points at one or the other once loaded).
+ */
 struct dso {
 	char *path;
 	int loaded;
-	struct sym *syms;
-	size_t nsyms, capsyms;
-	/* PT_LOAD segments: file offset -> ELF vaddr */
-	struct {
-		__u64 off, vaddr, len;
-	} seg[16];
-	int nseg;
+	struct rk_symtab own;
+	const struct rk_symtab *tab;
 };
 
 struct map {
@@ -50,82 +35,18 @@ struct rk_symbols {
 	size_t nmaps;
 	struct dso **dsos;
 	size_t ndsos;
-	struct sym *ksyms;
-	size_t nksyms, capksyms;
+	/* Tables a bundle carried (rk_symbols__add_symtab()): for absent or changed files. */
+	struct rk_symtab *alt;
+	size_t nalt;
+	struct rk_symtab ksyms;
 	int kloaded;
 };
 
-/* Room for one more element in *@v (geometric growth: kallsyms has ~200k). */
-static int grow(void **v, size_t n, size_t *cap, size_t elem)
+static int ksym_cmp(const void *a, const void *b)
 {
-	void *nv;
-	size_t c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 64;
-	nv = realloc(*v, c * elem);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = c;
-	return 0;
-}
-
-static int sym_cmp(const void *a, const void *b)
-{
-	const struct sym *x = a, *y = b;
+	const struct rk_sym *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static size_t underscores(const char *s)
-{
-	return strspn(s, "_");
-}
-
-/*
- * Of two symbols at one address (aliases: __clock_gettime and
- * clock_gettime@@GLIBC_2.17), the one perf names: with a size, not weak,
- * global, fewer leading underscores, the longer name, the first in the
- * table. Return: 1 if @a.
- */
-static int better(const struct sym *a, const struct sym *b)
-{
-	if (!!a->size != !!b->size)
-		return !!a->size;
-	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
-		return b->bind == STB_WEAK;
-	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
-		return a->bind == STB_GLOBAL;
-	if (underscores(a->name) != underscores(b->name))
-		return underscores(a->name) < underscores(b->name);
-	if (strlen(a->name) != strlen(b->name))
-		return strlen(a->name) > strlen(b->name);
-	return a->order < b->order;
-}
-
-/* Sorted by address, one symbol per address (the best of its aliases). */
-static void sort_syms(struct sym *v, size_t *n)
-{
-	size_t i, k = 0;
-
-	if (!*n)
-		return;
-	qsort(v, *n, sizeof(*v), sym_cmp);
-	for (i = 1; i < *n; i++) {
-		if (v[i].start != v[k].start) {
-			v[++k] = v[i];
-			continue;
-		}
-		if (better(&v[i], &v[k])) {
-			free(v[k].name);
-			v[k] = v[i];
-		} else {
-			free(v[i].name);
-		}
-	}
-	*n = k + 1;
 }
 
 static struct dso *dso_get(struct rk_symbols *s, const char *path)
@@ -152,211 +73,36 @@ static struct dso *dso_get(struct rk_symbols *s, const char *path)
 	return d;
 }
 
-/* The ELF's GNU build id (NT_GNU_BUILD_ID) as hex, into @hex (>= 41 bytes). Return: 0 or -1. */
-static int build_id(Elf *e, char *hex, size_t len)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		size_t off = 0, name_off, desc_off, k;
-		GElf_Shdr sh;
-		GElf_Nhdr nh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
-			    !nh.n_descsz || nh.n_descsz * 2 + 1 > len)
-				continue;
-			for (k = 0; k < nh.n_descsz; k++)
-				snprintf(hex + 2 * k, 3, "%02x",
-					 ((const unsigned char *)data->d_buf)[desc_off + k]);
-			return 0;
-		}
-	}
-	return -1;
-}
-
 int rk_build_id_of(const char *path, char *hex, size_t len)
 {
-	int fd, err = -1;
-	Elf *e;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -1;
-	fd = rk_open_regular(path, 1, NULL);
-	if (fd < 0)
-		return -1;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e)
-		err = build_id(e, hex, len);
-	if (e)
-		elf_end(e);
-	close(fd);
-	return err;
-}
-
-/* Function symbols of @e's .symtab (@symtab) or .dynsym into @d. */
-static void load_syms(struct dso *d, Elf *e, int symtab)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t n, k;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) ||
-		    !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		n = sh.sh_size / sh.sh_entsize;
-		for (k = 0; k < n; k++) {
-			GElf_Sym sy;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)k, &sy) ||
-			    GELF_ST_TYPE(sy.st_info) != STT_FUNC || !sy.st_value)
-				continue;
-			name = elf_strptr(e, sh.sh_link, sy.st_name);
-			if (!name || !*name)
-				continue;
-			if (grow((void **)&d->syms, d->nsyms, &d->capsyms, sizeof(*d->syms)))
-				return;
-			d->syms[d->nsyms].start = sy.st_value;
-			d->syms[d->nsyms].size = sy.st_size;
-			d->syms[d->nsyms].bind = GELF_ST_BIND(sy.st_info);
-			d->syms[d->nsyms].order = d->nsyms;
-			d->syms[d->nsyms].name = strdup(name);
-			if (d->syms[d->nsyms].name)
-				d->nsyms++;
-		}
-	}
-}
-
-static int has_symtab(Elf *e)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(e, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
-			return 1;
-	return 0;
+	return rk_symtab_build_id_of(path, hex, len);
 }
 
 /*
- * A stripped file's symbols from its separate debug file, as perf and gdb
- * find it: /usr/lib/debug/.build-id/xx/rest.debug with the same build id
- * (Debian's -dbg and -dbgsym packages). Return: 1 if loaded.
+ * The file's own symbols, unless a bundle carried a table for its path and
+ * the file is absent or not the one the table was made from (another build
+ * id, or none to compare): then the table, as the file was at the snapshot.
  */
-static int load_debug_file(struct dso *d, Elf *e)
+static void dso_load(struct rk_symbols *s, struct dso *d)
 {
-	char id[128], id2[128], path[300];
-	int fd, done = 0;
-	Elf *de;
-
-	if (build_id(e, id, sizeof(id)) || strlen(id) < 4)
-		return 0;
-	snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", RK_DEBUG_DIR, id, id + 2);
-	fd = rk_open_regular(path, 1, NULL);
-	if (fd < 0)
-		return 0;
-	de = elf_begin(fd, ELF_C_READ, NULL);
-	if (de && !build_id(de, id2, sizeof(id2)) && !strcmp(id, id2) && has_symtab(de)) {
-		load_syms(d, de, 1);
-		done = 1;
-	}
-	if (de)
-		elf_end(de);
-	close(fd);
-	return done;
-}
-
-/*
- * [vdso]: the same kernel maps the same image into every 64-bit process,
- * so ours stands for the traced one's (perf does the same).
- */
-static Elf *own_vdso(void **copy)
-{
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	unsigned long long start, end;
-	char line[256];
-	Elf *e = NULL;
-	FILE *f;
-
-	*copy = NULL;
-	if (!base)
-		return NULL;
-	f = fopen("/proc/self/maps", "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (!strstr(line, "[vdso]") || sscanf(line, "%llx-%llx", &start, &end) != 2 ||
-		    start != base || end <= start || end - start > (1u << 20))
-			continue;
-		*copy = malloc(end - start);
-		if (*copy) {
-			memcpy(*copy, (const void *)base, end - start);
-			e = elf_memory(*copy, end - start);
-		}
-		break;
-	}
-	if (f)
-		fclose(f);
-	return e;
-}
-
-/*
- * Read the PT_LOAD segments of a mapped file, and its function symbols:
- * .symtab, else its debug file's (by build id), else .dynsym.
- */
-static void dso_load(struct dso *d)
-{
-	void *vdso_copy = NULL;
-	size_t i, nph;
-	Elf *e;
-	int fd = -1;
+	const struct rk_symtab *alt = NULL;
+	char id[RK_BUILD_ID_HEX];
+	size_t i;
 
 	d->loaded = 1;
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	for (i = 0; i < s->nalt && !alt; i++)
+		if (!strcmp(s->alt[i].path, d->path))
+			alt = &s->alt[i];
+	/* [vdso] has no file to compare: the recording machine's table wins. */
+	if (alt && (!alt->build_id[0] || rk_symtab_build_id_of(d->path, id, sizeof(id)) ||
+		    strcmp(id, alt->build_id))) {
+		d->tab = alt;
 		return;
-	if (!strcmp(d->path, "[vdso]")) {
-		e = own_vdso(&vdso_copy);
-	} else {
-		/* A path from a record: hostile; only a regular file, and never block on it. */
-		fd = rk_open_regular(d->path, 1, NULL);
-		if (fd < 0)
-			return;
-		e = elf_begin(fd, ELF_C_READ, NULL);
 	}
-	if (!e)
-		goto out_close;
-	if (!elf_getphdrnum(e, &nph)) {
-		for (i = 0; i < nph && d->nseg < 16; i++) {
-			GElf_Phdr ph;
-
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-				d->seg[d->nseg].off = ph.p_offset;
-				d->seg[d->nseg].vaddr = ph.p_vaddr;
-				d->seg[d->nseg].len = ph.p_filesz;
-				d->nseg++;
-			}
-		}
-	}
-	if (has_symtab(e))
-		load_syms(d, e, 1);
-	else if (!load_debug_file(d, e))
-		load_syms(d, e, 0);
-	sort_syms(d->syms, &d->nsyms);
-	elf_end(e);
-out_close:
-	if (fd >= 0)
-		close(fd);
-	free(vdso_copy);
+	rk_symtab__load_file(&d->own, d->path);
+	d->tab = &d->own;
+	if (alt && !d->own.nsyms)
+		d->tab = alt;
 }
 
 static int on_sideband(const struct perf_event_header *h, void *ctx)
@@ -438,6 +184,46 @@ void rk_sideband_path(const char *session_dir, __u32 tgid, char *out, size_t len
 		snprintf(out, len, "%s/sideband/%u.%lu", session_dir, tgid, best);
 }
 
+/* SESSION/symtab/N next to SESSION/sideband/PID: the tables of an extracted bundle. */
+static void load_bundle_tables(struct rk_symbols *s, const char *sideband_path)
+{
+	char dir[4096], f[4400], *p;
+	struct dirent *de;
+	const char *why;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s", sideband_path);
+	p = strrchr(dir, '/');
+	if (p) {
+		*p = '\0';
+		p = strrchr(dir, '/');
+	}
+	if (!p)
+		return;
+	snprintf(p + 1, sizeof(dir) - (size_t)(p + 1 - dir), "%s", RK_SYMTAB_DIR);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		off_t size;
+		void *buf;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+		fd = rk_open_regular(f, 0, &size);
+		if (fd < 0)
+			continue;
+		buf = size > 0 && size < (off_t)(1u << 30) ? malloc((size_t)size) : NULL;
+		if (buf && pread(fd, buf, (size_t)size, 0) == (ssize_t)size &&
+		    rk_symbols__add_symtab(s, buf, (size_t)size, &why) == -EBADMSG)
+			rk_warn("%s: not a symbol table: %s", f, why);
+		free(buf);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
 struct rk_symbols *rk_symbols__new(const char *sideband_path)
 {
 	struct rk_symbols *s = calloc(1, sizeof(*s));
@@ -448,6 +234,7 @@ struct rk_symbols *rk_symbols__new(const char *sideband_path)
 		return NULL;
 	if (!sideband_path)
 		return s;
+	load_bundle_tables(s, sideband_path);
 	load_sideband(s, sideband_path);
 	/*
 	 * A process created by fork() inherited its parent's mappings without
@@ -496,40 +283,32 @@ static void kallsyms_load(struct rk_symbols *s)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
+		struct rk_sym *v;
+
 		if (sscanf(line, "%llx %c %255s", &a, &t, name) != 3 || !a ||
 		    (t != 't' && t != 'T'))
 			continue;
-		if (grow((void **)&s->ksyms, s->nksyms, &s->capksyms, sizeof(*s->ksyms)))
-			break;
-		s->ksyms[s->nksyms].start = a;
-		s->ksyms[s->nksyms].size = 0;
-		s->ksyms[s->nksyms].name = strdup(name);
-		if (s->ksyms[s->nksyms].name)
-			s->nksyms++;
+		if (s->ksyms.nsyms == s->ksyms.capsyms) {
+			/* Geometric growth: kallsyms has ~200k. */
+			size_t c = s->ksyms.capsyms ? s->ksyms.capsyms * 2 : 1024;
+
+			v = realloc(s->ksyms.syms, c * sizeof(*v));
+			if (!v)
+				break;
+			s->ksyms.syms = v;
+			s->ksyms.capsyms = c;
+		}
+		v = &s->ksyms.syms[s->ksyms.nsyms];
+		memset(v, 0, sizeof(*v));
+		v->start = a;
+		v->name = strdup(name);
+		if (v->name)
+			s->ksyms.nsyms++;
 	}
 	fclose(f);
-	if (s->nksyms)
-		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), sym_cmp);
-}
-
-/* The last symbol starting at or below @a (and containing it, if sized). */
-static const struct sym *find(const struct sym *v, size_t n, __u64 a)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	if (v[lo - 1].size && a >= v[lo - 1].start + v[lo - 1].size)
-		return NULL;
-	return &v[lo - 1];
+	/* Sorted by address; aliases kept (a binary search takes the last of equals). */
+	if (s->ksyms.nsyms)
+		qsort(s->ksyms.syms, s->ksyms.nsyms, sizeof(*s->ksyms.syms), ksym_cmp);
 }
 
 /* The file mapping @addr is in: the latest that covers it (a later one covers an earlier). */
@@ -551,10 +330,9 @@ int rk_symbols_resolve(struct rk_symbols *s, __u64 addr, char *sym, size_t symle
 int rk_symbols_resolve_map(struct rk_symbols *s, __u64 addr, char *sym, size_t symlen,
 			   const char **dso, struct rk_sym_map *map)
 {
-	const struct sym *hit;
+	const struct rk_sym *hit;
 	struct map *m;
-	__u64 off, vaddr;
-	int k;
+	__u64 vaddr;
 
 	snprintf(sym, symlen, "[unknown]");
 	*dso = "[unknown]";
@@ -563,7 +341,7 @@ int rk_symbols_resolve_map(struct rk_symbols *s, __u64 addr, char *sym, size_t s
 	if (addr >= 0xffff800000000000ull) {
 		if (!s->kloaded)
 			kallsyms_load(s);
-		hit = find(s->ksyms, s->nksyms, addr);
+		hit = rk_symtab_find(&s->ksyms, addr);
 		if (!hit)
 			return -ENOENT;
 		*dso = "[kernel.kallsyms]";
@@ -581,16 +359,9 @@ int rk_symbols_resolve_map(struct rk_symbols *s, __u64 addr, char *sym, size_t s
 	}
 	*dso = m->dso->path;
 	if (!m->dso->loaded)
-		dso_load(m->dso);
-	off = addr - m->start + m->pgoff;
-	vaddr = off;
-	for (k = 0; k < m->dso->nseg; k++) {
-		if (off >= m->dso->seg[k].off && off - m->dso->seg[k].off < m->dso->seg[k].len) {
-			vaddr = off - m->dso->seg[k].off + m->dso->seg[k].vaddr;
-			break;
-		}
-	}
-	hit = find(m->dso->syms, m->dso->nsyms, vaddr);
+		dso_load(s, m->dso);
+	vaddr = rk_symtab_vaddr(m->dso->tab, addr - m->start + m->pgoff);
+	hit = rk_symtab_find(m->dso->tab, vaddr);
 	if (!hit)
 		return -ENOENT;
 	snprintf(sym, symlen, "%s+0x%llx", hit->name, (unsigned long long)(vaddr - hit->start));
@@ -611,22 +382,36 @@ int rk_symbols_for_each_map(const struct rk_symbols *s, rk_map_fn fn, void *ctx)
 	return 0;
 }
 
+int rk_symbols__add_symtab(struct rk_symbols *s, const void *desc, size_t size, const char **why)
+{
+	struct rk_symtab *v;
+	int err;
+
+	v = realloc(s->alt, (s->nalt + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->alt = v;
+	err = rk_symtab__from_note(&s->alt[s->nalt], desc, size, why);
+	if (!err)
+		s->nalt++;
+	return err;
+}
+
 void rk_symbols__free(struct rk_symbols *s)
 {
-	size_t i, k;
+	size_t i;
 
 	if (!s)
 		return;
 	for (i = 0; i < s->ndsos; i++) {
-		for (k = 0; k < s->dsos[i]->nsyms; k++)
-			free(s->dsos[i]->syms[k].name);
-		free(s->dsos[i]->syms);
+		rk_symtab__release(&s->dsos[i]->own);
 		free(s->dsos[i]->path);
 		free(s->dsos[i]);
 	}
-	for (k = 0; k < s->nksyms; k++)
-		free(s->ksyms[k].name);
-	free(s->ksyms);
+	for (i = 0; i < s->nalt; i++)
+		rk_symtab__release(&s->alt[i]);
+	free(s->alt);
+	rk_symtab__release(&s->ksyms);
 	free(s->dsos);
 	free(s->maps);
 	free(s);

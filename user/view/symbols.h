@@ -14,7 +14,9 @@ struct rk_symbols;
 
 /**
  * rk_symbols__new() - load the maps of the sideband file @sideband_path
- * (may be NULL or missing: then only kernel addresses resolve).
+ * (may be NULL or missing: then only kernel addresses resolve), and the
+ * symbol tables a bundle carried, if its session directory (the one above
+ * sideband/) has them (SESSION/symtab/N, as rk_core_bufs__extract() writes).
  * Return: NULL only on ENOMEM.
  */
 struct rk_bufile;
@@ -34,6 +36,18 @@ void rk_sideband_path(const char *session_dir, __u32 tgid, char *out, size_t len
  * open (e.g. from a core's notes); later maps win, as in a file.
  */
 void rk_symbols__add_sideband(struct rk_symbols *s, const struct rk_bufile *sideband);
+
+/**
+ * rk_symbols__add_symtab() - a table of a mapped file's symbols from a
+ * snapshot bundle (an RK_NOTE_SYMTAB desc, hostile: checked), used for its
+ * path when the file is absent or is not the one the table was made from
+ * (build ids differ, or there is none to compare).
+ * Return: 0; -EBADMSG with *@why; -ENOMEM.
+ */
+int rk_symbols__add_symtab(struct rk_symbols *s, const void *desc, size_t size, const char **why);
+
+/* Where rk_core_bufs__extract() puts a bundle's tables: SESSION/symtab/N. */
+#define RK_SYMTAB_DIR "symtab"
 
 /**
  * rk_build_id_of() - the GNU build id of the ELF file at @path, as hex

@@ -104,6 +104,8 @@ void rk_elfcore_ehdr(Elf64_Ehdr *eh)
 	eh->e_phentsize = sizeof(Elf64_Phdr);
 }
 
+static int write_note(int out, const struct rk_core_note *nt);
+
 static __u64 notes_size(const struct rk_core_note *notes, size_t n)
 {
 	__u64 sum = 0;
@@ -112,6 +114,16 @@ static __u64 notes_size(const struct rk_core_note *notes, size_t n)
 	for (i = 0; i < n; i++)
 		sum += 12 + ALIGN4(NOTE_NAMESZ) + ALIGN4(notes[i].size);
 	return sum;
+}
+
+__u64 rk_elfcore_note_size(const struct rk_core_note *nt)
+{
+	return notes_size(nt, 1);
+}
+
+int rk_elfcore_note_write(int out, const struct rk_core_note *nt)
+{
+	return write_note(out, nt);
 }
 
 /* One note: header, owner, desc (from its file, zero-filled if it came up short), padding. */
@@ -518,6 +530,36 @@ out:
 	return ret ? ret : found;
 }
 
+/*
+ * A bundle's symbol table or tracing data, copied (the core is unmapped
+ * after the walk). Parsed by their readers; here only counted: at most
+ * RK_CORE_MAX_BUFS tables, the first tracing data.
+ */
+static int keep_blob(struct rk_core_bufs *b, __u32 type, const void *desc, __u64 size)
+{
+	struct rk_core_blob *v, *dst = &b->tracedata;
+
+	if (!size || (type == RK_NOTE_TRACEDATA && b->tracedata.data))
+		return 0;
+	if (type == RK_NOTE_SYMTAB) {
+		if (b->nsymtabs == RK_CORE_MAX_BUFS)
+			return 0;
+		v = realloc(b->symtabs, (b->nsymtabs + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		b->symtabs = v;
+		dst = &v[b->nsymtabs];
+	}
+	dst->data = malloc(size);
+	if (!dst->data)
+		return -ENOMEM;
+	memcpy(dst->data, desc, size);
+	dst->size = (size_t)size;
+	if (type == RK_NOTE_SYMTAB)
+		b->nsymtabs++;
+	return 0;
+}
+
 static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 {
 	struct rk_core_bufs *b = ctx;
@@ -534,6 +576,8 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 		}
 		return 0;
 	}
+	if (type == RK_NOTE_SYMTAB || type == RK_NOTE_TRACEDATA)
+		return keep_blob(b, type, desc, size);
 	if (type != RK_NOTE_BUFFER && type != RK_NOTE_SIDEBAND)
 		return 0;
 	if (b->n == RK_CORE_MAX_BUFS) {
@@ -664,16 +708,57 @@ static int write_buffer(const char *dir, const char *src, unsigned long id, cons
 	return err;
 }
 
+/* @data as @dir/@name (a bundle's tracing data, a symbol table). */
+static int write_blob(const char *dir, const char *name, const struct rk_core_blob *blob)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = rk_write_all(fd, blob->data, blob->size);
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+/* A bundle's tracing data and symbol tables, where the readers look for them. */
+static int extract_blobs(const struct rk_core_bufs *b, const char *dir)
+{
+	char name[64], sub[PATH_MAX];
+	size_t i;
+	int err = 0;
+
+	if (b->tracedata.data)
+		err = write_blob(dir, "tracing_data", &b->tracedata);
+	if (err || !b->nsymtabs)
+		return err;
+	snprintf(sub, sizeof(sub), "%s/symtab", dir);
+	if (mkdir(sub, 0700))
+		return -errno;
+	for (i = 0; !err && i < b->nsymtabs; i++) {
+		snprintf(name, sizeof(name), "symtab/%zu", i);
+		err = write_blob(dir, name, &b->symtabs[i]);
+	}
+	return err;
+}
+
 int rk_core_bufs__extract(const struct rk_core_bufs *b, const char *dir)
 {
 	size_t i;
-	int n = 0;
+	int n = 0, err;
+
+	/* First: a buffer note named symtab/N or tracing_data/N then finds its place taken. */
+	err = extract_blobs(b, dir);
+	if (err)
+		return err;
 
 	for (i = 0; i < b->n; i++) {
 		const struct rk_core_buf *cb = &b->v[i];
 		char src[64];
 		unsigned long id;
-		int err;
 
 		if (cb->why)
 			continue;
@@ -687,7 +772,7 @@ int rk_core_bufs__extract(const struct rk_core_bufs *b, const char *dir)
 			id = cb->bf.ident->tid;
 		}
 		err = write_buffer(dir, src, id, cb->mem, cb->size);
-		if (err == -EEXIST)
+		if (err == -EEXIST || err == -ENOTDIR)
 			continue; /* two notes of the same name: the first wins */
 		if (err)
 			return err;
@@ -704,5 +789,9 @@ void rk_core_bufs__free(struct rk_core_bufs *b)
 		free(b->v[i].mem);
 	free(b->v);
 	free(b->session);
+	for (i = 0; i < b->nsymtabs; i++)
+		free(b->symtabs[i].data);
+	free(b->symtabs);
+	free(b->tracedata.data);
 	memset(b, 0, sizeof(*b));
 }

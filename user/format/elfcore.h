@@ -11,6 +11,8 @@
  * order, from a pipe, as the kernel hands it to a core_pattern handler.
  * Type numbers are above 20 and unlike gdb's: BFD interprets those whatever
  * the owner.
+ * Here in format (a file format), not in crash: the snapshot bundle
+ * (bundle.h), which the recorder may write, is a notes-only core too.
  * Owns: nothing beyond a call. May call: nothing of ours but bufile (types).
  */
 #ifndef RK_ELFCORE_H
@@ -34,6 +36,13 @@
  * (sched/1234, cpu-clock/1234).
  */
 #define RK_NOTE_SESSION 0x524b0003
+/*
+ * A snapshot bundle's (bundle.h): one mapped file's build id and function
+ * symbols (symtab.h has the layout), so that readers elsewhere name them.
+ */
+#define RK_NOTE_SYMTAB 0x524b0004
+/* A snapshot bundle's: the session's tracing_data file, exact bytes. */
+#define RK_NOTE_TRACEDATA 0x524b0005
 
 /**
  * struct rk_core_note - one note to add.
@@ -67,6 +76,17 @@ struct rk_core_note {
  */
 ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, size_t nnotes,
 			   int *augmented, const char **why);
+
+/** rk_elfcore_note_size() - bytes @nt takes in a PT_NOTE segment (header, owner, desc, padding). */
+__u64 rk_elfcore_note_size(const struct rk_core_note *nt);
+
+/**
+ * rk_elfcore_note_write() - write @nt at @out's position, as
+ * rk_elfcore_augment() does (for a writer that lays out its own core, as
+ * the bundle writer does: it streams notes, then writes the headers).
+ * Return: 0, or -errno.
+ */
+int rk_elfcore_note_write(int out, const struct rk_core_note *nt);
 
 /**
  * rk_elfcore_ehdr() - the ELF header of an x86-64 core with no program
@@ -118,6 +138,12 @@ struct rk_core_bufs {
 	size_t n, cap;
 	size_t skipped;
 	char *session;
+	/* A bundle's: its RK_NOTE_SYMTAB descs (copies), its tracing data. */
+	struct rk_core_blob {
+		void *data;
+		size_t size;
+	} * symtabs, tracedata;
+	size_t nsymtabs;
 };
 
 /**
@@ -128,7 +154,9 @@ int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **wh
 
 /**
  * rk_core_bufs__extract() - write the valid buffers of @b into @dir as a
- * session directory (SOURCE/TID, sideband/PID), for readers that take one.
+ * session directory (SOURCE/TID, sideband/PID), for readers that take one;
+ * a bundle's tracing data as tracing_data and its symbol tables as
+ * symtab/N (symbols.h reads them there).
  * Names come from the core, so only SOURCE of [A-Za-z0-9_.:-] (not "." or
  * "..") and a numeric TID are used; others are named by their identity.
  * Return: buffers written, or -errno.

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* ringkeeper snapshot: a session cut at T into a bundle, read back elsewhere. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "bufile.h"
+#include "elfcore.h"
+#include "helpers.h"
+
+TestSuite(snapshot, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 240);
+
+/* What one sched history holds up to T (and after it). */
+struct upto {
+	__u64 t, st;
+	long records, switches, after, torn;
+};
+
+static int upto_fn(const struct perf_event_header *h, void *ctx)
+{
+	struct upto *u = ctx;
+	__u64 when = rk_record_time(u->st, h);
+
+	if (h->size < sizeof(*h) + 32) {
+		u->torn++;
+		return 0;
+	}
+	if (when > u->t) {
+		u->after++;
+		return 0;
+	}
+	u->records++;
+	u->switches += h->type == PERF_RECORD_SWITCH;
+	return 0;
+}
+
+static void count_upto(const struct rk_bufile *bf, __u64 t, struct upto *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->t = t;
+	u->st = bf->pmu->attr.sample_type;
+	cr_assert_eq(rk_bufile__for_each(bf, upto_fn, u), 0, "records do not parse");
+}
+
+/* The bundle's T, from its description. */
+static __u64 bundle_t(const struct rk_core_bufs *b)
+{
+	unsigned long long t = 0;
+	const char *p = b->session ? strstr(b->session, "snapshot time ") : NULL;
+
+	cr_assert_not_null(p, "no snapshot time in: %s", b->session ? b->session : "(none)");
+	cr_assert_eq(sscanf(p, "snapshot time %llu", &t), 1);
+	return t;
+}
+
+/* Wait (bounded) until @n sched files of the session have records. */
+static void wait_for_records(const char *session, size_t n)
+{
+	char dir[256], path[400];
+	unsigned int tids[64];
+	uint64_t end = now_ms() + 20000;
+	size_t busy = 0, nf, i;
+
+	snprintf(dir, sizeof(dir), "%s/%s/sched", root, session);
+	while (busy < n) {
+		cr_assert_lt(now_ms(), end, "only %zu of %zu threads recorded in 20 s", busy, n);
+		nf = files_in(dir, tids, 64);
+		for (busy = 0, i = 0; i < nf; i++) {
+			struct rk_bufile *bf;
+
+			snprintf(path, sizeof(path), "%s/%u", dir, tids[i]);
+			bf = rk_bufile__open(path, NULL);
+			busy += bf && __atomic_load_n(&bf->pg->data_head, __ATOMIC_ACQUIRE) > 4096;
+			rk_bufile__free(bf);
+		}
+		usleep(5000);
+	}
+}
+
+Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
+{
+	char wo[128], we[128], go_fd[16], line[64], out[200], path[400];
+	const char *extra[] = { "-m", "1M", NULL };
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	long bundled = 0, live_after = 0;
+	int gp[2], ready, st;
+	pid_t wl, rk;
+	size_t i;
+	__u64 t;
+
+	cr_assert_eq(pipe(gp), 0);
+	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		/* Busy: 6 threads switching every ~100 us for about 2 s. */
+		char *argv[] = { (char *)workload, "-t", "6",	"-i", "4000", "-s", "100", "-l",
+				 "20000",	   "-w", go_fd, NULL };
+
+		wl = spawn(argv, wo, we, gp[0]);
+	}
+	close(gp[0]);
+	rk = start_recorder_on(wl, "run", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
+	cr_assert_eq(write(gp[1], "g", 1), 1);
+	close(gp[1]);
+	wait_for_records("run", 6);
+	snprintf(out, sizeof(out), "%s/run.rkb", root);
+	{
+		char *argv[] = { (char *)rk_bin, "snapshot",	 "--root", root, "-o", out,
+				 "--reason",	 "mid-run test", "run",	   NULL };
+		char *o, *e;
+
+		st = run_rk(argv, &o, &e);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "snapshot: %s", e);
+		cr_assert_not_null(strstr(e, "reason") || strstr(e, "mid-run test"), "%s", e);
+		cr_assert_null(strstr(e, "may be missing"), "the recorder did not settle: %s", e);
+		free(o);
+		free(e);
+	}
+	st = wait_for(wl, 60000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why);
+	t = bundle_t(&b);
+	cr_assert_not_null(strstr(b.session, "reason mid-run test\n"));
+	for (i = 0; i < b.n; i++) {
+		const struct rk_core_buf *cb = &b.v[i];
+		struct upto snap, live;
+		struct rk_bufile *bf;
+
+		if (cb->type != RK_NOTE_BUFFER || strncmp(cb->name, "sched/", 6))
+			continue;
+		cr_assert_null(cb->why, "%s: %s", cb->name, cb->why);
+		count_upto(&cb->bf, t, &snap);
+		cr_assert_eq(snap.after, 0, "%s: %ld records after T in the bundle", cb->name,
+			     snap.after);
+		cr_assert_eq(snap.torn, 0, "%s: a record too short for its sample_id", cb->name);
+		snprintf(path, sizeof(path), "%s/run/%s", root, cb->name);
+		bf = rk_bufile__open(path, NULL);
+		cr_assert_not_null(bf, "%s", path);
+		/* Nothing overwritten since: the live file still has all it had at T. */
+		cr_assert_eq(bf->ident->overwritten, 0, "%s: ring too small for the test", path);
+		count_upto(bf, t, &live);
+		cr_assert_eq(snap.records, live.records, "%s: %ld records up to T, the file %ld",
+			     cb->name, snap.records, live.records);
+		cr_assert_eq(snap.switches, live.switches, "%s: %ld switches up to T, the file %ld",
+			     cb->name, snap.switches, live.switches);
+		bundled += snap.records;
+		live_after += live.after;
+		rk_bufile__free(bf);
+	}
+	cr_assert_gt(bundled, 0, "nothing bundled");
+	cr_assert_gt(live_after, 0, "the snapshot was not taken while the threads ran");
+	rk_core_bufs__free(&b);
+}
+
+/* @cmd's stdout without the lines starting with '#' (file paths). */
+static char *output_of(const char *cmd)
+{
+	char full[1200];
+	int st;
+	char *s;
+
+	snprintf(full, sizeof(full), "%s | grep -v '^#'", cmd);
+	s = sh_out(full, &st);
+	cr_assert_eq(st, 0, "%s", cmd);
+	return s;
+}
+
+Test(snapshot, bundle_read_elsewhere_shows_what_the_session_showed)
+{
+	char bin[200], out[300], away[200], cmd[1000], tid[16], *live_show, *live_sched,
+		*live_samples, *s;
+	int st;
+
+	/* A copy of the workload, deleted before reading: its symbols must come from the bundle. */
+	snprintf(bin, sizeof(bin), "%s/wl-copy", root);
+	snprintf(cmd, sizeof(cmd), "cp %s %s", workload, bin);
+	cr_assert_eq(system(cmd), 0);
+	{
+		char *rec[] = { (char *)rk_bin, "record", "--root", root, "--session", "el", "-e",
+				"cpu-clock",	"-g",	  "--",	    bin,  "-t",	       "2",  "-i",
+				"50",		"-s",	  "500",    "-l", "300000",    NULL };
+		char *o, *e;
+
+		st = run_rk(rec, &o, &e);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", e);
+		cr_assert_eq(sscanf(strstr(o, "tid "), "tid %15s", tid), 1, "%s", o);
+		free(o);
+		free(e);
+	}
+	snprintf(out, sizeof(out), "%s/el.rkb", root);
+	{
+		char *argv[] = { (char *)rk_bin, "snapshot", "--root", root, "-o", out, "el", NULL };
+		char *o, *e;
+
+		st = run_rk(argv, &o, &e);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", e);
+		cr_assert_not_null(strstr(e, "symbol tables"), "%s", e);
+		free(o);
+		free(e);
+	}
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session el %s", rk_bin, root, tid);
+	live_show = output_of(cmd);
+	snprintf(cmd, sizeof(cmd), "%s sched --root %s el", rk_bin, root);
+	live_sched = output_of(cmd);
+	snprintf(cmd, sizeof(cmd), "%s show --root %s --session el -e cpu-clock %s", rk_bin, root,
+		 tid);
+	live_samples = output_of(cmd);
+	cr_assert_not_null(strstr(live_samples, "body+0x"), "no symbol live: %s", live_samples);
+
+	/* Elsewhere: the bundle moved, the session and the program gone. */
+	snprintf(away, sizeof(away), "%s/away", root);
+	cr_assert_eq(mkdir(away, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "mv %s %s/el.rkb && %s rm --root %s el >/dev/null && rm %s", out,
+		 away, rk_bin, root, bin);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(out, sizeof(out), "%s/el.rkb", away);
+
+	snprintf(cmd, sizeof(cmd), "%s show --core %s %s", rk_bin, out, tid);
+	s = output_of(cmd);
+	cr_assert_str_eq(s, live_show, "show differs:\n%s\n--- live:\n%s", s, live_show);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s sched --bundle %s", rk_bin, out);
+	s = output_of(cmd);
+	cr_assert_str_eq(s, live_sched, "sched differs:\n%s\n--- live:\n%s", s, live_sched);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s show --core %s -e cpu-clock %s", rk_bin, out, tid);
+	s = output_of(cmd);
+	cr_assert_str_eq(s, live_samples, "samples differ (symbols):\n%s\n--- live:\n%s", s,
+			 live_samples);
+	free(s);
+	/* The listing says what, when and why. */
+	snprintf(cmd, sizeof(cmd), "%s show --core %s | head -1", rk_bin, out);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "snapshot of session el at "), "%s", s);
+	cr_assert_not_null(strstr(s, "reason: manual"), "%s", s);
+	free(s);
+	free(live_show);
+	free(live_sched);
+	free(live_samples);
+}
+
+Test(snapshot, bad_input_gets_a_clear_error)
+{
+	char out[200], cut[200], junk[200], cmd[600];
+
+	{
+		char *argv[] = { (char *)rk_bin, "snapshot", "--root", root, "nosuch", NULL };
+
+		expect_error(argv, 1, "no session");
+	}
+	{
+		char *rec[] = {
+			(char *)rk_bin,	  "record", "--root", root, "--session", "bad", "--",
+			(char *)workload, "-t",	    "1",      "-i", "10",	 NULL
+		};
+		char *o, *e;
+		int st = run_rk(rec, &o, &e);
+
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", e);
+		free(o);
+		free(e);
+	}
+	snprintf(out, sizeof(out), "%s/bad.rkb", root);
+	{
+		char *argv[] = {
+			(char *)rk_bin, "snapshot", "--root", root, "-o", out, "bad", NULL
+		};
+		char *o, *e;
+		int st = run_rk(argv, &o, &e);
+
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", e);
+		free(o);
+		free(e);
+		expect_error(argv, 1, "exists: not replacing it");
+	}
+	{
+		char *argv[] = { (char *)rk_bin, "snapshot", "--root", root,	  "-o", out,
+				 "-p",		 "1",	     "bad",    "--force", NULL };
+
+		/* Options after the session are not taken (getopt "+"): a usage error. */
+		expect_error(argv, 2, "Usage");
+	}
+	{
+		char *argv[] = { (char *)rk_bin, "snapshot", "--root", root,  "-o", out,
+				 "--force",	 "-p",	     "1",      "bad", NULL };
+
+		expect_error(argv, 1, "no buffer of pid 1");
+	}
+	/* Truncated inside its notes: refused with a reason, or buffers flagged; never a crash. */
+	snprintf(cut, sizeof(cut), "%s/cut.rkb", root);
+	snprintf(cmd, sizeof(cmd), "head -c 3000 %s > %s", out, cut);
+	cr_assert_eq(system(cmd), 0);
+	{
+		char *argv[] = { (char *)rk_bin, "sched", "--core", cut, NULL };
+
+		expect_error(argv, 1, "--core");
+	}
+	{
+		char *argv[] = { (char *)rk_bin, "show", "--core", cut, "1", NULL };
+		char *o, *e;
+		int st = run_rk(argv, &o, &e);
+
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1,
+			  "show --core of a truncated bundle");
+		cr_assert_gt(strlen(e), 0);
+		free(o);
+		free(e);
+	}
+	/* Not an ELF file at all. */
+	snprintf(junk, sizeof(junk), "%s/junk.rkb", root);
+	snprintf(cmd, sizeof(cmd), "head -c 5000 /dev/urandom > %s", junk);
+	cr_assert_eq(system(cmd), 0);
+	{
+		char *argv[] = { (char *)rk_bin, "show", "--bundle", junk, NULL };
+
+		expect_error(argv, 1, "not an ELF64 core");
+	}
+}
+
+Test(snapshot, for_user_bundle_has_only_what_that_user_may_read)
+{
+	char out[200], cmd[600], *s;
+	struct rk_core_bufs b;
+	const char *why = NULL;
+	struct stat sb;
+	size_t i;
+	int st;
+
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("no setpriv to run the workload as nobody");
+	/* Before its exec, setpriv's history is root's (exec-root-only); after, nobody's. */
+	snprintf(cmd, sizeof(cmd),
+		 "cp %s %s/wl && chmod 755 %s %s/wl && %s record --root %s --session fu -- "
+		 "setpriv --reuid nobody --regid nogroup --clear-groups %s/wl -t 2 -i 10 "
+		 ">/dev/null 2>&1",
+		 workload, root, root, root, rk_bin, root, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(out, sizeof(out), "%s/fu.rkb", root);
+	snprintf(cmd, sizeof(cmd), "%s snapshot --root %s -o %s --for-user nobody fu 2>&1", rk_bin,
+		 root, out);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 files not bundled"), "the root-only file: %s", s);
+	free(s);
+	cr_assert_eq(stat(out, &sb), 0);
+	cr_assert_neq(sb.st_uid, 0, "the bundle is nobody's");
+	cr_assert_eq(sb.st_mode & 07777, 0600);
+	cr_assert_eq(rk_core_bufs__load(out, &b, &why), 0, "%s", why);
+	cr_assert_eq(b.n, 3, "the sched histories of main and its 2 threads after exec: %zu", b.n);
+	for (i = 0; i < b.n; i++)
+		cr_assert_neq(b.v[i].bf.ident->state, RK_THREAD_EXECED, "a root-only history");
+	rk_core_bufs__free(&b);
+}

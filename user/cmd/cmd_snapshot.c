@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cmd_snapshot.c - ringkeeper snapshot: a session cut at one instant, in one file (bundle.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd.h"
+#include "bundle.h"
+#include "util.h"
+
+/* How long snapshot waits for a running recorder to write what it holds up to T. */
+#define SETTLE_MS 2000
+
+static const char usage[] =
+	"Usage: ringkeeper snapshot [--root DIR] [-o FILE] [--force] [-p PID]\n"
+	"                           [--reason TEXT] [--for-user USER] [--no-symbols] [SESSION]\n"
+	"\n"
+	"Cut a session (default: the newest) at this instant T and write it as one\n"
+	"bundle file that another machine can read: each thread's buffers with\n"
+	"exactly their whole records timed up to T, the processes' sidebands, the\n"
+	"tracing data, and the build id and function symbols of every file the\n"
+	"processes mapped (so functions are named where those files are absent or\n"
+	"different). The session may be running or not; a running recorder is given\n"
+	"up to 2 s to write the records it still holds from before T. Read the bundle\n"
+	"with --core (or --bundle) as a core: 'show --core FILE' lists what, when and\n"
+	"why, 'show --core FILE TID', 'sched --core FILE', 'export --core FILE'.\n"
+	"  -o, --output FILE  where (default: ./SESSION.T.rkb, T in seconds as show\n"
+	"                     prints times); written under a temporary name, then\n"
+	"                     renamed: mode 0600, never replacing a file without --force\n"
+	"  --force            replace FILE if it exists\n"
+	"  -p, --pid PID      only that process's threads and sideband\n"
+	"  --reason TEXT      why, kept in the bundle (default: manual)\n"
+	"  --for-user USER    only the buffers USER may read (the files' ACLs, as\n"
+	"                     record grants them), and the bundle is USER's (0600);\n"
+	"                     without it the bundle is the caller's (root's)\n"
+	"  --no-symbols       no symbol tables (smaller; names resolve only from the\n"
+	"                     files on the reading machine)\n"
+	"  -r, --root DIR     the sessions' root (default " RK_DEFAULT_ROOT ")\n"
+	"Exit status: 0 written; 1 failed (nothing is left behind); 2 usage.\n";
+
+/* --for-user: a name or a uid, and its group. Return: 0, or -1 (said). */
+static int parse_user(const char *arg, struct rk_bundle_opts *o)
+{
+	unsigned long long v;
+	struct passwd *pw;
+
+	pw = getpwnam(arg);
+	if (!pw && !rk_parse_uint(arg, UINT32_MAX - 1, &v))
+		pw = getpwuid((uid_t)v);
+	if (!pw) {
+		rk_err("--for-user: no user '%s' on this machine", arg);
+		return -1;
+	}
+	o->for_uid = pw->pw_uid;
+	o->for_gid = pw->pw_gid;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const char **root,
+		      const char **out, const char **reason)
+{
+	static const struct option lo[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "reason", required_argument, NULL, 'R' },
+		{ "for-user", required_argument, NULL, 'u' },
+		{ "no-symbols", no_argument, NULL, 'N' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	unsigned long long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+o:p:r:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			*out = optarg;
+			break;
+		case 'f':
+			o->force = 1;
+			break;
+		case 'p':
+			if (rk_parse_uint(optarg, INT_MAX, &v) || !v) {
+				rk_err("--pid: not a pid: '%s'", optarg);
+				return 2;
+			}
+			o->pid = (__u32)v;
+			break;
+		case 'R':
+			*reason = optarg;
+			break;
+		case 'u':
+			if (parse_user(optarg, o))
+				return 2;
+			break;
+		case 'N':
+			o->no_symbols = 1;
+			break;
+		case 'r':
+			*root = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc - 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* The session's directory: SESSION, or the newest. Return: 0, or 1 (said). */
+static int find_session(const char *root, const char *name, char *dir, size_t len)
+{
+	struct from f = { .root = root, .session = name };
+
+	if (from_open(&f))
+		return 1;
+	snprintf(dir, len, "%s", f.dir);
+	return 0;
+}
+
+static void report(const char *session, const char *out, __u64 t, const char *reason,
+		   const struct rk_bundle_stats *st)
+{
+	fprintf(stderr,
+		"ringkeeper: wrote %s: session %s at %llu.%09llu (%s): %zu buffers, %zu sidebands, "
+		"%zu symbol tables, %llu records (%llu after T left out, %llu overwritten while "
+		"read), %llu bytes\n",
+		out, session, (unsigned long long)(t / 1000000000),
+		(unsigned long long)(t % 1000000000), reason, st->buffers, st->sidebands,
+		st->symtabs, (unsigned long long)st->kept, (unsigned long long)st->after,
+		(unsigned long long)st->overwritten, (unsigned long long)st->bytes);
+	if (st->skipped)
+		rk_warn("%zu files not bundled (not valid buffers%s)", st->skipped,
+			" or not readable by the bundle's user");
+	if (!st->settled)
+		rk_warn("the recorder did not publish within %d ms after T: records up to T it "
+			"still held may be missing",
+			SETTLE_MS);
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	const char *root = RK_DEFAULT_ROOT, *out = NULL, *reason = NULL, *name;
+	char dir[PATH_MAX], def[PATH_MAX + 64];
+	struct rk_bundle_opts o;
+	struct rk_bundle_stats st;
+	__u64 t = rk_now_mono_ns();
+	int r, err;
+
+	rk_bundle_opts_init(&o);
+	r = parse_opts(argc, argv, &o, &root, &out, &reason);
+	if (r >= 0)
+		return r;
+	if (find_session(root, optind < argc ? argv[optind] : NULL, dir, sizeof(dir)))
+		return 1;
+	name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	if (!out) {
+		snprintf(def, sizeof(def), "%s.%llu.%09llu.rkb", name,
+			 (unsigned long long)(t / 1000000000),
+			 (unsigned long long)(t % 1000000000));
+		out = def;
+	}
+	o.settle_ms = SETTLE_MS;
+	err = rk_bundle_write(dir, t, reason, out, &o, &st);
+	if (err == -EEXIST) {
+		rk_err("%s exists: not replacing it (--force replaces it, -o names another)", out);
+		return 1;
+	}
+	if (err == -ENODATA) {
+		char of[32] = "";
+
+		if (o.pid)
+			snprintf(of, sizeof(of), " of pid %u", o.pid);
+		rk_err("session %s has no buffer%s%s to bundle (ringkeeper ls %s lists them)", name,
+		       of, o.for_uid != (uid_t)-1 ? " that --for-user may read" : "", name);
+		return 1;
+	}
+	if (err) {
+		rk_err("cannot write the snapshot of %s to %s: %s", dir, out, strerror(-err));
+		return 1;
+	}
+	report(name, out, t, reason ? reason : "manual", &st);
+	return 0;
+}
