@@ -38,6 +38,10 @@ const volatile __u32 cfg_sw_slots = 1024;
 const volatile __u32 cfg_sw_wake = 512;
 /* Record wakeups of traced tasks (--wakeups; without, the loader does not attach their programs). */
 const volatile __u8 cfg_wakeups = 0;
+/* record --trigger delay:MS (0: off, and the code that follows it is dead) */
+const volatile __u64 cfg_trigger_delay_ns = 0;
+/* record --trigger killed: a SIGKILL to a traced process is signalled with its sender */
+const volatile __u8 cfg_trigger_kill = 0;
 
 /* PF_KTHREAD: stable since v2.6; a macro, not in BTF. */
 #define RK_PF_KTHREAD 0x00200000
@@ -96,6 +100,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } creds SEC(".maps");
+
+/*
+ * record --trigger delay:MS: when each traced tid became runnable (its
+ * wakeup, or a preemption), by tid (sized as creds; a larger tid is not
+ * watched); 0: not waiting for a CPU.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} runnable SEC(".maps");
 
 struct rk_task {
 	__u64 creds; /* as in the creds map */
@@ -568,6 +584,47 @@ static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t
 	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), &t->comm);
 }
 
+/* --trigger delay: @tid became runnable at @now (0: it went to sleep). */
+static __always_inline void runnable_at(__u32 tid, __u64 now)
+{
+	__u64 *v;
+
+	if (!cfg_trigger_delay_ns)
+		return;
+	v = bpf_map_lookup_elem(&runnable, &tid);
+	if (v)
+		*v = now;
+}
+
+/*
+ * --trigger delay: @next switches in at @now; if it waited for a CPU
+ * longer than the threshold, a trigger signal. Costs nothing until then
+ * but an array slot read and cleared.
+ */
+static __always_inline void delay_check(struct task_struct *next, __u64 now, __u32 cpu,
+					struct rk_swpos *head, int *wake)
+{
+	__u32 tid = next->pid;
+	__u64 *v, waited;
+	struct rk_swrec *w;
+
+	if (!cfg_trigger_delay_ns)
+		return;
+	v = bpf_map_lookup_elem(&runnable, &tid);
+	if (!v || !*v)
+		return;
+	waited = now > *v ? now - *v : 0;
+	*v = 0;
+	if (waited <= cfg_trigger_delay_ns)
+		return;
+	w = sw_reserve(head, cpu, wake);
+	if (w)
+		sw_commit(head, w, now, tid, next->tgid, 0, 0,
+			  waited / 1000 > 0xffffffffull ? 0xffffffff : (__u32)(waited / 1000),
+			  RK_SIG_TRIGGER, 0);
+	*wake = 1;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -619,6 +676,8 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			sw_commit(head, w, now, prev->pid, prev->tgid, next->pid, next_tgid, state,
 				  RK_SIG_SWITCH_OUT, flags);
 		}
+		/* Still runnable: from now on it waits for a CPU (its wait ends at its switch-in). */
+		runnable_at(prev->pid, flags & RK_SIGF_PREEMPT ? now : 0);
 		/* The final switch-out: nothing of this tid will run again. */
 		if (state & RK_TASK_DEAD) {
 			tid_set_traced(prev->pid, 0);
@@ -641,6 +700,9 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				  RK_SIG_SWITCH_IN, 0);
 		}
 	}
+	/* After the switch-in's record: the trigger follows it in the ring. */
+	if (cfg_trigger_delay_ns && tid_traced(next->pid))
+		delay_check(next, now, cpu, head, &wake);
 	if (wake)
 		wake_loader();
 	return 0;
@@ -662,10 +724,13 @@ static __always_inline int waking(struct task_struct *p, __u16 flags)
 	int wake = 0;
 	__u32 cpu;
 
-	if (!cfg_wakeups || !tid_traced(p->pid))
+	if ((!cfg_wakeups && !cfg_trigger_delay_ns) || !tid_traced(p->pid))
 		return 0;
 	cur = bpf_get_current_task_btf();
 	if (cur == p)
+		return 0;
+	runnable_at(p->pid, bpf_ktime_get_ns());
+	if (!cfg_wakeups)
 		return 0;
 	/* Who may learn the waker's ids: the loader decides from this (docs/trust.md). */
 	if (BPF_CORE_READ(cur, real_cred, uid.val) != BPF_CORE_READ(p, real_cred, uid.val))
@@ -837,6 +902,45 @@ int BPF_PROG(rk_signal_deliver, int sig, struct kernel_siginfo *info, struct k_s
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, t);
 	s->exit_code = sig;
+	s->time_ns = bpf_ktime_get_ns();
+	submit(s, 1);
+	return 0;
+}
+
+/*
+ * --trigger killed: SIGKILL sent to a traced process, with who sent it:
+ * the sender is current here (the OOM killer's SIGKILL, SI_KERNEL, is sent
+ * from the task whose allocation invoked it). Its delivery carries no
+ * sender (a group exit takes a shortcut), so it is taken here.
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(rk_signal_generate, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct rk_pmu_key key = { .src = RK_SRC_SCHED };
+	struct task_struct *cur;
+	struct rk_signal *s;
+
+	if (!cfg_trigger_kill || sig != 9 /* SIGKILL */ || result != 0 /* TRACE_SIGNAL_DELIVERED */)
+		return 0;
+	key.tid = BPF_CORE_READ(task, pid);
+	if (!bpf_map_lookup_elem(&pmu_info, &key))
+		return 0;
+	cur = bpf_get_current_task_btf();
+	s = reserve();
+	if (!s)
+		return 0;
+	s->kind = RK_SIG_KILL;
+	s->cpu = bpf_get_smp_processor_id();
+	s->tid = key.tid;
+	s->tgid = BPF_CORE_READ(task, tgid);
+	s->ptid = cur->pid;
+	s->next_tgid = cur->tgid;
+	s->uid = BPF_CORE_READ(task, real_cred, uid.val);
+	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not pointers: SI_USER and SI_KERNEL. */
+	s->prev_state = (unsigned long)info <= 1 ? ((unsigned long)info ? 0x80 : 0) :
+						   (__u32)BPF_CORE_READ(info, si_code);
+	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), &cur->comm);
 	s->time_ns = bpf_ktime_get_ns();
 	submit(s, 1);
 	return 0;

@@ -56,6 +56,21 @@
  * prev_state the CPU the woken task last ran on (sched_waking's target_cpu).
  */
 #define RK_SIG_WAKING 12
+/*
+ * record --trigger delay:MS: a traced task switched in after waiting for a
+ * CPU longer than the threshold (decided at its switch-in, in its CPU's
+ * switch ring): tid/tgid the task, prev_state the wait in microseconds
+ * (saturated), time_ns the switch-in.
+ */
+#define RK_SIG_TRIGGER 13
+/*
+ * record --trigger killed: SIGKILL sent to a traced process
+ * (signal_generate): tid/tgid its target, ptid/next_tgid the sender
+ * (current: for the kernel's own SIGKILL, SI_KERNEL, e.g. the OOM killer,
+ * the task it ran in), prev_state the si_code (0 SI_USER, 0x80 SI_KERNEL),
+ * comm the sender's.
+ */
+#define RK_SIG_KILL 14
 
 /* rk_signal.flags */
 #define RK_SIGF_PREEMPT 0x1 /* switch-out while still runnable */

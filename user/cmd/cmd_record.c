@@ -18,6 +18,7 @@
 #include "session.h"
 #include "evsel.h"
 #include "record.h"
+#include "rec_trigger.h"
 #include "util.h"
 
 #define DEFAULT_DATA_SIZE (512u * 1024)
@@ -387,6 +388,100 @@ static int o_keep_exited(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/* A number of milliseconds for @opt, into *@ns: 1 .. 1e7 (0 too with @zero_ok). */
+static int ms_of(const char *opt, const char *v, int zero_ok, uint64_t *ns)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 10000000, &n) || (!n && !zero_ok))
+		return bad(opt, v,
+			   zero_ok ? "a number of milliseconds (0: none)" :
+				     "a number of milliseconds, 1 or more");
+	*ns = n * 1000000ull;
+	return 0;
+}
+
+/*
+ * --trigger SPEC, any number of them: signal | delay:MS | blocked:MS[:S|D|SD]
+ * | killed | exit.
+ */
+static int o_trigger(struct rec_args *a, const char *v)
+{
+	static const char what[] =
+		"signal, delay:MS, blocked:MS[:D|S|SD], killed or exit (see --help)";
+	struct rk_trigger_opts *t = &a->o.trig;
+	char spec[64], *ms, *st;
+
+	if (strlen(v) >= sizeof(spec))
+		return bad("--trigger", v, what);
+	strcpy(spec, v);
+	ms = strchr(spec, ':');
+	if (ms)
+		*ms++ = '\0';
+	if (!strcmp(spec, "signal") && !ms)
+		t->signal = 1;
+	else if (!strcmp(spec, "killed") && !ms)
+		t->killed = 1;
+	else if (!strcmp(spec, "exit") && !ms)
+		t->exit_nonzero = 1;
+	else if (!strcmp(spec, "delay") && ms)
+		return ms_of("--trigger delay", ms, 0, &t->delay_ns);
+	else if (!strcmp(spec, "blocked") && ms) {
+		st = strchr(ms, ':');
+		if (st)
+			*st++ = '\0';
+		if (!st || !strcmp(st, "D"))
+			t->blocked_states = 2;
+		else if (!strcmp(st, "S"))
+			t->blocked_states = 1;
+		else if (!strcmp(st, "SD") || !strcmp(st, "DS"))
+			t->blocked_states = 3;
+		else
+			return bad("--trigger", v, what);
+		return ms_of("--trigger blocked", ms, 0, &t->blocked_ns);
+	} else
+		return bad("--trigger", v, what);
+	return 0;
+}
+
+static int o_snap_window(struct rec_args *a, const char *v)
+{
+	return ms_of("--snapshot-window", v, 1, &a->o.trig.window_ns);
+}
+
+static int o_snap_after(struct rec_args *a, const char *v)
+{
+	return ms_of("--snapshot-after", v, 1, &a->o.trig.after_ns);
+}
+
+static int o_trigger_gap(struct rec_args *a, const char *v)
+{
+	return ms_of("--trigger-gap", v, 1, &a->o.trig.gap_ns);
+}
+
+static int o_snap_dir(struct rec_args *a, const char *v)
+{
+	if (!*v)
+		return bad("--snapshot-dir", v, "a directory");
+	a->o.trig.dir = v;
+	return 0;
+}
+
+static int o_snap_max(struct rec_args *a, const char *v)
+{
+	unsigned long long n;
+
+	if (rk_parse_uint(v, 100000, &n) || !n)
+		return bad("--snapshot-max", v, "a number of files, 1 or more");
+	a->o.trig.max_files = (uint32_t)n;
+	return 0;
+}
+
+static int o_snap_max_size(struct rec_args *a, const char *v)
+{
+	return shm_cap("--snapshot-max-size", v, &a->o.trig.max_bytes);
+}
+
 static int o_min_run(struct rec_args *a, const char *v)
 {
 	unsigned long long n;
@@ -585,6 +680,35 @@ static const struct rec_opt opts[] = {
 	  "per wakeup in the system (~90 ns per traced one here,\n"
 	  "BENCHMARKS.md 2c); off, sched counts only the waits\n"
 	  "after a preemption" },
+	{ "trigger", 0, "SPEC", o_trigger, NULL,
+	  "take a snapshot bundle of the session (as `snapshot`\n"
+	  "does) when this happens; any number of them:\n"
+	  "signal: SIGUSR2, or `ringkeeper snapshot --trigger S`;\n"
+	  "delay:MS: a traced thread waited longer for a CPU\n"
+	  "(decided in BPF at its switch-in; attaches the wakeup\n"
+	  "programs); blocked:MS[:D|S|SD]: one off CPU in D (or\n"
+	  "S) for longer (a hung-task watchdog, checked every\n"
+	  "100 ms); killed: a traced process killed by a signal\n"
+	  "that makes no core (SIGKILL, the OOM killer's\n"
+	  "included: its sender named); exit: one exiting with a\n"
+	  "status other than 0. The trigger is a record in the\n"
+	  "histories it concerns (show prints it)" },
+	{ "snapshot-window", 0, "MS", o_snap_window, "0",
+	  "a trigger's snapshot keeps the MS before it (0: all the\n"
+	  "rings hold)" },
+	{ "snapshot-after", 0, "MS", o_snap_after, "0",
+	  "and the MS after it (the cut is then that much later)" },
+	{ "snapshot-dir", 0, "DIR", o_snap_dir, RK_SNAPSHOT_DIR,
+	  "where triggers' bundles go (root's, made if missing),\n"
+	  "named SESSION.T.N.KIND.uUID.rkb; listed in the session's\n"
+	  "snapshots file" },
+	{ "snapshot-max", 0, "N", o_snap_max, "16",
+	  "keep the session's newest N bundles there, fairly per\n"
+	  "user (a user's triggers evict its own first)" },
+	{ "snapshot-max-size", 0, "SIZE", o_snap_max_size, "1G", "and at most SIZE of them" },
+	{ "trigger-gap", 0, "MS", o_trigger_gap, "1000",
+	  "at most one snapshot per MS; triggers in between are\n"
+	  "recorded in the histories and counted as dropped" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
 	  "keep an exited thread's files, or remove them when it\n"
 	  "exits (the RFC's truncate)" },

@@ -4,11 +4,14 @@
 #include <getopt.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
 #include "bundle.h"
+#include "session.h"
 #include "util.h"
 
 /* How long snapshot waits for a running recorder to write what it holds up to T. */
@@ -17,6 +20,7 @@
 static const char usage[] =
 	"Usage: ringkeeper snapshot [--root DIR] [-o FILE] [--force] [-p PID]\n"
 	"                           [--reason TEXT] [--for-user USER] [--no-symbols] [SESSION]\n"
+	"       ringkeeper snapshot --trigger [--root DIR] SESSION\n"
 	"\n"
 	"Cut a session (default: the newest) at this instant T and write it as one\n"
 	"bundle file that another machine can read: each thread's buffers with\n"
@@ -39,7 +43,14 @@ static const char usage[] =
 	"  --no-symbols       no symbol tables (smaller; names resolve only from the\n"
 	"                     files on the reading machine)\n"
 	"  -r, --root DIR     the sessions' root (default " RK_DEFAULT_ROOT ")\n"
-	"Exit status: 0 written; 1 failed (nothing is left behind); 2 usage.\n";
+	"  --trigger          instead, have SESSION's recorder take the snapshot, as a\n"
+	"                     trigger (record --trigger signal; the same as sending it\n"
+	"                     SIGUSR2): into its --snapshot-dir, with its window and\n"
+	"                     its limits; waits for it (10 s at most), prints where\n"
+	"Exit status: 0 written; 1 failed (nothing is left behind; with --trigger: the\n"
+	"recorder took none, and says why); 2 usage.\n";
+
+static int trigger; /* --trigger */
 
 /* --for-user: a name or a uid, and its group. Return: 0, or -1 (said). */
 static int parse_user(const char *arg, struct rk_bundle_opts *o)
@@ -70,6 +81,7 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 		{ "for-user", required_argument, NULL, 'u' },
 		{ "no-symbols", no_argument, NULL, 'N' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "trigger", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -103,6 +115,9 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 			break;
 		case 'r':
 			*root = optarg;
+			break;
+		case 'T':
+			trigger = 1;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -150,6 +165,92 @@ static void report(const char *session, const char *out, __u64 t, const char *re
 			SETTLE_MS);
 }
 
+/* What the recorder's counters say of its triggers: written, failed, dropped. */
+static int trigger_counts(int fd, struct rk_session_stat *st, __u64 c[3])
+{
+	if (rk_session_stat_readfd(fd, st))
+		return -1;
+	c[0] = st->snapshots;
+	c[1] = st->snapshot_errors;
+	c[2] = st->triggers_dropped;
+	return 0;
+}
+
+/* The last line of the session's snapshots file (the recorder's list), printed. */
+static void print_last_snapshot(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 32], line[1200], last[1200] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/snapshots", dir);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		memcpy(last, line, sizeof(last));
+	if (f)
+		fclose(f);
+	last[strcspn(last, "\n")] = '\0';
+	printf("ringkeeper: session %s: %s\n", name, rk_strip_controls(last));
+}
+
+/*
+ * --trigger: SIGUSR2 to the session's recorder (the loader that keeps that
+ * very stat file mapped, not any process named so), then wait until its
+ * counters say what became of it. Return: the exit status.
+ */
+static int trigger_recorder(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 16];
+	struct rk_session_stat st;
+	__u64 before[3], now[3];
+	int fd, ms;
+
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	fd = rk_open_regular(path, 0, NULL);
+	if (fd < 0 || trigger_counts(fd, &st, before)) {
+		rk_err("session %s: no readable stat file", name);
+		goto fail;
+	}
+	if (!rk_session_alive(&st) || !rk_session_loader_wrote(&st, fd)) {
+		rk_err("session %s is not recording: no recorder to trigger (a snapshot of it "
+		       "as it is: ringkeeper snapshot %s)",
+		       name, name);
+		goto fail;
+	}
+	if (!(st.trigger_flags & RK_TRIGGER_F_SIGNAL)) {
+		rk_err("session %s was not started with --trigger signal: its recorder takes "
+		       "no snapshot on request (ringkeeper snapshot %s takes one itself)",
+		       name, name);
+		goto fail;
+	}
+	if (kill((pid_t)st.loader_pid, SIGUSR2)) {
+		rk_err("cannot signal the recorder of %s (pid %u): %s", name, st.loader_pid,
+		       strerror(errno));
+		goto fail;
+	}
+	for (ms = 0; ms < 10000; ms += 50) {
+		usleep(50000);
+		if (trigger_counts(fd, &st, now))
+			break;
+		if (now[0] > before[0]) {
+			close(fd);
+			print_last_snapshot(dir, name);
+			return 0;
+		}
+		if (now[1] > before[1] || now[2] > before[2]) {
+			rk_err("the recorder of %s took no snapshot: %s (ringkeeper stat %s)", name,
+			       now[1] > before[1] ? "it could not write it" :
+						    "within --trigger-gap of its last one",
+			       name);
+			goto fail;
+		}
+	}
+	rk_err("the recorder of %s wrote no snapshot within 10 s (ringkeeper stat %s)", name, name);
+fail:
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	const char *root = RK_DEFAULT_ROOT, *out = NULL, *reason = NULL, *name;
@@ -166,6 +267,8 @@ int cmd_snapshot(int argc, char **argv)
 	if (find_session(root, optind < argc ? argv[optind] : NULL, dir, sizeof(dir)))
 		return 1;
 	name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	if (trigger)
+		return trigger_recorder(dir, name);
 	if (!out) {
 		snprintf(def, sizeof(def), "%s.%llu.%09llu.rkb", name,
 			 (unsigned long long)(t / 1000000000),

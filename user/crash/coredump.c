@@ -26,6 +26,7 @@
 #include "bufile.h"
 #include "coredump.h"
 #include "elfcore.h"
+#include "retain.h"
 #include "session.h"
 #include "util.h"
 
@@ -1302,105 +1303,6 @@ static const char *crash_dir(void)
 	return p && *p ? p : RK_CRASH_DIR;
 }
 
-struct aged {
-	char name[256];
-	time_t mtime;
-	off_t size;
-	unsigned int uid; /* the crashing user's, from the name ("core.PID.TIME.uUID.notes") */
-	int gone;
-};
-
-static int by_mtime_desc(const void *a, const void *b)
-{
-	const struct aged *x = a, *y = b;
-
-	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : strcmp(x->name, y->name);
-}
-
-/* The notes files in @dir, newest first (*@n of them; NULL with *@n 0 if none or no memory). */
-static struct aged *crash_dir_list(int dir, size_t *n)
-{
-	struct aged *v = NULL;
-	struct dirent *de;
-	DIR *d = fdopendir(dup(dir));
-
-	*n = 0;
-	while (d && (de = readdir(d))) {
-		struct stat st;
-		struct aged *nv;
-		const char *u = strstr(de->d_name, ".u");
-
-		if (!strstr(de->d_name, ".notes") ||
-		    fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			continue;
-		nv = realloc(v, (*n + 1) * sizeof(*v));
-		if (!nv)
-			break;
-		v = nv;
-		memset(&v[*n], 0, sizeof(v[*n]));
-		snprintf(v[*n].name, sizeof(v[*n].name), "%s", de->d_name);
-		v[*n].mtime = st.st_mtime;
-		v[*n].size = st.st_size;
-		/* An older name has no uid: root's, which no user's storm then evicts first. */
-		v[*n].uid = u ? (unsigned int)strtoul(u + 2, NULL, 10) : 0;
-		(*n)++;
-	}
-	if (d)
-		closedir(d);
-	if (*n)
-		qsort(v, *n, sizeof(*v), by_mtime_desc);
-	return v;
-}
-
-/*
- * Of the files left, the oldest of the user who holds the most (ties: the
- * one whose oldest is older), never the newest file: -1 if none.
- */
-static ssize_t crash_dir_victim(const struct aged *v, size_t n)
-{
-	size_t i, j, best_count = 0;
-	ssize_t best = -1;
-
-	for (i = n; i-- > 1;) {
-		size_t count = 0;
-
-		if (v[i].gone)
-			continue;
-		for (j = 0; j < n; j++)
-			count += !v[j].gone && v[j].uid == v[i].uid;
-		if (count > best_count) {
-			best_count = count;
-			best = (ssize_t)i;
-		}
-	}
-	return best;
-}
-
-/*
- * At most RK_CRASH_KEEP notes files, RK_CRASH_MAX_BYTES of them, fairly:
- * the oldest of the user who holds the most goes first, so one user's
- * crash storm evicts its own notes, not root's or another user's.
- */
-static void crash_dir_trim(int dir)
-{
-	unsigned long long bytes = 0;
-	size_t n, i, left;
-	struct aged *v = crash_dir_list(dir, &n);
-
-	for (i = 0; i < n; i++)
-		bytes += (unsigned long long)v[i].size;
-	for (left = n; left > RK_CRASH_KEEP || (left > 1 && bytes > RK_CRASH_MAX_BYTES); left--) {
-		ssize_t k = crash_dir_victim(v, n);
-
-		if (k < 0)
-			break;
-		unlinkat(dir, v[k].name, 0);
-		v[k].gone = 1;
-		bytes -= (unsigned long long)v[k].size;
-	}
-	free(v);
-}
-
 /*
  * No core file (RLIMIT_CORE below a page) for a traced process: its notes
  * alone, as an ELF core with no memory, so show --core reads them.
@@ -1441,7 +1343,7 @@ static int keep_notes(const struct rk_crash *c, const struct found *f, char *pat
 	if (close(out) && !err)
 		err = -errno;
 	if (!err)
-		crash_dir_trim(dir);
+		rk_retain_fair(dir, "core.", ".notes", RK_CRASH_KEEP, RK_CRASH_MAX_BYTES, NULL);
 out_dir:
 	close(dir);
 	return err;

@@ -45,6 +45,8 @@ struct guard_slot {
 };
 
 static struct guard_slot *guard_slots;
+/* A slot's base while its claimer fills it in (threads add files concurrently). */
+#define GUARD_CLAIMED ((uintptr_t)1)
 static unsigned int guard_hint;
 static struct sigaction guard_prev;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
@@ -59,7 +61,7 @@ static void guard_handler(int sig, siginfo_t *si, void *uc)
 		struct guard_slot *g = &guard_slots[i];
 		uintptr_t base = __atomic_load_n(&g->base, __ATOMIC_ACQUIRE);
 
-		if (!base || a < base || a - base >= g->size)
+		if (base <= GUARD_CLAIMED || a < base || a - base >= g->size)
 			continue;
 		/*
 		 * The file lost the page (truncated, or tmpfs full): put
@@ -130,12 +132,15 @@ static int guard_add(void *base, size_t size)
 		i = (__atomic_fetch_add(&guard_hint, 1, __ATOMIC_RELAXED)) % RK_GUARD_SLOTS;
 		if (__atomic_load_n(&guard_slots[i].base, __ATOMIC_RELAXED))
 			continue;
+		/* Claimed first, filled in, then published: two adders never share a slot. */
+		if (!__atomic_compare_exchange_n(&guard_slots[i].base, &zero, GUARD_CLAIMED, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
 		guard_slots[i].size = size;
 		guard_slots[i].broken = 0;
 		/* Release: the handler that sees base sees size. */
-		if (__atomic_compare_exchange_n(&guard_slots[i].base, &zero, (uintptr_t)base, 0,
-						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			return (int)i;
+		__atomic_store_n(&guard_slots[i].base, (uintptr_t)base, __ATOMIC_RELEASE);
+		return (int)i;
 	}
 	return -1;
 }

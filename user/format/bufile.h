@@ -107,6 +107,30 @@ struct rk_crash_record {
  */
 #define RK_WAKEUP_HIDDEN 2u
 
+/*
+ * A record type of ours: a trigger fired here (record --trigger), in the
+ * history of each thread it concerns; its snapshot is cut after it.
+ */
+#define RK_RECORD_TRIGGER 0x524e
+#define RK_TRIG_OPERATOR 1 /* SIGUSR2 or `snapshot --trigger` */
+#define RK_TRIG_DELAY 2 /* value: the wait for a CPU, ns */
+#define RK_TRIG_BLOCKED 3 /* value: off CPU so far, ns; state: its TASK_* state */
+#define RK_TRIG_KILLED 4 /* value: the signal; by_pid/by_tid: its sender (0: not known) */
+#define RK_TRIG_EXIT 5 /* value: the exit status */
+
+/**
+ * struct rk_trigger_record - RK_RECORD_TRIGGER (then sample_id).
+ * @kind: RK_TRIG_*. @state: RK_TRIG_BLOCKED's TASK_* state, else 0.
+ * @value: as the kind says. @by_pid, @by_tid: who caused it, where known.
+ */
+struct rk_trigger_record {
+	struct perf_event_header h;
+	__u32 kind;
+	__u32 state;
+	__u64 value;
+	__u32 by_pid, by_tid;
+};
+
 /**
  * struct rk_wakeup_record - RK_RECORD_WAKEUP.
  * @waker_pid, @waker_tid: the task that woke it (in an interrupt: the one

@@ -46,7 +46,7 @@ void rk_bundle_opts_init(struct rk_bundle_opts *o)
 /* The cut of one buffer as rk_bufile__for_each_at() hands its records over. */
 struct cut_ctx {
 	__u8 *ring; /* data_size bytes: what is kept, from offset 0 */
-	__u64 pos, t, sample_type;
+	__u64 pos, from, t, sample_type;
 	__u64 next; /* where the record after the last one taken starts */
 	int after; /* a record timed after T was seen */
 	struct rk_bundle_cut *cut;
@@ -77,6 +77,11 @@ static int cut_take(const struct perf_event_header *h, __u64 at, void *ctx)
 	if (when ? when > c->t : c->after) {
 		c->after |= !!when;
 		c->cut->after++;
+		return 0;
+	}
+	/* Before the window (a trigger's): left out, as a ring that had wrapped would have. */
+	if (when && when < c->from) {
+		c->cut->before++;
 		return 0;
 	}
 	memcpy(c->ring + c->pos, h, h->size);
@@ -116,7 +121,15 @@ static int copy_aux(const struct rk_bufile *bf, __u8 *img, __u64 aux_off)
 int rk_bundle_cut(const struct rk_bufile *bf, __u64 t, void **image, size_t *size,
 		  struct rk_bundle_cut *cut)
 {
-	struct cut_ctx c = { .t = t, .sample_type = bf->pmu->attr.sample_type, .cut = cut };
+	return rk_bundle_cut_window(bf, 0, t, image, size, cut);
+}
+
+int rk_bundle_cut_window(const struct rk_bufile *bf, __u64 from, __u64 t, void **image,
+			 size_t *size, struct rk_bundle_cut *cut)
+{
+	struct cut_ctx c = {
+		.from = from, .t = t, .sample_type = bf->pmu->attr.sample_type, .cut = cut
+	};
 	struct perf_event_mmap_page *pg;
 	struct rk_thread_ident *id;
 	__u64 over0 = bf->ident->overwritten, ring = PAGE;
@@ -314,7 +327,8 @@ static int add_file(struct writer *w, int dfd, const char *src, const char *name
 		rk_bufile__free(bf);
 		return 0;
 	}
-	err = rk_bundle_cut(bf, t, &image, &size, &cut);
+	/* A sideband keeps its mappings from before the window: the window's samples need them. */
+	err = rk_bundle_cut_window(bf, src ? w->o->from_ns : 0, t, &image, &size, &cut);
 	rk_bufile__free(bf);
 	if (err)
 		return err;

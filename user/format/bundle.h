@@ -42,6 +42,8 @@
  *	sidebands that user may read (their ACL, as docs/trust.md grants it)
  *	go in, and the file is given to that user (still mode 0600).
  * @for_gid: that user's group (with @for_uid).
+ * @from_ns: 0, or the window's start: thread buffers keep only records
+ *	timed at or after it (sidebands keep all: their mappings serve it).
  */
 struct rk_bundle_opts {
 	__u32 pid;
@@ -50,6 +52,7 @@ struct rk_bundle_opts {
 	int no_symbols;
 	uid_t for_uid;
 	gid_t for_gid;
+	__u64 from_ns;
 };
 
 /** rk_bundle_opts_init() - the defaults: everything, root's, no waiting. */
@@ -64,12 +67,13 @@ void rk_bundle_opts_init(struct rk_bundle_opts *o);
  *	torn.
  * @lapped: records copied before the writer lapped the walk, dropped so
  *	the cut has no hole (it is the newest unbroken history up to T).
+ * @before: records before the window's start, left out.
  * @bytes: of records kept.
  * @corrupt: the walk stopped at a record that does not parse (kept: those
  *	before it).
  */
 struct rk_bundle_cut {
-	__u64 kept, after, overwritten, lapped, bytes;
+	__u64 kept, after, overwritten, lapped, before, bytes;
 	int corrupt;
 };
 
@@ -83,6 +87,13 @@ struct rk_bundle_cut {
  */
 int rk_bundle_cut(const struct rk_bufile *bf, __u64 t, void **image, size_t *size,
 		  struct rk_bundle_cut *cut);
+
+/**
+ * rk_bundle_cut_window() - rk_bundle_cut() keeping only the records timed
+ * from @from on (untimed ones by position, as before T).
+ */
+int rk_bundle_cut_window(const struct rk_bufile *bf, __u64 from, __u64 t, void **image,
+			 size_t *size, struct rk_bundle_cut *cut);
 
 /**
  * struct rk_bundle_stats - what rk_bundle_write() put in.

@@ -164,7 +164,13 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(time_clamped, "records re-stamped into time order")  \
 	X(time_clamped_max_ns, "  by at most")                 \
 	X(exits_late, "exits after the final switch, lost")    \
-	X(shm_withheld, "records not written: --max-shm full")
+	X(shm_withheld, "records not written: --max-shm full") \
+	X(triggers, "triggers fired")                          \
+	X(triggers_dropped, "  triggers dropped (gap, queue)") \
+	X(snapshots, "snapshots written")                      \
+	X(snapshot_errors, "  snapshots not written (error)")  \
+	X(snapshot_bytes, "  their bytes")                     \
+	X(snapshots_removed, "  older snapshots removed")
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -340,6 +346,10 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 		HINT(shm_withheld,
 		     "records not written: their pages did not fit under --max-shm or "
 		     "--max-shm-user: raise them, or lower -m"),
+		HINT(triggers_dropped,
+		     "triggers without a snapshot of their own: within --trigger-gap of the last "
+		     "one, or too many waiting (they are in the histories; stat: triggers_dropped)"),
+		HINT(snapshot_errors, "snapshots not written: see the warnings above"),
 		HINT(exits_late,
 		     "exit records lost: handed out after the thread's final switch "
 		     "(the clock read on another CPU came out behind; stat: exits_late)"),

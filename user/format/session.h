@@ -166,7 +166,23 @@ struct rk_session_stat {
 	 * under --max-shm / --max-shm-user (0 in older stat files)
 	 */
 	__u64 shm_withheld;
+	/* record --trigger (0 in older stat files) */
+	__u32 trigger_flags; /* RK_TRIGGER_F_*: what is armed */
+	__u32 pad_trigger;
+	__u64 triggers; /* triggers that fired */
+	__u64 triggers_dropped; /* fired within --trigger-gap of the last snapshot, or queue full */
+	__u64 snapshots; /* bundles written */
+	__u64 snapshot_errors; /* bundles that could not be written */
+	__u64 snapshot_bytes; /* their bytes */
+	__u64 snapshots_removed; /* older bundles removed for --snapshot-max(-size) */
 };
+
+/* rk_session_stat.trigger_flags */
+#define RK_TRIGGER_F_SIGNAL 0x1
+#define RK_TRIGGER_F_DELAY 0x2
+#define RK_TRIGGER_F_BLOCKED 0x4
+#define RK_TRIGGER_F_KILLED 0x8
+#define RK_TRIGGER_F_EXIT 0x10
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */
 #define RK_SCOPE_TARGET 0

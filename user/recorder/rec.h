@@ -24,7 +24,7 @@
 #include "session.h"
 #include "swring.h"
 
-#define RK_NLINKS 9
+#define RK_NLINKS 10
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163
@@ -33,7 +33,7 @@
 /* After the target exits, wait this long at most for its threads' last switch-out. */
 #define RK_DRAIN_NS (500 * 1000000ull)
 /* Our BPF programs: sched_switch, fork, exec, exit, signal_deliver, task_rename, cgroup_attach. */
-#define RK_NPROGS 9
+#define RK_NPROGS 10
 
 struct rk_thread {
 	struct rk_thread *hnext;
@@ -53,6 +53,11 @@ struct rk_thread {
 	uint64_t off_ns;
 	int off_how; /* RK_PIN_OFF, or RK_PIN_PREEMPTED (still runnable) */
 	uint64_t reader; /* uid + 1 of the user granted a read of its sched file, 0: root only */
+	/* --trigger blocked: since when it is off CPU, in which state; fired for that stretch */
+	uint64_t off_since;
+	__u32 off_state;
+	__u32 last_cpu; /* of its last switch: where a trigger record says it is */
+	int blocked_fired;
 	/* Buffers whose unmap (by a pin worker) is still to come; 0: reclaimable. */
 	int unreleased;
 	/* One buffer per source: [0] sched, [1..] the perf events. */
@@ -174,6 +179,7 @@ struct rk_rec {
 	int resumed; /* a killed recorder's session, taken over */
 	int resume_failed; /* not taken over: its session and pins are left as they are */
 	sigset_t mask, oldmask; /* the stop signals (to our signalfd); the caller's mask */
+	struct rk_trig *trig; /* record --trigger (rec_trigger.h); NULL: none armed */
 };
 
 /* sample_id of RK_SCHED_SAMPLE_TYPE. */

@@ -53,10 +53,15 @@ int rec_bpf_load(struct rk_rec *r)
 	r->skel->rodata->cfg_ncgroups = (__u32)o->ncgroups;
 	r->skel->rodata->cfg_wakeup_watermark = o->ringbuf_size / 4;
 	r->skel->rodata->cfg_wakeups = o->wakeups ? 1 : 0;
-	if (!o->wakeups) {
+	r->skel->rodata->cfg_trigger_delay_ns = o->trig.delay_ns;
+	r->skel->rodata->cfg_trigger_kill = o->trig.killed ? 1 : 0;
+	/* Not attached unless asked for: a wakeup's cost is every wakeup in the system's. */
+	if (!o->wakeups && !o->trig.delay_ns) {
 		bpf_program__set_autoload(r->skel->progs.rk_sched_waking, false);
 		bpf_program__set_autoload(r->skel->progs.rk_sched_wakeup_new, false);
 	}
+	if (!o->trig.killed)
+		bpf_program__set_autoload(r->skel->progs.rk_signal_generate, false);
 	bpf_map__set_max_entries(r->skel->maps.signals, (__u32)o->ringbuf_size);
 	/*
 	 * --max-threads caps the live traced threads: a full map makes the
@@ -77,6 +82,10 @@ int rec_bpf_load(struct rk_rec *r)
 				 (__u32)((tids + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	bpf_map__set_max_entries(r->skel->maps.creds,
 				 (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS));
+	bpf_map__set_max_entries(r->skel->maps.runnable,
+				 o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids :
+										 RK_CREDS_MAX_TIDS) :
+						    1);
 	err = sw_size(r, o->ringbuf_size);
 	if (err)
 		return err;
@@ -335,7 +344,8 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 const char *const rec_link_names[RK_NLINKS] = {
 	"link_sched_switch",  "link_fork",	     "link_exec",
 	"link_exit",	      "link_signal_deliver", "link_task_rename",
-	"link_cgroup_attach", "link_sched_waking",   "link_sched_wakeup_new"
+	"link_cgroup_attach", "link_sched_waking",   "link_sched_wakeup_new",
+	"link_signal_generate"
 };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -448,6 +458,7 @@ int rec_pin_links(struct rk_rec *r)
 		r->skel->links.rk_cgroup_attach,
 		r->skel->links.rk_sched_waking,
 		r->skel->links.rk_sched_wakeup_new,
+		r->skel->links.rk_signal_generate,
 	};
 	char path[128];
 	size_t i;
@@ -559,6 +570,7 @@ void rec_find_progs(struct rk_rec *r)
 			r->skel->progs.rk_cgroup_attach,
 			r->skel->progs.rk_sched_waking,
 			r->skel->progs.rk_sched_wakeup_new,
+			r->skel->progs.rk_signal_generate,
 		};
 
 		for (i = 0; i < RK_NPROGS; i++) {

@@ -27,6 +27,7 @@
 #include "rec_session.h"
 #include "rec_sideband.h"
 #include "rec_threads.h"
+#include "rec_trigger.h"
 #include "rec_target.h"
 #include "rec_bpf.h"
 /* One signal, in time order (a ringbuf record or a switch ring's). */
@@ -204,6 +205,7 @@ static void on_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	}
 	rec_put_rec(r, t, &sw, sizeof(sw));
 	r->st->switches++;
+	rec_trigger_switch(r, t, s);
 	/*
 	 * Two outs (or ins) in a row: a signal was dropped, or the
 	 * kernel ran the task without a sched_switch naming it next
@@ -488,6 +490,7 @@ static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_s
 	rec_fill_id(r, &er.id, t, s);
 	rec_put_rec(r, t, &er, sizeof(er));
 	rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
+	rec_trigger_exit(r, t, s);
 }
 
 void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
@@ -512,6 +515,10 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	if (s->kind == RK_SIG_CGROUP_IN || s->kind == RK_SIG_CGROUP_OUT) {
 		on_cgroup(r, s);
+		return;
+	}
+	if (s->kind == RK_SIG_TRIGGER || s->kind == RK_SIG_KILL) {
+		rec_trigger_signal(r, s);
 		return;
 	}
 	if (s->kind == RK_SIG_WAKING) {
@@ -707,6 +714,22 @@ void rec_drain(struct rk_rec *r)
 		rec_apply_deferred(r, gen);
 }
 
+/* SIGUSR2 (from `ringkeeper snapshot --trigger`, or an operator's kill): a snapshot now. */
+static void operator_trigger(struct rk_rec *r, __u32 from)
+{
+	char why[96];
+
+	if (!(r->st->trigger_flags & RK_TRIGGER_F_SIGNAL)) {
+		rk_warn("SIGUSR2 from pid %u: no snapshot taken (record --trigger signal takes one)",
+			from);
+		return;
+	}
+	/* Everything up to now first: the instant is this one. */
+	rec_intake(r, 0);
+	snprintf(why, sizeof(why), "operator: SIGUSR2 from pid %u", from);
+	rec_trigger_fire(r, RK_TRIG_OPERATOR, 0, 0, rk_now_mono_ns(), 0, 0, from, 0, why);
+}
+
 int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 {
 	struct epoll_event ev, evs[4];
@@ -753,8 +776,12 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 
 			switch (evs[i].data.u32) {
 			case 1:
-				if (read(sfd, &si, sizeof(si)) == sizeof(si) &&
-				    si.ssi_signo != SIGCHLD)
+				if (read(sfd, &si, sizeof(si)) != sizeof(si) ||
+				    si.ssi_signo == SIGCHLD)
+					break;
+				if (si.ssi_signo == SIGUSR2)
+					operator_trigger(r, si.ssi_pid);
+				else
 					stop = 1;
 				break;
 			case 2:
@@ -777,6 +804,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);
+		rec_trigger_tick(r, now);
 		if (++ticks % 20 == 0) {
 			rec_retention_tick(r, now);
 			rec_sideband_reap(r, now);

@@ -12,6 +12,35 @@
 #include "evsel.h"
 
 /**
+ * struct rk_trigger_opts - record --trigger and the snapshots they take
+ * (rec_trigger.h; 0 everywhere: none).
+ * @signal: SIGUSR2 and `ringkeeper snapshot --trigger SESSION`.
+ * @delay_ns: a traced thread waited for a CPU longer (decided in BPF).
+ * @blocked_ns, @blocked_states: a traced thread off CPU longer than that
+ *	in a state with one of these TASK_* bits (1 S, 2 D).
+ * @killed: a traced process killed by a signal that makes no core.
+ * @exit_nonzero: a traced process exited with a status other than 0.
+ * @window_ns: records from T - window to T (0: all the rings hold).
+ * @after_ns: the cut at the trigger + this.
+ * @dir: where the bundles go. @max_files, @max_bytes: kept there for the
+ *	session, fairly per user. @gap_ns: at most one snapshot per gap.
+ */
+struct rk_trigger_opts {
+	int signal;
+	uint64_t delay_ns;
+	uint64_t blocked_ns;
+	uint32_t blocked_states;
+	int killed;
+	int exit_nonzero;
+	uint64_t window_ns;
+	uint64_t after_ns;
+	const char *dir;
+	uint32_t max_files;
+	uint64_t max_bytes;
+	uint64_t gap_ns;
+};
+
+/**
  * struct rk_record_opts - what `ringkeeper record` was asked.
  * @pid: trace this process's threads (0: launch @argv).
  * @argv: command to launch and trace from its first instruction.
@@ -82,6 +111,7 @@ struct rk_record_opts {
 	uint64_t cgroup_ids[8];
 	int ncgroups;
 	uint64_t keep_exited_ns;
+	struct rk_trigger_opts trig;
 };
 
 #endif /* RK_REC_OPTS_H */

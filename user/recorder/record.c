@@ -35,6 +35,7 @@
 #include "rec_sideband.h"
 #include "rec_target.h"
 #include "rec_threads.h"
+#include "rec_trigger.h"
 #include "access.h"
 #include "memcg.h"
 #include "bufile.h"
@@ -66,6 +67,8 @@ static struct rk_rec *rec_alloc(const struct rk_record_opts *opts)
 	sigaddset(&r->mask, SIGTERM);
 	sigaddset(&r->mask, SIGCHLD);
 	sigaddset(&r->mask, SIGHUP);
+	/* record --trigger signal: a snapshot, not the end (perf's --switch-output signal). */
+	sigaddset(&r->mask, SIGUSR2);
 	/*
 	 * A background job of a non-interactive shell starts with SIGINT
 	 * ignored, and an ignored signal never reaches a signalfd.
@@ -574,6 +577,8 @@ static void stop(struct rk_rec *r)
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
 	rec_renames_held(r, 1);
+	/* The snapshots still waiting: their instants are all behind the last intake now. */
+	rec_trigger_stop(r);
 	if (r->o->keep && r->maps_pinned)
 		keep_pmu_info(r);
 }
@@ -712,6 +717,7 @@ static void teardown(struct rk_rec *r, int err)
 		resume_abandon(r);
 	} else {
 		close_target(r);
+		rec_trigger_stop(r);
 		threads_stop(r);
 		bpf_release(r);
 		if (r->st) {
@@ -768,6 +774,8 @@ int rk_record(const struct rk_record_opts *opts)
 		err = r->o->resume ? session_resume(r) : session_new(r);
 	if (!err)
 		err = workers_start(r);
+	if (!err)
+		err = rec_trigger_start(r);
 	if (!err)
 		err = loop_fds(r);
 	if (!err)

@@ -91,6 +91,43 @@ static int parse_sample_id(const struct rk_bufile *bf, const struct perf_event_h
 	return 0;
 }
 
+/* A trigger record (record --trigger) as one line of text. */
+static void trigger_detail(const struct perf_event_header *h, char *buf, size_t len)
+{
+	struct rk_trigger_record tr;
+
+	if (h->size < sizeof(tr)) {
+		snprintf(buf, len, "trigger (short record)");
+		return;
+	}
+	memcpy(&tr, h, sizeof(tr));
+	switch (tr.kind) {
+	case RK_TRIG_OPERATOR:
+		snprintf(buf, len, "trigger: operator (SIGUSR2 from pid %u)", tr.by_pid);
+		break;
+	case RK_TRIG_DELAY:
+		snprintf(buf, len, "trigger: waited %.3f ms for a CPU", tr.value / 1e6);
+		break;
+	case RK_TRIG_BLOCKED:
+		snprintf(buf, len, "trigger: off CPU in %s for %.3f s", tr.state & 2 ? "D" : "S",
+			 tr.value / 1e9);
+		break;
+	case RK_TRIG_KILLED:
+		if (tr.by_pid)
+			snprintf(buf, len, "trigger: killed by signal %llu, sent by pid %u tid %u",
+				 (unsigned long long)tr.value, tr.by_pid, tr.by_tid);
+		else
+			snprintf(buf, len, "trigger: killed by signal %llu",
+				 (unsigned long long)tr.value);
+		break;
+	case RK_TRIG_EXIT:
+		snprintf(buf, len, "trigger: exit status %llu", (unsigned long long)tr.value);
+		break;
+	default:
+		snprintf(buf, len, "trigger of kind %u", tr.kind);
+	}
+}
+
 static const char *type_name(__u32 type)
 {
 	switch (type) {
@@ -120,6 +157,8 @@ static const char *type_name(__u32 type)
 		return "RINGKEEPER_CRASH";
 	case RK_RECORD_WAKEUP:
 		return "RINGKEEPER_WAKEUP";
+	case RK_RECORD_TRIGGER:
+		return "RINGKEEPER_TRIGGER";
 	}
 	return "PERF_RECORD_UNKNOWN";
 }
@@ -357,6 +396,9 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 					 wake.flags & RK_WAKEUP_NEW ? " (new)" : "", wake.waker_tid,
 					 wake.waker_pid, wake.target_cpu);
 		}
+		break;
+	case RK_RECORD_TRIGGER:
+		trigger_detail(h, detail, sizeof(detail));
 		break;
 	default:
 		w->c.other++;
