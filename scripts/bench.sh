@@ -5,7 +5,8 @@
 # to a baseline measured in the same run; repeated figures as
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
-#   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view" \
+#   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SNAP_TRIGGERS=20 \
+#   SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view snapshot" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -14,7 +15,8 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view"}
+SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view snapshot"}
+SNAP_TRIGGERS=${SNAP_TRIGGERS:-20}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
 SCALE_SLEEPS=${SCALE_SLEEPS:-"20000 5000 1000"}
@@ -189,6 +191,11 @@ measure() {
 	tracked-wakeups)
 		"$RK" record --root "$ROOT" --session "swn-$w-$RANDOM$RANDOM" --wakeups -- $cmd \
 			>"$out" 2>&1 ;;
+	tracked-triggers)
+		# Armed, never firing: delay over 10 s, blocked over 10 s, killed, exit.
+		"$RK" record --root "$ROOT" --session "swt-$w-$RANDOM$RANDOM" --snapshot-dir \
+			"$ROOT/snaps" --trigger delay:10000 --trigger blocked:10000 --trigger killed \
+			--trigger exit -- $cmd >"$out" 2>&1 ;;
 	tracked-cpuclock)
 		"$RK" record --root "$ROOT" --session "swc-$w-$RANDOM$RANDOM" -e cpu-clock -- $cmd \
 			>"$out" 2>&1 ;;
@@ -770,6 +777,89 @@ section_view() {
 		awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')" 'BEGIN { printf "%.2fx", (b > 0) ? a / b : 0 }')"
 	rm -f "$ROOT/v.data" "$ROOT/v.pftrace"
 	"$RK" rm --root "$ROOT" "$sess" >/dev/null 2>&1
+}
+
+# --- snapshots and triggers (record --trigger, ringkeeper snapshot) -------------
+# A snapshot of N threads (fanout: 4 busy, the rest waking every 2 ms), its
+# time and size; then a recorder with --trigger signal, SNAP_TRIGGERS SIGUSR2
+# 0.3 s apart, each one's time from the signal to its line in the session's
+# snapshots file; then the switch path with every trigger armed, none firing.
+snap_time() {
+	local n=$1 sess=snap-$1-$RANDOM t0 t1 f out=$ROOT/snap.rkb
+	start_ready fanout sh -c "exec $B/fanout -t $n -i 100000 -s 2000 </dev/null" || die "fanout failed"
+	local fpid=$LAST
+	start_recorder "$sess" -p "$fpid" || die "recorder failed"
+	local rk=$LAST
+	sleep 1
+	for f in 1 2 3; do
+		rm -f "$out"
+		t0=$(date +%s%N)
+		"$RK" snapshot --root "$ROOT" -o "$out" "$sess" 2>/dev/null || die "snapshot failed"
+		t1=$(date +%s%N)
+		echo "$(( (t1 - t0) / 1000000 )) $(stat -c %s "$out")"
+	done
+	stop_bg "$rk"
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	rm -rf "${ROOT:?}/$sess" "$out"
+}
+section_snapshot() {
+	local n rows i t0 t1 lat=() sess=trig-$RANDOM rk w rep reps=$(( RUNS > 9 ? RUNS : 9 )) lo m hi
+	echo
+	echo "== Snapshots: 'ringkeeper snapshot' of a running session of N threads (fanout, -m 512K),"
+	echo "   3 in a row each: ms (includes the wait for the recorder's next publish, ~0.1-0.2 s),"
+	echo "   and the bundle's size (symbol tables of the mapped files included)"
+	for n in $NTHREADS; do
+		rows=$(snap_time "$n")
+		printf "   %5s threads: %s ms, %s\n" "$n" \
+			"$(awk '{ print $1 }' <<<"$rows" | mmm | tr ' ' /)" \
+			"$(kib "$(awk '{ print $2 }' <<<"$rows" | sort -g | tail -1)")"
+	done
+	echo "-- trigger to snapshot: record --trigger signal --trigger-gap 0 of fanout -t 256;"
+	echo "   $SNAP_TRIGGERS SIGUSR2, 0.3 s apart; from the signal to the bundle's line in the session's"
+	echo "   snapshots file (written after the bundle): ms"
+	start_ready fanout sh -c "exec $B/fanout -t 256 -i 100000 -s 2000 </dev/null" || die "fanout failed"
+	local fpid=$LAST
+	mkdir -p "$ROOT/snaps"
+	start_recorder "$sess" -p "$fpid" --trigger signal --trigger-gap 0 --snapshot-dir \
+		"$ROOT/snaps" --snapshot-max 4 || die "recorder failed"
+	rk=$LAST
+	sleep 0.5
+	for i in $(seq 1 "$SNAP_TRIGGERS"); do
+		t0=$(date +%s%N)
+		kill -USR2 "$rk"
+		while [ "$(cat "$ROOT/$sess/snapshots" 2>/dev/null | wc -l)" -lt "$i" ]; do
+			sleep 0.002
+		done
+		t1=$(date +%s%N)
+		lat+=("$(( (t1 - t0) / 100000 ))")
+		sleep 0.3
+	done
+	stop_bg "$rk"
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	printf '%s\n' "${lat[@]}" | sort -g | awk '{ a[NR] = $1 / 10 } END {
+		printf "   p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d triggers)\n",
+			a[int((NR + 1) / 2)], a[int(NR * 0.99 + 0.999)], a[NR], NR }'
+	rm -rf "${ROOT:?}/$sess" "$ROOT/snaps"
+	echo "-- the switch path with triggers armed (delay, blocked, killed, exit; none firing):"
+	echo "   ns per switch of record -- WORKLOAD without and with them, $reps repetitions in turn"
+	for w in pipe futex; do
+		echo "-- workload: $(workload_cmd "$w")"
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in tracked tracked-triggers; do
+				measure_cfg "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
+			done
+		done
+		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
+		printf "   %-18s %s / %s / %s ns per switch\n" tracked "$lo" "$m" "$hi"
+		read -r lo m hi <<<"$(diff_mmm tracked-triggers tracked "$reps")"
+		printf "   %-18s %+6.0f ns over tracked (%+.0f / %+.0f)\n" triggers "$m" "$lo" "$hi"
+		unset val
+	done
+	rm -rf "$ROOT/snaps"
 }
 
 for s in $SECTIONS; do
