@@ -735,6 +735,53 @@ static void memcg_cleanup(void)
 }
 
 /*
+ * record --trigger killed, an OOM kill: a traced process (tail of
+ * /dev/zero, which buffers without end) in a memory cgroup of 32 MiB is
+ * killed by the kernel's SIGKILL; its snapshot says so (SI_KERNEL, the
+ * OOM killer's way) and its history ends with the trigger and its final
+ * switch-out. The recorder itself stays outside the cgroup.
+ */
+Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
+{
+	char lim[600], cmd[1200], snaps[200], *out = NULL, *err = NULL, *s;
+	char *argv[] = { (char *)rk_bin, "record",    "--root",
+			 root,		 "--session", "oom",
+			 "--trigger",	 "killed",    "--snapshot-dir",
+			 snaps,		 "--",	      "/bin/sh",
+			 "-c",		 cmd,	      NULL };
+	struct rk_session_stat st;
+	FILE *f;
+
+	if (!memcg_find())
+		cr_skip_test("no cgroup v1 memory controller here (cgroup v2 memory: not "
+			     "implemented in this test)");
+	memcg_remove(); /* left by a run that crashed */
+	if (mkdir(memcg_dir, 0755))
+		cr_skip_test("cannot create %s: %s", memcg_dir, strerror(errno));
+	snprintf(lim, sizeof(lim), "%s/memory.limit_in_bytes", memcg_dir);
+	f = fopen(lim, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "%d\n", 32 << 20);
+	cr_assert_eq(fclose(f), 0);
+	snprintf(snaps, sizeof(snaps), "%s/snaps", root);
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c 'echo $$ > %s/cgroup.procs && exec tail /dev/zero'; echo status $?",
+		 memcg_dir);
+	run_rk(argv, &out, &err);
+	cr_assert_not_null(strstr(out, "status 137"), "tail was not SIGKILLed: %s\n%s", out, err);
+	read_stat("oom", &st);
+	cr_assert_eq(st.triggers, 1, "%llu triggers", (unsigned long long)st.triggers);
+	cr_assert_eq(st.snapshots, 1, "%llu snapshots", (unsigned long long)st.snapshots);
+	snprintf(cmd, sizeof(cmd), "cat %s/oom/snapshots", root);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "killed by signal 9 (SIGKILL), sent by the kernel (SI_KERNEL"),
+			   "%s", s);
+	free(s);
+	free(out);
+	free(err);
+}
+
+/*
  * Under a memory cgroup limit the recorder degrades instead of being the
  * OOM killer's victim: it takes the threads whose buffers fit, counts the
  * others, and finishes.
