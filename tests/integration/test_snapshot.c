@@ -82,13 +82,19 @@ static void wait_for_records(const char *session, size_t n)
 	}
 }
 
-Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
+/*
+ * The workload @args (workload's options; "-w FD" added, FD its go pipe)
+ * recorded with -p, a snapshot taken while it runs (after @files thread
+ * files have records); with @churn, the workload waits for a second byte
+ * to exit (-C). Then the bundle against the live files up to T.
+ */
+static void cut_matches_live(const char *const args[], size_t files, int churn)
 {
 	char wo[128], we[128], go_fd[16], line[64], out[200], path[400];
 	const char *extra[] = { "-m", "1M", NULL };
 	struct rk_core_bufs b;
 	const char *why = NULL;
-	long bundled = 0, live_after = 0;
+	long bundled = 0, live_after = 0, nbufs = 0;
 	int gp[2], ready, st;
 	pid_t wl, rk;
 	size_t i;
@@ -99,18 +105,35 @@ Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
 	{
-		/* Busy: 6 threads switching every ~100 us for about 2 s. */
-		char *argv[] = { (char *)workload, "-t", "6",	"-i", "4000", "-s", "100", "-l",
-				 "20000",	   "-w", go_fd, NULL };
+		char *argv[32];
+		int n = 0;
 
+		argv[n++] = (char *)workload;
+		for (i = 0; args[i] && n < 28; i++)
+			argv[n++] = (char *)args[i];
+		argv[n++] = "-w";
+		argv[n++] = go_fd;
+		argv[n] = NULL;
 		wl = spawn(argv, wo, we, gp[0]);
 	}
 	close(gp[0]);
 	rk = start_recorder_on(wl, "run", &ready, extra);
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
 	cr_assert_eq(write(gp[1], "g", 1), 1);
-	close(gp[1]);
-	wait_for_records("run", 6);
+	if (churn) {
+		struct rk_session_stat ss = { 0 };
+		uint64_t end = now_ms() + 30000;
+
+		/* Threads come and go: cut once this many have been traced. */
+		while (ss.threads < files) {
+			cr_assert_lt(now_ms(), end, "%llu of %zu threads traced in 30 s",
+				     (unsigned long long)ss.threads, files);
+			usleep(10000);
+			read_stat("run", &ss);
+		}
+	} else {
+		wait_for_records("run", files);
+	}
 	snprintf(out, sizeof(out), "%s/run.rkb", root);
 	{
 		char *argv[] = { (char *)rk_bin, "snapshot",	 "--root", root, "-o", out,
@@ -124,7 +147,11 @@ Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
 		free(o);
 		free(e);
 	}
-	st = wait_for(wl, 60000);
+	/* The churn exits on a second byte; the others at their end. */
+	if (churn)
+		cr_assert_eq(write(gp[1], "g", 1), 1);
+	close(gp[1]);
+	st = wait_for(wl, 120000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	st = wait_for(rk, 30000);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -156,11 +183,36 @@ Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
 			     cb->name, snap.switches, live.switches);
 		bundled += snap.records;
 		live_after += live.after;
+		nbufs++;
 		rk_bufile__free(bf);
 	}
+	printf("snapshot: %ld thread buffers, %ld records up to T equal the live files', %ld "
+	       "after T in the live files\n",
+	       nbufs, bundled, live_after);
+	cr_assert_geq(nbufs, (long)files, "%ld thread buffers bundled", nbufs);
 	cr_assert_gt(bundled, 0, "nothing bundled");
 	cr_assert_gt(live_after, 0, "the snapshot was not taken while the threads ran");
 	rk_core_bufs__free(&b);
+}
+
+/* Busy: 6 threads switching every ~100 us for about 2 s. */
+Test(snapshot, running_session_cut_at_t_matches_the_live_files_up_to_t)
+{
+	const char *args[] = { "-t", "6", "-i", "4000", "-s", "100", "-l", "20000", NULL };
+
+	cut_matches_live(args, 6, 0);
+}
+
+/*
+ * 2,000 threads that come and go (50 at a time) while the snapshot is
+ * cut: the dead ones' files are final, the live ones' still written; each
+ * has the same records up to T in the bundle as in its file.
+ */
+Test(snapshot, a_cut_amid_2000_churning_threads_matches_the_live_files_up_to_t)
+{
+	const char *args[] = { "-C", "2000", NULL };
+
+	cut_matches_live(args, 200, 1);
 }
 
 /* @cmd's stdout without the lines starting with '#' (file paths). */
