@@ -344,6 +344,24 @@ section_switch() {
 	done
 }
 
+# Workload $1 under configurations $2 (the base) and $3 in turn, $4
+# repetitions: $2's ns per switch, and $3's difference to it labelled $5.
+ab_of() {
+	local w=$1 base=$2 cfg=$3 reps=$4 label=$5 rep c lo m hi
+	echo "-- workload: $(workload_cmd "$w")"
+	declare -A val=()
+	for rep in $(seq 1 "$reps"); do
+		for c in "$base" "$cfg"; do
+			measure_cfg "$w" "$c"
+			val[$c,$rep]=$MEASURED
+		done
+	done
+	read -r lo m hi <<<"$(col_mmm "$base" "$reps")"
+	printf "   %-18s %s / %s / %s ns per switch\n" "$base" "$lo" "$m" "$hi"
+	read -r lo m hi <<<"$(diff_mmm "$cfg" "$base" "$reps")"
+	printf "   %-18s %+6.0f ns over %s (%+.0f / %+.0f)\n" "$label" "$m" "$base" "$lo" "$hi"
+}
+
 # What recording wakeups costs: in the pingpong workloads every switch-in
 # follows a wakeup by the other thread (both traced), so tracked --wakeups
 # minus tracked is the cost of one wakeup record per switch. Then the BPF
@@ -357,19 +375,7 @@ section_wakeups() {
 	echo "   then one run under statson: the programs' ns per run (stats' own clock reads included;"
 	echo "   an empty program's is in section 2b)"
 	for w in pipe futex; do
-		echo "-- workload: $(workload_cmd "$w")"
-		declare -A val=()
-		for rep in $(seq 1 "$reps"); do
-			for cfg in tracked tracked-wakeups; do
-				measure_cfg "$w" "$cfg"
-				val[$cfg,$rep]=$MEASURED
-			done
-		done
-		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
-		printf "   %-18s %s / %s / %s ns per switch\n" tracked "$lo" "$m" "$hi"
-		read -r lo m hi <<<"$(diff_mmm tracked-wakeups tracked "$reps")"
-		printf "   %-18s %+6.0f ns over tracked (%+.0f / %+.0f)\n" --wakeups "$m" "$lo" "$hi"
-		unset val
+		ab_of "$w" tracked tracked-wakeups "$reps" --wakeups
 		sess=wk-$w-$RANDOM$RANDOM
 		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" --wakeups -- \
 			$(workload_cmd "$w") >"$ROOT/wk.out" 2>&1
@@ -845,19 +851,7 @@ section_snapshot() {
 	echo "-- the switch path with triggers armed (delay, blocked, killed, exit; none firing):"
 	echo "   ns per switch of record -- WORKLOAD without and with them, $reps repetitions in turn"
 	for w in pipe futex; do
-		echo "-- workload: $(workload_cmd "$w")"
-		declare -A val=()
-		for rep in $(seq 1 "$reps"); do
-			for cfg in tracked tracked-triggers; do
-				measure_cfg "$w" "$cfg"
-				val[$cfg,$rep]=$MEASURED
-			done
-		done
-		read -r lo m hi <<<"$(col_mmm tracked "$reps")"
-		printf "   %-18s %s / %s / %s ns per switch\n" tracked "$lo" "$m" "$hi"
-		read -r lo m hi <<<"$(diff_mmm tracked-triggers tracked "$reps")"
-		printf "   %-18s %+6.0f ns over tracked (%+.0f / %+.0f)\n" triggers "$m" "$lo" "$hi"
-		unset val
+		ab_of "$w" tracked tracked-triggers "$reps" triggers
 	done
 	rm -rf "$ROOT/snaps"
 }

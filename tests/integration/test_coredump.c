@@ -433,6 +433,31 @@ Test(coredump, a_chained_handler_gets_the_pidfd_at_fd_3_only_with_percent_f)
 }
 
 /*
+ * `record --session itest-TAG-PID [-e EVENT] -p @v` in the default root
+ * (the handler looks there), ready; the .fini removes the session.
+ * Return: the recorder's pid.
+ */
+static pid_t record_in_default_root(pid_t v, const char *tag, const char *event)
+{
+	char sess[64], pid[16], fd[16], line[64];
+	char *argv[] = { (char *)rk_bin, "record", "--session",		sess,	       "-p", pid,
+			 "--ready-fd",	 fd,	   event ? "-e" : NULL, (char *)event, NULL };
+	int p[2];
+	pid_t rk;
+
+	snprintf(sess, sizeof(sess), "itest-%s-%d", tag, getpid());
+	snprintf(traced_session, sizeof(traced_session), "%s", sess);
+	snprintf(pid, sizeof(pid), "%d", v);
+	cr_assert_eq(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
+	close(p[1]);
+	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0, "recorder not ready");
+	close(p[0]);
+	return rk;
+}
+
+/*
  * Only what the core's owner may read goes into its core: a user's
  * process recorded with kernel call chains at perf_event_paranoid 2 gets
  * its sched history in its own core, not the root-only cpu-clock buffer;
@@ -440,23 +465,12 @@ Test(coredump, a_chained_handler_gets_the_pidfd_at_fd_3_only_with_percent_f)
  */
 Test(coredump, a_user_core_carries_only_buffers_that_user_may_read)
 {
-	char core[128], state[128], dir[128], out[200], cmd[600], want[64], line[64];
-	char sess[64], pid[16], fd[16], *s;
-	char *argv[] = { (char *)rk_bin, "record", "--session",	 sess, "-e", "cpu-clock",
-			 "-p",		 pid,	   "--ready-fd", fd,   NULL };
-	int p[2], kernel_ok = rk_access_paranoid() <= 1;
+	char core[128], state[128], dir[128], out[200], cmd[600], want[64], *s;
+	int kernel_ok = rk_access_paranoid() <= 1;
 	pid_t v, rk;
 
 	v = user_crash_into(dir, sizeof(dir), "cores", 0, 0777, 0, core, state);
-	snprintf(sess, sizeof(sess), "itest-core-%d", getpid());
-	snprintf(traced_session, sizeof(traced_session), "%s", sess);
-	snprintf(pid, sizeof(pid), "%d", v);
-	cr_assert_eq(pipe(p), 0);
-	snprintf(fd, sizeof(fd), "%d", p[1]);
-	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
-	close(p[1]);
-	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
-	close(p[0]);
+	rk = record_in_default_root(v, "core", "cpu-clock");
 	cr_assert_eq(run_handler(state, core, v, 65534, NULL), 0);
 	snprintf(out, sizeof(out), "%s/core.%d", dir, v);
 	snprintf(cmd, sizeof(cmd), "%s show --core %s 2>&1", rk_bin, out);
@@ -1159,23 +1173,12 @@ static void sh_ok(const char *cmd)
  */
 Test(coredump, a_root_of_sessions_a_user_made_is_not_trusted)
 {
-	char core[128], state[128], dir[128], out[200], cmd[1200], line[64], env[300];
-	char sess[64], pid[16], fd[16], hostile[160], secret[160];
-	char *argv[] = { (char *)rk_bin, "record", "--session", sess, "-p", pid,
-			 "--ready-fd",	 fd,	   NULL };
-	int p[2];
+	char core[128], state[128], dir[128], out[200], cmd[1200], env[300];
+	char hostile[160], secret[160];
 	pid_t v, rk;
 
 	v = user_crash_into(dir, sizeof(dir), "cores", 0, 0777, 0, core, state);
-	snprintf(sess, sizeof(sess), "itest-trust-%d", getpid());
-	snprintf(traced_session, sizeof(traced_session), "%s", sess);
-	snprintf(pid, sizeof(pid), "%d", v);
-	cr_assert_eq(pipe(p), 0);
-	snprintf(fd, sizeof(fd), "%d", p[1]);
-	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
-	close(p[1]);
-	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
-	close(p[0]);
+	rk = record_in_default_root(v, "trust", NULL);
 
 	snprintf(secret, sizeof(secret), "%s/secret", root);
 	snprintf(cmd, sizeof(cmd), "printf 'root only\\n' > %s && chmod 600 %s", secret, secret);
@@ -1184,7 +1187,7 @@ Test(coredump, a_root_of_sessions_a_user_made_is_not_trusted)
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir %s && cp -a /dev/shm/ringkeeper/%s %s/x && ln -s %s %s/x/crashes && "
 		 "chown -hR 65534:65534 %s",
-		 hostile, sess, hostile, secret, hostile, hostile);
+		 hostile, traced_session, hostile, secret, hostile, hostile);
 	sh_ok(cmd);
 	snprintf(out, sizeof(out), "%s/core.%d", dir, v);
 	snprintf(env, sizeof(env), "RINGKEEPER_HANDLER_ROOT=%s", hostile);
@@ -1219,12 +1222,9 @@ Test(coredump, a_root_of_sessions_a_user_made_is_not_trusted)
  */
 Test(coredump, notes_only_cores_are_trimmed_fairly_per_user)
 {
-	char core[128], state[128], pattern[200], crashes[160], path[300], env[200], line[64];
-	char sess[64], pid[16], fd[16];
-	char *argv[] = { (char *)rk_bin, "record", "--session", sess, "-p", pid,
-			 "--ready-fd",	 fd,	   NULL };
+	char core[128], state[128], pattern[200], crashes[160], path[300], env[200];
 	struct timespec ts[2] = { { 0, 0 }, { 0, 0 } };
-	int p[2], i, users = 0, roots = 0;
+	int i, users = 0, roots = 0;
 	struct dirent *de;
 	pid_t v, rk;
 	DIR *d;
@@ -1248,15 +1248,7 @@ Test(coredump, notes_only_cores_are_trimmed_fairly_per_user)
 		cr_assert_eq(utimensat(AT_FDCWD, path, ts, 0), 0);
 	}
 	v = start_sleep(0);
-	snprintf(sess, sizeof(sess), "itest-fair-%d", getpid());
-	snprintf(traced_session, sizeof(traced_session), "%s", sess);
-	snprintf(pid, sizeof(pid), "%d", v);
-	cr_assert_eq(pipe(p), 0);
-	snprintf(fd, sizeof(fd), "%d", p[1]);
-	rk = spawn(argv, "/dev/null", "/dev/null", p[1]);
-	close(p[1]);
-	cr_assert_eq(read_line_within(p[0], line, sizeof(line), 30000), 0);
-	close(p[0]);
+	rk = record_in_default_root(v, "fair", NULL);
 	gcore(v, core);
 	snprintf(env, sizeof(env), "RINGKEEPER_CRASH_DIR=%s", crashes);
 	cr_assert_eq(run_handler_limit(state, core, v, 0, env, "0"), 0);

@@ -735,21 +735,12 @@ static void memcg_cleanup(void)
 }
 
 /*
- * record --trigger killed, an OOM kill: a traced process (tail of
- * /dev/zero, which buffers without end) in a memory cgroup of 32 MiB is
- * killed by the kernel's SIGKILL; its snapshot says so (SI_KERNEL, the
- * OOM killer's way) and its history ends with the trigger and its final
- * switch-out. The recorder itself stays outside the cgroup.
+ * Our memory cgroup (memcg_dir) made afresh with a limit of @bytes: the
+ * test is skipped, said, where there is no v1 memory controller.
  */
-Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
+static void memcg_make(long bytes)
 {
-	char lim[600], cmd[1200], snaps[200], *out = NULL, *err = NULL, *s;
-	char *argv[] = { (char *)rk_bin, "record",    "--root",
-			 root,		 "--session", "oom",
-			 "--trigger",	 "killed",    "--snapshot-dir",
-			 snaps,		 "--",	      "/bin/sh",
-			 "-c",		 cmd,	      NULL };
-	struct rk_session_stat st;
+	char lim[600];
 	FILE *f;
 
 	if (!memcg_find())
@@ -761,8 +752,28 @@ Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
 	snprintf(lim, sizeof(lim), "%s/memory.limit_in_bytes", memcg_dir);
 	f = fopen(lim, "we");
 	cr_assert_not_null(f);
-	fprintf(f, "%d\n", 32 << 20);
+	fprintf(f, "%ld\n", bytes);
 	cr_assert_eq(fclose(f), 0);
+}
+
+/*
+ * record --trigger killed, an OOM kill: a traced process (tail of
+ * /dev/zero, which buffers without end) in a memory cgroup of 32 MiB is
+ * killed by the kernel's SIGKILL; its snapshot says so (SI_KERNEL, the
+ * OOM killer's way) and its history ends with the trigger and its final
+ * switch-out. The recorder itself stays outside the cgroup.
+ */
+Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
+{
+	char cmd[1200], snaps[200], *out = NULL, *err = NULL, *s;
+	char *argv[] = { (char *)rk_bin, "record",    "--root",
+			 root,		 "--session", "oom",
+			 "--trigger",	 "killed",    "--snapshot-dir",
+			 snaps,		 "--",	      "/bin/sh",
+			 "-c",		 cmd,	      NULL };
+	struct rk_session_stat st;
+
+	memcg_make(32 << 20);
 	snprintf(snaps, sizeof(snaps), "%s/snaps", root);
 	snprintf(cmd, sizeof(cmd),
 		 "sh -c 'echo $$ > %s/cgroup.procs && exec tail /dev/zero'; echo status $?",
@@ -788,7 +799,7 @@ Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
  */
 Test(hostile, memory_cgroup_limit_degrades_instead_of_oom, .fini = memcg_cleanup)
 {
-	char lim[600], procs[600], oom[600], go_s[8], line[256];
+	char procs[600], oom[600], go_s[8], line[256];
 	/*
 	 * The threads live at once (5 sleeps of 100 ms): an exited thread's
 	 * file counts only the pages it holds, so short threads could all fit.
@@ -801,22 +812,12 @@ Test(hostile, memory_cgroup_limit_degrades_instead_of_oom, .fini = memcg_cleanup
 	pid_t c;
 	FILE *f;
 
-	if (!memcg_find())
-		cr_skip_test("no cgroup v1 memory controller here (cgroup v2 memory: not "
-			     "implemented in this test)");
-	memcg_remove(); /* left by a run that crashed */
-	if (mkdir(memcg_dir, 0755))
-		cr_skip_test("cannot create %s: %s", memcg_dir, strerror(errno));
-	snprintf(lim, sizeof(lim), "%s/memory.limit_in_bytes", memcg_dir);
-	f = fopen(lim, "we");
-	cr_assert_not_null(f);
 	/*
 	 * 64 MiB: room for the recorder (also under ASan, whose shadow and
 	 * quarantine take tens of MiB) and some threads' 516 KiB files, not for
 	 * 201 of them (104 MB).
 	 */
-	fprintf(f, "%d\n", 64 << 20);
-	cr_assert_eq(fclose(f), 0);
+	memcg_make(64 << 20);
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", memcg_dir);
 	cr_assert_eq(pipe(p), 0);
 	c = fork();
