@@ -3,13 +3,20 @@
  * libFuzzer target for the buffer file parser: page 0 validation, the ring
  * walk and every record printer of `show` (text and JSON, a tracepoint's
  * fields included), on arbitrary bytes; bytes that are no buffer go to the
- * tracepoint format parser, the field printer and the tracing data reader. Built with clang -fsanitize=fuzzer,address,undefined (make fuzz).
+ * tracepoint format parser, the field printer and the tracing data reader,
+ * and every input to a snapshot bundle's readers: the symbol table note
+ * and the ELF core reader (a bundle is a notes-only core). Built with
+ * clang -fsanitize=fuzzer,address,undefined (make fuzz).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "bufile.h"
+#include "elfcore.h"
+#include "symtab.h"
 #include "schedsum.h"
 #include "show.h"
 #include "timeline.h"
@@ -23,6 +30,26 @@ static const char wakeup_fmt[] =
 	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:__data_loc char[] name;\toffset:28;\tsize:4;\tsigned:0;\n"
 	"\tfield:void * ptr;\toffset:32;\tsize:8;\tsigned:0;\n";
+
+/* A bundle (or core) of these bytes, read as every reader of --core/--bundle does. */
+static void bundle_readers(const uint8_t *data, size_t size)
+{
+	static int fd = -1;
+	struct rk_core_bufs b;
+	struct rk_symtab t;
+	const char *why;
+	char path[64];
+
+	if (!rk_symtab__from_note(&t, data, size, &why))
+		rk_symtab__release(&t);
+	if (fd < 0)
+		fd = memfd_create("fuzz-bundle", 0);
+	if (fd < 0 || ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!rk_core_bufs__load(path, &b, &why))
+		rk_core_bufs__free(&b);
+}
 
 static int touch(const struct perf_event_header *h, void *ctx)
 {
@@ -85,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (!rk_tracedata_format(copy, size, 374, &fmt, &flen))
 			sum += (unsigned long)flen;
+		bundle_readers(data, size);
 	}
 	free(copy);
 	return 0;

@@ -347,6 +347,11 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 			c->sleeps_woken_twice += c->asleep > 2;
 			c->asleep = 0;
 		}
+		/* A sleep with no switch-in after it: whether it was woken, no run says. */
+		if (k == 2 && c->asleep) {
+			c->sleeps_unpaired++;
+			c->asleep = 0;
+		}
 		if (k == 2 && res & RK_SWITCH_STATE && !(res & RK_SWITCH_PREEMPTED) &&
 		    res & (0x1 | 0x2) /* TASK_INTERRUPTIBLE, TASK_UNINTERRUPTIBLE */) {
 			c->sleeps++;

@@ -60,6 +60,8 @@ struct check {
 	 * not (none, or more) are counted.
 	 */
 	long sleeps, sleeps_unwoken, sleeps_woken_twice;
+	/* sleeps followed by another switch-out, no switch-in between (the kernel's unpaired) */
+	long sleeps_unpaired;
 	int asleep; /* the last switch-out was a sleep: wakeups since it, + 1 */
 	long in_missing; /* outs with no in since the last out (or since the fork) */
 	int last_switch; /* 0 none, 1 in, 2 out */

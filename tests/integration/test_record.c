@@ -1050,9 +1050,14 @@ Test(record, wakeups_are_recorded_in_time_order)
 			     c.sleeps_unwoken, c.sleeps);
 		cr_assert_eq(c.sleeps_woken_twice, 0, "%s: %ld of %ld sleeps woken twice", path,
 			     c.sleeps_woken_twice, c.sleeps);
-		cr_assert_geq(c.wakeups, c.sleeps + 1,
-			      "%s: %ld wakeups for %ld sleeps and its birth", path, c.wakeups,
-			      c.sleeps);
+		/*
+		 * A sleep followed by another switch-out (the kernel reported no
+		 * switch-in: stat unpaired, seen on 6.18) says nothing either way.
+		 */
+		cr_assert_geq(c.wakeups, c.sleeps - c.sleeps_unpaired + 1,
+			      "%s: %ld wakeups for %ld sleeps (%ld with no run after them, "
+			      "unpaired switches %d) and its birth",
+			      path, c.wakeups, c.sleeps, c.sleeps_unpaired, c.alternation_broken);
 		snprintf(cmd, sizeof(cmd),
 			 "%s show --root %s --session wk %u | grep -m1 RINGKEEPER_WAKEUP", rk_bin,
 			 root, files[i]);
