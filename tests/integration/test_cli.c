@@ -477,6 +477,13 @@ Test(cli, json_outputs_fit_their_schemas)
 	assert_valid(repo, cmd, "pmu.json", NULL);
 	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j", rk_bin, root);
 	assert_valid(repo, cmd, "sched.json", NULL);
+	/* Its other shapes: processes with histograms, names, the first rows. */
+	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j --by process --hist --all", rk_bin,
+		 root);
+	assert_valid(repo, cmd, "sched.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j --by comm --sort delay --top 1",
+		 rk_bin, root);
+	assert_valid(repo, cmd, "sched.json", NULL);
 }
 
 /*

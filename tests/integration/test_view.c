@@ -419,9 +419,16 @@ Test(view, off_cpu_states_agree_with_perf_prev_state)
 	free(s);
 }
 
-/* sched's errors: a session that is not there, a bad option, --tid of no thread. */
+/*
+ * sched's errors: a session that is not there, a bad option, --tid of no
+ * thread, --sort, --by and --top values it does not take (each with the
+ * reason, exit 2).
+ */
 Test(view, sched_says_what_is_wrong_with_exit_codes)
 {
+	char *a5[] = { (char *)rk_bin, "sched", "--sort", "size", NULL };
+	char *a6[] = { (char *)rk_bin, "sched", "--by", "cpu", NULL };
+	char *a7[] = { (char *)rk_bin, "sched", "--top", "0", NULL };
 	char *a1[] = { (char *)rk_bin, "sched", "--root", root, "nosuch", NULL };
 	char *a2[] = { (char *)rk_bin, "sched", "--frobnicate", NULL };
 	char *a3[] = { (char *)rk_bin, "sched", "--tid", "x", NULL };
@@ -438,6 +445,9 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 	expect_error(a2, 2, "Usage: ringkeeper sched");
 	expect_error(a3, 2, "--tid: not a tid: 'x'");
 	expect_error(a4, 1, "no thread with that --tid");
+	expect_error(a5, 2, "--sort: 'size' is not one of tid, on-cpu, delay, off-cpu, runs");
+	expect_error(a6, 2, "--by: 'cpu' is not one of thread, process, comm");
+	expect_error(a7, 2, "--top: '0' is not a number of rows (1 or more)");
 }
 
 /*
