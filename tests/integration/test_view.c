@@ -451,6 +451,55 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 }
 
 /*
+ * top on a running session: a workload of 3 spinning threads recorded in
+ * the background; once ls says the session runs, `top -n 2 -d 300ms`
+ * prints two screens (batch: not a terminal) of the last 0.3 s, the
+ * second with the workload's threads on CPU (%CPU and runs above 0) and a
+ * state each; the session not "(ended)". After it ends, top prints its
+ * last interval once, "(ended)". A --sort it does not take: exit 2, why.
+ */
+Test(view, top_shows_a_running_session_s_last_interval)
+{
+	char *bad[] = { (char *)rk_bin, "top", "--sort", "off-cpu", NULL };
+	char cmd[1200], *out, *l;
+	int st, frames = 0, busy = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s record --root %s --session live -- %s -t 3 -i 600 -s 1000 -l 200000 "
+		 ">%s/rec.out 2>&1 & "
+		 "for i in $(seq 100); do %s ls --root %s live 2>/dev/null | grep -q running && "
+		 "break; sleep 0.05; done; sleep 0.3; %s top --root %s live -n 2 -d 300ms; "
+		 "echo rc=$?; wait",
+		 rk_bin, root, workload, root, rk_bin, root, rk_bin, root);
+	out = sh_out(cmd, &st);
+	cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
+	for (l = out; (l = strstr(l, "ringkeeper top: session live, ")); l++)
+		frames++;
+	cr_assert_eq(frames, 2, "not two screens of a running session:\n%s", out);
+	l = strrchr(out, '%');
+	cr_assert_not_null(l, "%s", out);
+	for (l = strstr(l, "\n"); l && *l; l = strchr(l + 1, '\n')) {
+		unsigned tid, pid, runs;
+		double cpu;
+		char comm[32], state[32];
+
+		if (sscanf(l, "%u %u %31s %lf %u %*f %*f %31s", &tid, &pid, comm, &cpu, &runs,
+			   state) == 6 &&
+		    !strcmp(comm, "workload") && cpu > 0 && runs > 0)
+			busy++;
+	}
+	cr_assert_geq(busy, 3, "the workload's 3 threads did not run in the last screen:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s top --root %s live -d 300ms", rk_bin, root);
+	out = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "ringkeeper top: session live (ended)"), "%s", out);
+	cr_assert_null(strstr(strstr(out, "(ended)") + 1, "ringkeeper top:"), "twice:\n%s", out);
+	free(out);
+	expect_error(bad, 2, "--sort: 'off-cpu' is not one of on-cpu, delay, runs, tid");
+}
+
+/*
  * --time and --last on show and sched: show prints only the records timed
  * in the window and counts the rest; sched's totals count only what lies
  * in it; a window END before START, a bad duration, or both options get

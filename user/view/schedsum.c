@@ -865,3 +865,82 @@ __u64 rk_sched_end(const struct rk_timeline *tl)
 			end = tl->threads[i].ev[tl->threads[i].nev - 1].time;
 	return end;
 }
+
+/* ---- top: each thread's last window ---- */
+
+static __u64 overlap(__u64 a, __u64 b, __u64 lo, __u64 hi)
+{
+	if (a < lo)
+		a = lo;
+	if (b > hi)
+		b = hi;
+	return b > a ? b - a : 0;
+}
+
+void rk_sched_now(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_now *n)
+{
+	__u64 in = 0, ready = 0;
+	int seen_in = 0;
+	size_t i;
+
+	memset(n, 0, sizeof(*n));
+	n->state = RK_NOW_UNKNOWN;
+	for (i = 0; i < t->nev && t->ev[i].time <= hi; i++) {
+		const struct rk_tl_event *e = &t->ev[i];
+
+		if (e->kind == RK_TL_WAKEUP) {
+			if (!ready)
+				ready = e->time;
+			if (n->state != RK_NOW_RUNNING)
+				n->state = RK_NOW_RUNNABLE;
+		} else if (e->kind == RK_TL_IN) {
+			if (e->time >= lo) {
+				n->runs++;
+				if (ready && ready <= e->time) {
+					n->delay_ns += e->time - ready;
+					if (e->time - ready > n->max_delay_ns)
+						n->max_delay_ns = e->time - ready;
+				}
+			}
+			in = e->time;
+			seen_in = 1;
+			ready = 0;
+			n->state = RK_NOW_RUNNING;
+		} else if (e->kind == RK_TL_OUT) {
+			enum rk_offcpu k = rk_offcpu_of(e->arg);
+
+			if (seen_in)
+				n->on_ns += overlap(in, e->time, lo, hi);
+			seen_in = 0;
+			ready = k == RK_OFF_PREEMPTED ? e->time : 0;
+			n->state = k == RK_OFF_PREEMPTED ? RK_NOW_RUNNABLE : (int)k + RK_NOW_OFF;
+		} else if (e->kind == RK_TL_EXIT || e->kind == RK_TL_CRASH) {
+			n->state = RK_NOW_EXITED;
+		}
+	}
+	/* Still on CPU at the window's end: its run so far. */
+	if (seen_in && n->state == RK_NOW_RUNNING)
+		n->on_ns += overlap(in, hi, lo, hi);
+	/* Waiting for a CPU now: its delay so far (a late thread shows before it runs). */
+	if (ready && n->state == RK_NOW_RUNNABLE && hi > ready) {
+		n->delay_ns += overlap(ready, hi, lo, hi);
+		if (hi - ready > n->max_delay_ns)
+			n->max_delay_ns = hi - ready;
+	}
+	if (t->id.state != 0 && t->id.state != 1)
+		n->state = RK_NOW_EXITED;
+	n->active = n->runs || n->on_ns || n->delay_ns;
+}
+
+const char *rk_sched_now_state(int state)
+{
+	if (state == RK_NOW_RUNNING)
+		return "running";
+	if (state == RK_NOW_RUNNABLE)
+		return "runnable";
+	if (state == RK_NOW_EXITED)
+		return "exited";
+	if (state >= RK_NOW_OFF && state < RK_NOW_OFF + RK_OFF_NR)
+		return rk_offcpu_name(state - RK_NOW_OFF);
+	return "-";
+}

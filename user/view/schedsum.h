@@ -135,4 +135,25 @@ void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __
 /** rk_sched_end() - the newest event of @tl's histories (0: none). */
 __u64 rk_sched_end(const struct rk_timeline *tl);
 
+/*
+ * struct rk_sched_now - `ringkeeper top`: a thread in the window [lo, hi]
+ * (its last second): time on CPU in it (a run cut at either end counted
+ * for its part inside, a run still going up to @hi), switch-ins in it and
+ * their delays (a wait still going counted up to @hi), its state at @hi.
+ */
+struct rk_sched_now {
+	__u64 on_ns, delay_ns, max_delay_ns;
+	__u32 runs;
+	int state; /* RK_NOW_*, or RK_NOW_OFF + enum rk_offcpu */
+	int active; /* ran or waited in the window */
+};
+
+enum { RK_NOW_UNKNOWN, RK_NOW_RUNNING, RK_NOW_RUNNABLE, RK_NOW_EXITED, RK_NOW_OFF };
+
+/** rk_sched_now() - @t's figures of [@lo, @hi] into @n. */
+void rk_sched_now(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_now *n);
+
+/** rk_sched_now_state() - "running", "runnable", "sleeping", ..., "exited". */
+const char *rk_sched_now_state(int state);
+
 #endif /* RK_SCHEDSUM_H */
