@@ -451,6 +451,86 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 }
 
 /*
+ * Honest exports: 3 spinning threads with cpu-clock samples in 8 KiB rings
+ * wrap. export (perf.data and Perfetto) says how many threads' rings
+ * wrapped and from when all are whole, and points at --common-window; with
+ * it, nothing before that instant is in the export: perf script's first
+ * event, and the Perfetto UI's first sched slice (its trace processor),
+ * are at or after it. show --time/--last says on stderr what it left out,
+ * and that a window reaching before a wrapped ring's oldest record is not
+ * all there was.
+ */
+Test(view, exports_say_rings_wrapped_and_cut_to_the_common_window)
+{
+	char cmd[2048], *s, *p;
+	unsigned long long sec, ns, first_us;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && %s record --root %s --session wr -m 8K -e cpu-clock -- %s -t 3 -i 200 "
+		 "-s 200 -l 200000 > rec.out 2>&1 && %s export --root %s -s wr -o a.data 2>&1 && "
+		 "%s export --root %s -s wr -o b.data --common-window 2>&1 && "
+		 "%s export --root %s -s wr --perfetto b.pftrace --common-window 2>&1",
+		 root, rk_bin, root, workload, rk_bin, root, rk_bin, root, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "status %d: %s", st, s);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: 3 threads' rings wrapped ("), "%s", s);
+	cr_assert_not_null(strstr(s, "): their oldest records were overwritten"), "%s", s);
+	cr_assert_not_null(strstr(s, "--common-window cuts the export to that"), "%s", s);
+	p = strstr(s, "cut to the common window from ");
+	cr_assert_not_null(p, "%s", s);
+	cr_assert_eq(sscanf(p, "cut to the common window from %llu.%llu", &sec, &ns), 2);
+	cr_assert_not_null(strstr(p + 1, "cut to the common window from "), "Perfetto: %s", s);
+	free(s);
+
+	/* perf's first event of the cut export (perf script prints microseconds). */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && perf script -i b.data -F time 2>/dev/null | tr -d ' :.' | sort -n | "
+		 "head -1",
+		 root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(sscanf(s, "%llu", &first_us), 1, "%s", s);
+	cr_assert_geq(first_us, sec * 1000000 + ns / 1000, "perf's first event %llu us is before "
+							   "the window's %llu.%09llu",
+		      first_us, sec, ns);
+	free(s);
+
+	/* The Perfetto UI's own trace processor: no sched slice before it. */
+	if (getenv("RK_PERFETTO_PY") && !system("command -v chromium >/dev/null 2>&1")) {
+		char repo[256], ui[512];
+		unsigned long long min_ts;
+
+		source_tree(repo, sizeof(repo), NULL, 0);
+		snprintf(ui, sizeof(ui), "%s", getenv("RK_PERFETTO_PY"));
+		*strrchr(ui, '/') = '\0';
+		*strrchr(ui, '/') = '\0';
+		snprintf(cmd, sizeof(cmd),
+			 "%s %s/scripts/perfetto-ui.py --ui %s/ui --query 'select min(ts) from "
+			 "sched' %s/b.pftrace",
+			 getenv("RK_PERFETTO_PY"), repo, ui, root);
+		s = sh_out(cmd, &st);
+		cr_assert_eq(st, 0, "%s", s);
+		cr_assert_eq(sscanf(s, "%llu", &min_ts), 1, "%s", s);
+		cr_assert_geq(min_ts, sec * 1000000000ull + ns, "%s", s);
+		free(s);
+	}
+
+	/* show: what --last left out, and a window older than the ring. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && T=$(ls wr/sched | sort -n | sed -n 2p) && "
+		 "%s show --root %s -s wr --json --last 1ms $T 2>&1 >/dev/null && "
+		 "%s show --root %s -s wr --time 0, $T 2>&1 >/dev/null",
+		 root, rk_bin, root, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, " records outside the time window left out"), "%s", s);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: the window starts before this "
+				     "thread's oldest record still in its ring"),
+			   "%s", s);
+	free(s);
+}
+
+/*
  * top on a running session: a workload of 3 spinning threads recorded in
  * the background; once ls says the session runs, `top -n 2 -d 300ms`
  * prints two screens (batch: not a terminal) of the last 0.3 s, the

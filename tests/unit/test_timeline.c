@@ -265,6 +265,17 @@ Test(timeline, a_wrapped_ring_is_said_and_totals_cover_one_window)
 	cr_assert_not_null(strstr(buf, "# *: 1 thread's ring wrapped"), "%s", buf);
 	free(buf);
 	rk_timeline__free(&tl);
+	/* What export says and --common-window cuts to: one thread, from A's first record. */
+	{
+		struct rk_wraps w;
+
+		cr_assert_eq(rk_timeline__wraps(dir, 0, 0, &w), 0);
+		cr_assert_eq(w.threads, 1);
+		cr_assert_eq(w.files, 1);
+		cr_assert_eq(w.whole_from, lo);
+		cr_assert_eq(rk_timeline__wraps(dir, 201, 0, &w), 0);
+		cr_assert_eq(w.files, 0, "--tid of the whole thread: nothing wrapped");
+	}
 }
 
 /*
