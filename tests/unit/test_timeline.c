@@ -712,3 +712,57 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 	free(buf);
 	rk_timeline__free(&tl);
 }
+
+/*
+ * docs/format.md as a spec: switch-out states are bit sets, classified by
+ * bits in the order it gives (0x2001 and 0x102 occur: sleeping, blocked);
+ * a record of a type the reader does not know is skipped by its size and
+ * the walk goes on; the crashes line is exactly the format it gives.
+ */
+Test(timeline, format_md_states_unknown_records_and_crash_lines)
+{
+	struct rk_bufile *bf = make(100, 100, "spec");
+	struct rk_crash_line c = { .pid = 8178, .tid = 8180, .sig = 11, .time = 1764954484 };
+	struct {
+		struct perf_event_header h;
+		__u64 body[3];
+	} unk = { .h = { .type = 0x5300, .size = sizeof(unk) } };
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_eq(rk_offcpu_of(S(0x2001)), RK_OFF_SLEEPING);
+	cr_assert_eq(rk_offcpu_of(S(0x102)), RK_OFF_BLOCKED);
+	cr_assert_eq(rk_offcpu_of(S(0x402)), RK_OFF_IDLE);
+	cr_assert_eq(rk_offcpu_of(S(0x82)), RK_OFF_DEAD);
+	cr_assert_eq(rk_offcpu_of(S(0x8)), RK_OFF_STOPPED);
+	cr_assert_eq(rk_offcpu_of(S(0x2) | RK_SWITCH_PREEMPTED), RK_OFF_PREEMPTED);
+	cr_assert_eq(rk_offcpu_of(0x2), RK_OFF_UNKNOWN, "0x80000000 clear: not recorded");
+
+	sw(bf, 0, 0, 10, 0);
+	cr_assert_eq(rk_bufile__write(bf, &unk, sizeof(unk)), 0);
+	sw(bf, 1, S(0x2001), 12, 0);
+	sw(bf, 0, 0, 20, 0);
+	sw(bf, 1, S(0x102), 23, 0);
+	sw(bf, 0, 0, 30, 0);
+	rk_bufile__free(bf);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.threads[0].broken, 0, "an unknown type ended the walk");
+	rk_sched_sum_thread(&tl.threads[0], &s);
+	cr_assert_eq(s.runs, 2);
+	cr_assert_eq(s.off_ns[RK_OFF_SLEEPING], 8000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_BLOCKED], 7000000ull);
+	rk_timeline__free(&tl);
+
+	snprintf(c.comm, sizeof(c.comm), "a b\\");
+	snprintf(c.core, sizeof(c.core), "/var/crash/core.8178");
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_crash_line_write(f, &c);
+	fclose(f);
+	cr_assert_str_eq(buf, "pid 8178 tid 8180 signal 11 SIGSEGV time 1764954484 comm a\\x20b\\x5c "
+			      "core /var/crash/core.8178\n");
+	free(buf);
+}

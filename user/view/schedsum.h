@@ -36,9 +36,8 @@ struct rk_sched_sum {
  */
 #define RK_SCHED_DELAY_DEF                                                                   \
 	"sch delay: of a run, from the thread's first wakeup after it left the CPU (or from " \
-	"that switch-out, if it was preempted) to its switch-in; as perf sched latency and "  \
-	"perf 6.10's timehist count it (perf 6.1's timehist counts no delay after a "         \
-	"preemption)"
+	"that switch-out, if it was preempted) to its switch-in; perf 6.1's sched timehist "  \
+	"counts no delay after a preemption, so its sum is smaller"
 
 /*
  * struct rk_sched_hist - log2 histograms (µs) as bcc's runqlat/cpudist keep
