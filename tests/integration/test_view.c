@@ -531,6 +531,38 @@ Test(view, exports_say_rings_wrapped_and_cut_to_the_common_window)
 }
 
 /*
+ * Errors with their reason, and once: pmu with an argument, coredump with
+ * an option it does not know, export with no output each say why (exit
+ * 2); sched as another user on root's session says in one line that it
+ * skipped the files it may not read, not one line per file.
+ */
+Test(view, errors_say_why_and_once)
+{
+	char *pmu[] = { (char *)rk_bin, "pmu", "extra", NULL };
+	char *core[] = { (char *)rk_bin, "coredump", "--bogus", NULL };
+	char *exp[] = { (char *)rk_bin, "export", "--root", root, NULL };
+	char cmd[1024], *s;
+	int st;
+
+	expect_error(pmu, 2, "pmu: unexpected argument 'extra'");
+	expect_error(core, 2, "coredump: unknown option '--bogus'");
+	expect_error(exp, 2, "export: no output: give --perf-data FILE (-o) or --perfetto FILE");
+	if (system("command -v setpriv >/dev/null 2>&1"))
+		cr_skip_test("no setpriv (util-linux) to read as another user");
+	snprintf(cmd, sizeof(cmd),
+		 "chmod 755 %s && %s record --root %s --session nr -- %s -t 4 -i 3 >/dev/null 2>&1 "
+		 "&& setpriv --reuid=65534 --regid=65534 --clear-groups %s sched --root %s nr 2>&1 "
+		 ">/dev/null",
+		 root, rk_bin, root, workload, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: skipping 5 files of "), "%s", s);
+	cr_assert_not_null(strstr(s, ": permission denied (other users' threads"), "%s", s);
+	cr_assert_null(strstr(strstr(s, "permission denied") + 1, "permission denied"),
+		       "said more than once:\n%s", s);
+	free(s);
+}
+
+/*
  * top on a running session: a workload of 3 spinning threads recorded in
  * the background; once ls says the session runs, `top -n 2 -d 300ms`
  * prints two screens (batch: not a terminal) of the last 0.3 s, the

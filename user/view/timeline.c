@@ -469,6 +469,7 @@ struct walk_dir {
 static int walk_dir(struct walk_dir *wd, int must)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300];
+	size_t denied = 0;
 	struct dirent *de;
 	int err = 0;
 	DIR *d;
@@ -489,6 +490,12 @@ static int walk_dir(struct walk_dir *wd, int must)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		bf = rk_bufile__open(path, &msg);
+		if (!bf && errno == EACCES) {
+			/* Another user's threads: one line for them all, not one per file. */
+			denied++;
+			wd->tl->skipped++;
+			continue;
+		}
 		if (!bf) {
 			rk_warn("skipping %s: %s", path,
 				errno == EBADMSG && msg ? msg : strerror(errno));
@@ -501,6 +508,10 @@ static int walk_dir(struct walk_dir *wd, int must)
 			rk_warn("%s: records past a corrupt one are left out", path);
 	}
 	closedir(d);
+	if (denied)
+		rk_warn("skipping %zu file%s of %s: permission denied (other users' threads: "
+			"their files are readable by their users and root, docs/trust.md)",
+			denied, denied == 1 ? "" : "s", dir);
 	return err == -ENOMEM ? err : 0;
 }
 
