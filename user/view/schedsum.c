@@ -500,12 +500,12 @@ static void text_wide_figures(FILE *out, const struct rk_sched_sum *s)
 /* The default table: at most 120 columns. */
 static void text_figures(FILE *out, const struct rk_sched_sum *s)
 {
-	fprintf(out, " %7llu", s->runs);
+	fprintf(out, " %6llu", s->runs);
 	ms(out, s->on_ns, 10);
 	ms(out, s->off_ns[RK_OFF_PREEMPTED], 10);
 	ms(out, s->off_ns[RK_OFF_SLEEPING], 10);
 	ms(out, s->off_ns[RK_OFF_BLOCKED], 10);
-	ms(out, s->delays ? s->delay_ns / s->delays : 0, 8);
+	ms(out, s->delays ? s->delay_ns / s->delays : 0, 9);
 	ms(out, s->max_delay_ns, 8);
 	ms(out, s->p99_delay_ns, 8);
 }
@@ -534,10 +534,10 @@ static void text_head(FILE *out, const struct rk_sched_opts *o)
 			"(ms, off)", "(ms, off)", "(ms)", "", "(ms, avg)", "(ms)", "(ms)", "(s)");
 	else
 		fprintf(out,
-			"%-15s %7s %7s %7s %10s %10s %10s %10s %8s %8s %8s %9s\n"
-			"%-15s %7s %7s %7s %10s %10s %10s %10s %8s %8s %8s %9s\n",
+			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n"
+			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n",
 			"comm", a, b, "runs", "on-CPU", "preempted", "sleeping", "blocked",
-			"delay", "max", "p99", "history", "", "", "", "", "(ms)", "(ms, off)",
+			"sch delay", "max", "p99", "history", "", "", "", "", "(ms)", "(ms, off)",
 			"(ms, off)", "(ms, off)", "avg (ms)", "(ms)", "(ms)", "(s)");
 }
 
