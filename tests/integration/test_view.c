@@ -249,6 +249,11 @@ Test(view, sched_summary_agrees_with_perf_sched_switch)
 	s = sh_out(cmd, &status);
 	cr_assert_eq(status, 0, "%s", s);
 	cr_assert_eq(count_of(s, "\nworkload "), 5, "%s", s);
+	cr_assert_not_null(strstr(s, "\ntotal                 5 threads "), "%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s sched --root %s --session sv --wide", rk_bin, root);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "\ntotal            threads:        5"), "%s", s);
 	free(s);
 }
