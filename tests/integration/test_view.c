@@ -495,8 +495,9 @@ Test(view, exports_say_rings_wrapped_and_cut_to_the_common_window)
 		 root);
 	s = sh_out(cmd, &st);
 	cr_assert_eq(sscanf(s, "%llu", &first_us), 1, "%s", s);
-	cr_assert_geq(first_us, sec * 1000000 + ns / 1000, "perf's first event %llu us is before "
-							   "the window's %llu.%09llu",
+	cr_assert_geq(first_us, sec * 1000000 + ns / 1000,
+		      "perf's first event %llu us is before "
+		      "the window's %llu.%09llu",
 		      first_us, sec, ns);
 	free(s);
 

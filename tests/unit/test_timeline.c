@@ -638,10 +638,12 @@ Test(timeline, sched_sorts_groups_cuts_and_fits_120_columns)
 	cr_assert_lt(strstr(buf, "busy "), strstr(buf, "known "), "not by on-CPU:\n%s", buf);
 	free(buf);
 
-	buf = report(&tl, (struct rk_sched_opts){ .json = 1, .sort = RK_SCHED_SORT_ONCPU, .top = 1 });
+	buf = report(&tl,
+		     (struct rk_sched_opts){ .json = 1, .sort = RK_SCHED_SORT_ONCPU, .top = 1 });
 	cr_assert_not_null(strstr(buf, "{\"threads\":[{\"tid\":101,"), "%s", buf);
 	cr_assert_null(strstr(buf, "\"tid\":100"), "%s", buf);
-	cr_assert_not_null(strstr(buf, "\"total\":{\"threads\":3,\"runs\":6,\"on_cpu_ns\":50000000,"),
+	cr_assert_not_null(strstr(buf,
+				  "\"total\":{\"threads\":3,\"runs\":6,\"on_cpu_ns\":50000000,"),
 			   "%s", buf);
 	cr_assert_not_null(strstr(buf, "\"by\":\"thread\",\"sort\":\"on-cpu\",\"rows\":1,"
 				       "\"left_out\":{\"no_runs\":1,\"past_top\":1}}"),
@@ -705,9 +707,10 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 			   "%s", buf);
 	free(buf);
 	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
-	cr_assert_not_null(strstr(buf, "\"hist\":{\"unit\":\"us\",\"sch_delay\":[0,0,0,0,0,0,0,0,0,0,"
-				       "0,1],\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1],\"off_cpu\":{"
-				       "\"preempted\":[0,0,0,0,0,0,0,0,0,0,0,1],"),
+	cr_assert_not_null(strstr(buf,
+				  "\"hist\":{\"unit\":\"us\",\"sch_delay\":[0,0,0,0,0,0,0,0,0,0,"
+				  "0,1],\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1],\"off_cpu\":{"
+				  "\"preempted\":[0,0,0,0,0,0,0,0,0,0,0,1],"),
 			   "%s", buf);
 	free(buf);
 	rk_timeline__free(&tl);
@@ -762,7 +765,8 @@ Test(timeline, format_md_states_unknown_records_and_crash_lines)
 	cr_assert_not_null(f);
 	rk_crash_line_write(f, &c);
 	fclose(f);
-	cr_assert_str_eq(buf, "pid 8178 tid 8180 signal 11 SIGSEGV time 1764954484 comm a\\x20b\\x5c "
-			      "core /var/crash/core.8178\n");
+	cr_assert_str_eq(buf,
+			 "pid 8178 tid 8180 signal 11 SIGSEGV time 1764954484 comm a\\x20b\\x5c "
+			 "core /var/crash/core.8178\n");
 	free(buf);
 }

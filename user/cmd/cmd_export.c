@@ -61,7 +61,8 @@ static void export_wraps_note(const struct rk_wraps *w, int common)
 		fprintf(stderr,
 			"ringkeeper: %zu thread%s rings wrapped (%zu buffer%s): cut to the common "
 			"window from %llu.%09llu on, where every thread's history is whole\n",
-			w->threads, w->threads == 1 ? "'s" : "s'", w->files, w->files == 1 ? "" : "s",
+			w->threads, w->threads == 1 ? "'s" : "s'", w->files,
+			w->files == 1 ? "" : "s",
 			(unsigned long long)(w->whole_from / 1000000000ull),
 			(unsigned long long)(w->whole_from % 1000000000ull));
 	else
@@ -71,7 +72,8 @@ static void export_wraps_note(const struct rk_wraps *w, int common)
 			"samples and switches than they had (perf report counts less for them); "
 			"every thread is whole from then on: --common-window cuts the export "
 			"to that\n",
-			w->threads, w->threads == 1 ? "'s" : "s'", w->files, w->files == 1 ? "" : "s",
+			w->threads, w->threads == 1 ? "'s" : "s'", w->files,
+			w->files == 1 ? "" : "s",
 			(unsigned long long)(w->whole_from / 1000000000ull),
 			(unsigned long long)(w->whole_from % 1000000000ull));
 }

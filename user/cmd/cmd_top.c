@@ -144,11 +144,16 @@ static void top_window(const char *dir, const struct rk_timeline *tl, const stru
 static int top_parse(int argc, char **argv, const char *usage, struct top_opts *o, struct from *f)
 {
 	static const struct option lo[] = {
-		{ "delay", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-		{ "sort", required_argument, NULL, 'S' },  { "top", required_argument, NULL, 'N' },
-		{ "all", no_argument, NULL, 'A' },	   { "batch", no_argument, NULL, 'b' },
-		{ "session", required_argument, NULL, 's' }, { "root", required_argument, NULL, 'r' },
-		{ "help", no_argument, NULL, 'h' },	   { 0 },
+		{ "delay", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'N' },
+		{ "all", no_argument, NULL, 'A' },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "session", required_argument, NULL, 's' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	static const char *const sorts[] = { "tid", "on-cpu", "delay", "", "runs" };
 	unsigned long long v;
@@ -157,7 +162,8 @@ static int top_parse(int argc, char **argv, const char *usage, struct top_opts *
 	while ((c = getopt_long(argc, argv, "d:n:bs:r:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (rk_parse_duration_ns(optarg, &o->every_ns) || o->every_ns < 100000000ull) {
+			if (rk_parse_duration_ns(optarg, &o->every_ns) ||
+			    o->every_ns < 100000000ull) {
 				rk_err("--delay: '%s' is not a duration of 100ms or more (500ms, 2s)",
 				       optarg);
 				return -1;
@@ -175,7 +181,8 @@ static int top_parse(int argc, char **argv, const char *usage, struct top_opts *
 			for (i = 0; i < 5 && (!*sorts[i] || strcmp(optarg, sorts[i])); i++)
 				;
 			if (i == 5) {
-				rk_err("--sort: '%s' is not one of on-cpu, delay, runs, tid", optarg);
+				rk_err("--sort: '%s' is not one of on-cpu, delay, runs, tid",
+				       optarg);
 				return -1;
 			}
 			o->sort = i;

@@ -191,7 +191,6 @@ __u64 rk_sched_window(const struct rk_timeline *tl, size_t *nwrapped)
 	return lo;
 }
 
-
 /* ---- the report: rows of threads, processes or comms; sorted, cut, printed ---- */
 
 /* One row: a thread, or a group of them (--by process|comm) laid next to each other. */
@@ -364,7 +363,7 @@ static int sum_rows(struct report *r)
 			w = s;
 		else
 			r->dfail |= !!rk_sched_sum_window_into(t, r->lo, o->hi, &w, &r->alld,
-								&r->nalld, &r->capalld);
+							       &r->nalld, &r->capalld);
 		add(&r->tot, &w);
 		add(&row->s, &s);
 		if (hp)
@@ -462,9 +461,7 @@ static void row_comm(const struct row *row, char *comm, size_t n)
 /* The first three columns' headings, by what a row is. */
 static void heads(const struct rk_sched_opts *o, const char **a, const char **b)
 {
-	*a = o->by == RK_SCHED_BY_THREAD  ? "tid" :
-	     o->by == RK_SCHED_BY_PROCESS ? "pid" :
-					    "procs";
+	*a = o->by == RK_SCHED_BY_THREAD ? "tid" : o->by == RK_SCHED_BY_PROCESS ? "pid" : "procs";
 	*b = o->by == RK_SCHED_BY_THREAD ? "tgid" : "threads";
 }
 
@@ -513,8 +510,8 @@ static void text_figures(FILE *out, const struct rk_sched_sum *s)
 /* The history column: the span in seconds, '*' if a ring wrapped (the span is all there is). */
 static void text_history(FILE *out, int wide, __u64 first, __u64 last, int wrapped)
 {
-	fprintf(out, " %*.3f%s\n", wide ? 9 : 8,
-		last > first ? (double)(last - first) / 1e9 : 0.0, wrapped ? "*" : "");
+	fprintf(out, " %*.3f%s\n", wide ? 9 : 8, last > first ? (double)(last - first) / 1e9 : 0.0,
+		wrapped ? "*" : "");
 }
 
 static void text_head(FILE *out, const struct rk_sched_opts *o)
@@ -575,8 +572,9 @@ static void hist_print(FILE *out, const __u64 *v, const char *unit)
 		return;
 	wide = idx_max > 32;
 	stars = wide ? 20 : 40;
-	fprintf(out, wide ? "               %-29s : count     distribution\n" :
-			    "     %-19s : count     distribution\n",
+	fprintf(out,
+		wide ? "               %-29s : count     distribution\n" :
+		       "     %-19s : count     distribution\n",
 		unit);
 	for (i = 1; i <= idx_max; i++) {
 		unsigned long long low = (1ull << i) >> 1, high = (1ull << i) - 1;
@@ -736,30 +734,30 @@ static void text_notes(FILE *out, const struct report *r)
 	const struct rk_sched_opts *o = r->o;
 
 	if (r->nrows > r->shown)
-		note(out, "the first %zu of %zu rows by %s (--top); the total is of all",
-			r->shown, r->nrows, sort_names[o->sort]);
+		note(out, "the first %zu of %zu rows by %s (--top); the total is of all", r->shown,
+		     r->nrows, sort_names[o->sort]);
 	if (r->no_runs)
 		note(out,
-			"%zu thread%s with no complete run left out (--all shows them); the "
-			"total counts them",
-			r->no_runs, r->no_runs == 1 ? "" : "s");
+		     "%zu thread%s with no complete run left out (--all shows them); the "
+		     "total counts them",
+		     r->no_runs, r->no_runs == 1 ? "" : "s");
 	if (r->nwrapped)
 		note(out,
-			"*: %zu thread%s ring wrapped: %s row covers only the history shown (its "
-			"older runs were overwritten; perf, which saw them, counts more); the total "
-			"covers the last %.3f s, where every thread's history is whole",
-			r->nwrapped, r->nwrapped == 1 ? "'s" : "s'", r->nwrapped == 1 ? "its" : "each",
-			(double)(r->last - r->first) / 1e9);
+		     "*: %zu thread%s ring wrapped: %s row covers only the history shown (its "
+		     "older runs were overwritten; perf, which saw them, counts more); the total "
+		     "covers the last %.3f s, where every thread's history is whole",
+		     r->nwrapped, r->nwrapped == 1 ? "'s" : "s'", r->nwrapped == 1 ? "its" : "each",
+		     (double)(r->last - r->first) / 1e9);
 	if (!r->tot.wakeups && r->tot.runs)
 		note(out, "sch delay: no wakeups in these histories (`record --wakeups` records "
-			     "them): only the waits after a preemption are counted");
+			  "them): only the waits after a preemption are counted");
 	else if (r->tot.delays)
 		note(out, "%s", RK_SCHED_DELAY_DEF);
 	if (r->tot.offs[RK_OFF_UNKNOWN])
 		note(out,
-			"%llu off-CPU periods of unknown state: recorded by a ringkeeper that "
-			"did not keep it (before December 2026)",
-			r->tot.offs[RK_OFF_UNKNOWN]);
+		     "%llu off-CPU periods of unknown state: recorded by a ringkeeper that "
+		     "did not keep it (before December 2026)",
+		     r->tot.offs[RK_OFF_UNKNOWN]);
 }
 
 static void print_text(FILE *out, struct report *r)

@@ -34,7 +34,7 @@ struct rk_sched_sum {
  * Scheduling delay, said the same in the table's notes, `sched --help`, the
  * README and docs/format.md.
  */
-#define RK_SCHED_DELAY_DEF                                                                   \
+#define RK_SCHED_DELAY_DEF                                                                    \
 	"sch delay: of a run, from the thread's first wakeup after it left the CPU (or from " \
 	"that switch-out, if it was preempted) to its switch-in; perf 6.1's sched timehist "  \
 	"counts no delay after a preemption, so its sum is smaller"
