@@ -30,6 +30,7 @@ static const struct cmd {
 	{ "snapshot", cmd_snapshot,
 	  "cut a session at this instant into one bundle file, readable elsewhere" },
 	{ "sched", cmd_sched, "per-thread scheduling summary: runs, on-CPU and off-CPU time" },
+	{ "top", cmd_top, "live view of a running session: each thread's last second, refreshed" },
 	{ "gc", cmd_gc, "remove the buffers of threads that exited long ago" },
 	{ "rm", cmd_rm, "remove a session entirely" },
 	{ "pmu", cmd_pmu, "the PMU descriptor ringkeeper records for an event" },

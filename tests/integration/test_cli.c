@@ -477,6 +477,13 @@ Test(cli, json_outputs_fit_their_schemas)
 	assert_valid(repo, cmd, "pmu.json", NULL);
 	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j", rk_bin, root);
 	assert_valid(repo, cmd, "sched.json", NULL);
+	/* Its other shapes: processes with histograms, names, the first rows. */
+	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j --by process --hist --all", rk_bin,
+		 root);
+	assert_valid(repo, cmd, "sched.json", NULL);
+	snprintf(cmd, sizeof(cmd), "%s sched --json --root %s j --by comm --sort delay --top 1",
+		 rk_bin, root);
+	assert_valid(repo, cmd, "sched.json", NULL);
 }
 
 /*
@@ -508,4 +515,31 @@ Test(cli, ls_prints_no_control_character_of_a_thread_s_name)
 	cr_assert_null(strchr(out, '\033'), "an escape reached the terminal:\n%s", out);
 	free(out);
 	free(err);
+}
+
+/*
+ * Every claim the README and the guide back with a test names it
+ * (`suite::name`): each named test exists, so a claim cannot outlive its
+ * test unnoticed (issue 42: "hold every claim in the README to a test").
+ */
+Test(cli, every_test_the_readme_and_guide_cite_exists)
+{
+	char repo[256], cmd[1024], *s;
+	int st;
+
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd), "%s/README.md", repo);
+	if (access(cmd, F_OK))
+		cr_skip_test("no source tree at %s", repo);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && n=0; for t in $(grep -oh '`[a-z_]*::[a-z_0-9]*`' README.md "
+		 "docs/guide.md | tr -d '`' | sort -u); do n=$((n+1)); grep -q "
+		 "\"^Test(${t%%%%::*}, ${t##*::})\" tests/unit/*.c tests/integration/*.c || "
+		 "echo \"missing $t\"; done; echo \"cited $n\"",
+		 repo);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_null(strstr(s, "missing"), "%s", s);
+	cr_assert_null(strstr(s, "cited 0\n"), "no test cited: %s", s);
+	free(s);
 }

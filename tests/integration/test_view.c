@@ -249,6 +249,11 @@ Test(view, sched_summary_agrees_with_perf_sched_switch)
 	s = sh_out(cmd, &status);
 	cr_assert_eq(status, 0, "%s", s);
 	cr_assert_eq(count_of(s, "\nworkload "), 5, "%s", s);
+	cr_assert_not_null(strstr(s, "\ntotal                 5 threads "), "%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "%s sched --root %s --session sv --wide", rk_bin, root);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "\ntotal            threads:        5"), "%s", s);
 	free(s);
 }
@@ -419,9 +424,16 @@ Test(view, off_cpu_states_agree_with_perf_prev_state)
 	free(s);
 }
 
-/* sched's errors: a session that is not there, a bad option, --tid of no thread. */
+/*
+ * sched's errors: a session that is not there, a bad option, --tid of no
+ * thread, --sort, --by and --top values it does not take (each with the
+ * reason, exit 2).
+ */
 Test(view, sched_says_what_is_wrong_with_exit_codes)
 {
+	char *a5[] = { (char *)rk_bin, "sched", "--sort", "size", NULL };
+	char *a6[] = { (char *)rk_bin, "sched", "--by", "cpu", NULL };
+	char *a7[] = { (char *)rk_bin, "sched", "--top", "0", NULL };
 	char *a1[] = { (char *)rk_bin, "sched", "--root", root, "nosuch", NULL };
 	char *a2[] = { (char *)rk_bin, "sched", "--frobnicate", NULL };
 	char *a3[] = { (char *)rk_bin, "sched", "--tid", "x", NULL };
@@ -438,6 +450,171 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 	expect_error(a2, 2, "Usage: ringkeeper sched");
 	expect_error(a3, 2, "--tid: not a tid: 'x'");
 	expect_error(a4, 1, "no thread with that --tid");
+	expect_error(a5, 2, "--sort: 'size' is not one of tid, on-cpu, delay, off-cpu, runs");
+	expect_error(a6, 2, "--by: 'cpu' is not one of thread, process, comm");
+	expect_error(a7, 2, "--top: '0' is not a number of rows (1 or more)");
+}
+
+/*
+ * Honest exports: 3 spinning threads with cpu-clock samples in 8 KiB rings
+ * wrap. export (perf.data and Perfetto) says how many threads' rings
+ * wrapped and from when all are whole, and points at --common-window; with
+ * it, nothing before that instant is in the export: perf script's first
+ * event, and the Perfetto UI's first sched slice (its trace processor),
+ * are at or after it. show --time/--last says on stderr what it left out,
+ * and that a window reaching before a wrapped ring's oldest record is not
+ * all there was.
+ */
+Test(view, exports_say_rings_wrapped_and_cut_to_the_common_window)
+{
+	char cmd[2048], *s, *p;
+	unsigned long long sec, ns, first_us;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && %s record --root %s --session wr -m 8K -e cpu-clock -- %s -t 3 -i 200 "
+		 "-s 200 -l 200000 > rec.out 2>&1 && %s export --root %s -s wr -o a.data 2>&1 && "
+		 "%s export --root %s -s wr -o b.data --common-window 2>&1 && "
+		 "%s export --root %s -s wr --perfetto b.pftrace --common-window 2>&1",
+		 root, rk_bin, root, workload, rk_bin, root, rk_bin, root, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "status %d: %s", st, s);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: 3 threads' rings wrapped ("), "%s", s);
+	cr_assert_not_null(strstr(s, "): their oldest records were overwritten"), "%s", s);
+	cr_assert_not_null(strstr(s, "--common-window cuts the export to that"), "%s", s);
+	p = strstr(s, "cut to the common window from ");
+	cr_assert_not_null(p, "%s", s);
+	cr_assert_eq(sscanf(p, "cut to the common window from %llu.%llu", &sec, &ns), 2);
+	cr_assert_not_null(strstr(p + 1, "cut to the common window from "), "Perfetto: %s", s);
+	free(s);
+
+	/* perf's first event of the cut export (perf script prints microseconds). */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && perf script -i b.data -F time 2>/dev/null | tr -d ' :.' | sort -n | "
+		 "head -1",
+		 root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(sscanf(s, "%llu", &first_us), 1, "%s", s);
+	cr_assert_geq(first_us, sec * 1000000 + ns / 1000,
+		      "perf's first event %llu us is before "
+		      "the window's %llu.%09llu",
+		      first_us, sec, ns);
+	free(s);
+
+	/* The Perfetto UI's own trace processor: no sched slice before it. */
+	if (getenv("RK_PERFETTO_PY") && !system("command -v chromium >/dev/null 2>&1")) {
+		char repo[256], ui[512];
+		unsigned long long min_ts;
+
+		source_tree(repo, sizeof(repo), NULL, 0);
+		snprintf(ui, sizeof(ui), "%s", getenv("RK_PERFETTO_PY"));
+		*strrchr(ui, '/') = '\0';
+		*strrchr(ui, '/') = '\0';
+		snprintf(cmd, sizeof(cmd),
+			 "%s %s/scripts/perfetto-ui.py --ui %s/ui --query 'select min(ts) from "
+			 "sched' %s/b.pftrace",
+			 getenv("RK_PERFETTO_PY"), repo, ui, root);
+		s = sh_out(cmd, &st);
+		cr_assert_eq(st, 0, "%s", s);
+		cr_assert_eq(sscanf(s, "%llu", &min_ts), 1, "%s", s);
+		cr_assert_geq(min_ts, sec * 1000000000ull + ns, "%s", s);
+		free(s);
+	}
+
+	/* show: what --last left out, and a window older than the ring. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && T=$(ls wr/sched | sort -n | sed -n 2p) && "
+		 "%s show --root %s -s wr --json --last 1ms $T 2>&1 >/dev/null && "
+		 "%s show --root %s -s wr --time 0, $T 2>&1 >/dev/null",
+		 root, rk_bin, root, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, " records outside the time window left out"), "%s", s);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: the window starts before this "
+				     "thread's oldest record still in its ring"),
+			   "%s", s);
+	free(s);
+}
+
+/*
+ * Errors with their reason, and once: pmu with an argument, coredump with
+ * an option it does not know, export with no output each say why (exit
+ * 2); sched as another user on root's session says in one line that it
+ * skipped the files it may not read, not one line per file.
+ */
+Test(view, errors_say_why_and_once)
+{
+	char *pmu[] = { (char *)rk_bin, "pmu", "extra", NULL };
+	char *core[] = { (char *)rk_bin, "coredump", "--bogus", NULL };
+	char *exp[] = { (char *)rk_bin, "export", "--root", root, NULL };
+	char cmd[1024], *s;
+	int st;
+
+	expect_error(pmu, 2, "pmu: unexpected argument 'extra'");
+	expect_error(core, 2, "coredump: unknown option '--bogus'");
+	expect_error(exp, 2, "export: no output: give --perf-data FILE (-o) or --perfetto FILE");
+	if (system("command -v setpriv >/dev/null 2>&1"))
+		cr_skip_test("no setpriv (util-linux) to read as another user");
+	snprintf(cmd, sizeof(cmd),
+		 "chmod 755 %s && %s record --root %s --session nr -- %s -t 4 -i 3 >/dev/null 2>&1 "
+		 "&& setpriv --reuid=65534 --regid=65534 --clear-groups %s sched --root %s nr 2>&1 "
+		 ">/dev/null",
+		 root, rk_bin, root, workload, rk_bin, root);
+	s = sh_out(cmd, &st);
+	cr_assert_not_null(strstr(s, "ringkeeper: warning: skipping 5 files of "), "%s", s);
+	cr_assert_not_null(strstr(s, ": permission denied (other users' threads"), "%s", s);
+	cr_assert_null(strstr(strstr(s, "permission denied") + 1, "permission denied"),
+		       "said more than once:\n%s", s);
+	free(s);
+}
+
+/*
+ * top on a running session: a workload of 3 spinning threads recorded in
+ * the background; once ls says the session runs, `top -n 2 -d 300ms`
+ * prints two screens (batch: not a terminal) of the last 0.3 s, the
+ * second with the workload's threads on CPU (%CPU and runs above 0) and a
+ * state each; the session not "(ended)". After it ends, top prints its
+ * last interval once, "(ended)". A --sort it does not take: exit 2, why.
+ */
+Test(view, top_shows_a_running_session_s_last_interval)
+{
+	char *bad[] = { (char *)rk_bin, "top", "--sort", "off-cpu", NULL };
+	char cmd[1200], *out, *l;
+	int st, frames = 0, busy = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s record --root %s --session live -- %s -t 3 -i 600 -s 1000 -l 200000 "
+		 ">%s/rec.out 2>&1 & "
+		 "for i in $(seq 100); do %s ls --root %s live 2>/dev/null | grep -q running && "
+		 "break; sleep 0.05; done; sleep 0.3; %s top --root %s live -n 2 -d 300ms; "
+		 "echo rc=$?; wait",
+		 rk_bin, root, workload, root, rk_bin, root, rk_bin, root);
+	out = sh_out(cmd, &st);
+	cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
+	for (l = out; (l = strstr(l, "ringkeeper top: session live, ")); l++)
+		frames++;
+	cr_assert_eq(frames, 2, "not two screens of a running session:\n%s", out);
+	l = strrchr(out, '%');
+	cr_assert_not_null(l, "%s", out);
+	for (l = strstr(l, "\n"); l && *l; l = strchr(l + 1, '\n')) {
+		unsigned tid, pid, runs;
+		double cpu;
+		char comm[32], state[32];
+
+		if (sscanf(l, "%u %u %31s %lf %u %*f %*f %31s", &tid, &pid, comm, &cpu, &runs,
+			   state) == 6 &&
+		    !strcmp(comm, "workload") && cpu > 0 && runs > 0)
+			busy++;
+	}
+	cr_assert_geq(busy, 3, "the workload's 3 threads did not run in the last screen:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s top --root %s live -d 300ms", rk_bin, root);
+	out = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", out);
+	cr_assert_not_null(strstr(out, "ringkeeper top: session live (ended)"), "%s", out);
+	cr_assert_null(strstr(strstr(out, "(ended)") + 1, "ringkeeper top:"), "twice:\n%s", out);
+	free(out);
+	expect_error(bad, 2, "--sort: 'off-cpu' is not one of on-cpu, delay, runs, tid");
 }
 
 /*

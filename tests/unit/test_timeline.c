@@ -255,7 +255,7 @@ Test(timeline, a_wrapped_ring_is_said_and_totals_cover_one_window)
 	}
 	cr_assert_not_null(strstr(buf, "\"wrapped\":true"), "%s", buf);
 	cr_assert_not_null(strstr(buf, "\"wrapped\":false"), "%s", buf);
-	cr_assert_not_null(strstr(buf, "\"wrapped_threads\":1}"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\"wrapped_threads\":1,"), "%s", buf);
 	free(buf);
 	buf = NULL;
 	f = open_memstream(&buf, &len);
@@ -265,6 +265,17 @@ Test(timeline, a_wrapped_ring_is_said_and_totals_cover_one_window)
 	cr_assert_not_null(strstr(buf, "# *: 1 thread's ring wrapped"), "%s", buf);
 	free(buf);
 	rk_timeline__free(&tl);
+	/* What export says and --common-window cuts to: one thread, from A's first record. */
+	{
+		struct rk_wraps w;
+
+		cr_assert_eq(rk_timeline__wraps(dir, 0, 0, &w), 0);
+		cr_assert_eq(w.threads, 1);
+		cr_assert_eq(w.files, 1);
+		cr_assert_eq(w.whole_from, lo);
+		cr_assert_eq(rk_timeline__wraps(dir, 201, 0, &w), 0);
+		cr_assert_eq(w.files, 0, "--tid of the whole thread: nothing wrapped");
+	}
 }
 
 /*
@@ -567,4 +578,195 @@ Test(timeline, perfetto_writes_the_switches_the_kernel_did_not_report)
 		if (cpus[i] == cpus[i - 1])
 			cr_assert_eq(prev[i], next[i - 1], "switch %d: prev %u after next %u", i,
 				     prev[i], next[i - 1]);
+}
+
+/* @f's text (a memstream's) after rk_sched_report() with @o. */
+static char *report(const struct rk_timeline *tl, struct rk_sched_opts o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	if (!o.hi)
+		o.hi = ~0ull;
+	cr_assert_eq(rk_sched_report(f, tl, &o), 0);
+	fclose(f);
+	return buf;
+}
+
+/*
+ * A thousand threads' table: "known" (tid 100, 4 runs, 10 ms on CPU) and
+ * "busy" (tid 101 of the same process: 2 runs, 40 ms), "idle" (tid 300,
+ * its own process: out at 5, in at 60, no complete run). Left out by
+ * default and said; --sort on-cpu puts busy first; --top 1 keeps one row
+ * while the totals count all three; --by process sums a process's threads;
+ * --by comm one row per name; every line of the default table fits 120
+ * columns, --wide has the rest.
+ */
+Test(timeline, sched_sorts_groups_cuts_and_fits_120_columns)
+{
+	struct rk_bufile *busy, *idle;
+	struct rk_timeline tl;
+	char *buf, *l;
+
+	known_history(make(100, 100, "known"));
+	busy = make(101, 100, "busy");
+	sw(busy, 0, 0, 0, 1);
+	sw(busy, 1, S(0), 20, 1);
+	sw(busy, 0, 0, 30, 1);
+	sw(busy, 1, S(0x1), 50, 1);
+	rk_bufile__free(busy);
+	idle = make(300, 300, "idle");
+	sw(idle, 1, S(0x1), 5, 0);
+	sw(idle, 0, 0, 60, 0);
+	rk_bufile__free(idle);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 3);
+
+	buf = report(&tl, (struct rk_sched_opts){ 0 });
+	for (l = buf; *l; l = strchr(l, '\n') + 1)
+		cr_assert_leq(strcspn(l, "\n"), 120, "a line wider than 120 columns:\n%s", buf);
+	cr_assert_null(strstr(buf, "idle "), "a thread with no run is listed:\n%s", buf);
+	cr_assert_not_null(strstr(buf, "# 1 thread with no complete run left out (--all shows"),
+			   "%s", buf);
+	cr_assert_null(strstr(buf, "longest off"), "%s", buf);
+	cr_assert_lt(strstr(buf, "known "), strstr(buf, "busy "), "tid order by default:\n%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .sort = RK_SCHED_SORT_ONCPU });
+	cr_assert_lt(strstr(buf, "busy "), strstr(buf, "known "), "not by on-CPU:\n%s", buf);
+	free(buf);
+
+	buf = report(&tl,
+		     (struct rk_sched_opts){ .json = 1, .sort = RK_SCHED_SORT_ONCPU, .top = 1 });
+	cr_assert_not_null(strstr(buf, "{\"threads\":[{\"tid\":101,"), "%s", buf);
+	cr_assert_null(strstr(buf, "\"tid\":100"), "%s", buf);
+	cr_assert_not_null(strstr(buf,
+				  "\"total\":{\"threads\":3,\"runs\":6,\"on_cpu_ns\":50000000,"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "\"by\":\"thread\",\"sort\":\"on-cpu\",\"rows\":1,"
+				       "\"left_out\":{\"no_runs\":1,\"past_top\":1}}"),
+			   "%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .json = 1, .by = RK_SCHED_BY_PROCESS });
+	cr_assert_not_null(strstr(buf, "{\"processes\":[{\"tgid\":100,\"threads\":2,\"comm\":"
+				       "\"known\",\"runs\":6,\"on_cpu_ns\":50000000,"),
+			   "%s", buf);
+	cr_assert_null(strstr(buf, "\"tgid\":300"), "%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .json = 1, .by = RK_SCHED_BY_PROCESS, .all = 1 });
+	cr_assert_not_null(strstr(buf, "{\"tgid\":300,\"threads\":1,\"comm\":\"idle\",\"runs\":0,"),
+			   "%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .by = RK_SCHED_BY_COMM, .wide = 1 });
+	cr_assert_not_null(strstr(buf, "longest off"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\nbusy                    1        1       2 "), "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+}
+
+/*
+ * --hist: bcc's log2 layout (slot i holds [2^(i-1), 2^i - 1], 40 stars
+ * scaled to the largest count). known's runs are 3, 1, 5 and 1 ms: 1000 us
+ * twice in 512 -> 1023, 3000 in 2048 -> 4095, 5000 in 4096 -> 8191; in
+ * JSON element k counts [2^k, 2^(k+1)).
+ */
+Test(timeline, sched_hist_is_bcc_s_log2_layout)
+{
+	struct rk_timeline tl;
+	char *buf;
+
+	known_history(make(100, 100, "known"));
+	cr_assert_eq(rk_hist_slot(0), 1);
+	cr_assert_eq(rk_hist_slot(1), 1);
+	cr_assert_eq(rk_hist_slot(2), 2);
+	cr_assert_eq(rk_hist_slot(1023), 10);
+	cr_assert_eq(rk_hist_slot(1024), 11);
+	cr_assert_eq(rk_hist_slot(~0ull), 64);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1 });
+	cr_assert_not_null(strstr(buf, "\ntid 100 known (pid 100): 4 runs, 1 with a scheduling "
+				       "delay\n"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "run length (on CPU):\n"
+				       "     usecs               : count     distribution\n"
+				       "         0 -> 1          : 0        |"
+				       "                                        |\n"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "       512 -> 1023       : 2        |"
+				       "****************************************|\n"
+				       "      1024 -> 2047       : 0        |"
+				       "                                        |\n"
+				       "      2048 -> 4095       : 1        |"
+				       "********************                    |\n"
+				       "      4096 -> 8191       : 1        |"
+				       "********************                    |\n"
+				       "off CPU, preempted:\n"),
+			   "%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
+	cr_assert_not_null(strstr(buf,
+				  "\"hist\":{\"unit\":\"us\",\"sch_delay\":[0,0,0,0,0,0,0,0,0,0,"
+				  "0,1],\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1],\"off_cpu\":{"
+				  "\"preempted\":[0,0,0,0,0,0,0,0,0,0,0,1],"),
+			   "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+}
+
+/*
+ * docs/format.md as a spec: switch-out states are bit sets, classified by
+ * bits in the order it gives (0x2001 and 0x102 occur: sleeping, blocked);
+ * a record of a type the reader does not know is skipped by its size and
+ * the walk goes on; the crashes line is exactly the format it gives.
+ */
+Test(timeline, format_md_states_unknown_records_and_crash_lines)
+{
+	struct rk_bufile *bf = make(100, 100, "spec");
+	struct rk_crash_line c = { .pid = 8178, .tid = 8180, .sig = 11, .time = 1764954484 };
+	struct {
+		struct perf_event_header h;
+		__u64 body[3];
+	} unk = { .h = { .type = 0x5300, .size = sizeof(unk) } };
+	struct rk_timeline tl;
+	struct rk_sched_sum s;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_eq(rk_offcpu_of(S(0x2001)), RK_OFF_SLEEPING);
+	cr_assert_eq(rk_offcpu_of(S(0x102)), RK_OFF_BLOCKED);
+	cr_assert_eq(rk_offcpu_of(S(0x402)), RK_OFF_IDLE);
+	cr_assert_eq(rk_offcpu_of(S(0x82)), RK_OFF_DEAD);
+	cr_assert_eq(rk_offcpu_of(S(0x8)), RK_OFF_STOPPED);
+	cr_assert_eq(rk_offcpu_of(S(0x2) | RK_SWITCH_PREEMPTED), RK_OFF_PREEMPTED);
+	cr_assert_eq(rk_offcpu_of(0x2), RK_OFF_UNKNOWN, "0x80000000 clear: not recorded");
+
+	sw(bf, 0, 0, 10, 0);
+	cr_assert_eq(rk_bufile__write(bf, &unk, sizeof(unk)), 0);
+	sw(bf, 1, S(0x2001), 12, 0);
+	sw(bf, 0, 0, 20, 0);
+	sw(bf, 1, S(0x102), 23, 0);
+	sw(bf, 0, 0, 30, 0);
+	rk_bufile__free(bf);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.threads[0].broken, 0, "an unknown type ended the walk");
+	rk_sched_sum_thread(&tl.threads[0], &s);
+	cr_assert_eq(s.runs, 2);
+	cr_assert_eq(s.off_ns[RK_OFF_SLEEPING], 8000000ull);
+	cr_assert_eq(s.off_ns[RK_OFF_BLOCKED], 7000000ull);
+	rk_timeline__free(&tl);
+
+	snprintf(c.comm, sizeof(c.comm), "a b\\");
+	snprintf(c.core, sizeof(c.core), "/var/crash/core.8178");
+	f = open_memstream(&buf, &len);
+	cr_assert_not_null(f);
+	rk_crash_line_write(f, &c);
+	fclose(f);
+	cr_assert_str_eq(buf,
+			 "pid 8178 tid 8180 signal 11 SIGSEGV time 1764954484 comm a\\x20b\\x5c "
+			 "core /var/crash/core.8178\n");
+	free(buf);
 }

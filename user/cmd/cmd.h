@@ -28,6 +28,8 @@ int cmd_stat(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_sched(int argc, char **argv);
+/* cmd_top.c: a running session's last second per thread, refreshed. */
+int cmd_top(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_pmu(int argc, char **argv);

@@ -34,9 +34,54 @@ static void export_crash_note(const struct rk_export_stats *es)
 			es->wakeups);
 }
 
-/* export --perfetto: the timeline of f's threads. */
-static int export_perfetto(const struct from *f, const char *out, struct twin *tw)
+/*
+ * Which threads' rings wrapped and from when all are whole; with
+ * --common-window (@common), the window cut to start there. Said either
+ * way: an export of wrapped rings is not what perf would have recorded.
+ */
+static void export_wraps(const struct from *f, struct twin *tw, int common, struct rk_wraps *w)
 {
+	if (rk_timeline__wraps(f->dir, (__u32)f->tid, (__u32)f->pid, w))
+		memset(w, 0, sizeof(*w));
+	if (!w->files)
+		return;
+	if (common && w->whole_from > tw->lo) {
+		if (!tw->set)
+			tw->hi = ~0ull;
+		tw->lo = w->whole_from;
+		tw->set = 1;
+	}
+}
+
+static void export_wraps_note(const struct rk_wraps *w, int common)
+{
+	if (!w->files)
+		return;
+	if (common)
+		fprintf(stderr,
+			"ringkeeper: %zu thread%s rings wrapped (%zu buffer%s): cut to the common "
+			"window from %llu.%09llu on, where every thread's history is whole\n",
+			w->threads, w->threads == 1 ? "'s" : "s'", w->files,
+			w->files == 1 ? "" : "s",
+			(unsigned long long)(w->whole_from / 1000000000ull),
+			(unsigned long long)(w->whole_from % 1000000000ull));
+	else
+		fprintf(stderr,
+			"ringkeeper: warning: %zu thread%s rings wrapped (%zu buffer%s): their "
+			"oldest records were overwritten, so before %llu.%09llu they have fewer "
+			"samples and switches than they had (perf report counts less for them); "
+			"every thread is whole from then on: --common-window cuts the export "
+			"to that\n",
+			w->threads, w->threads == 1 ? "'s" : "s'", w->files,
+			w->files == 1 ? "" : "s",
+			(unsigned long long)(w->whole_from / 1000000000ull),
+			(unsigned long long)(w->whole_from % 1000000000ull));
+}
+
+/* export --perfetto: the timeline of f's threads. */
+static int export_perfetto(const struct from *f, const char *out, struct twin *tw, int common)
+{
+	struct rk_wraps wr;
 	struct rk_perfetto_stats ps;
 	unsigned long long outside = 0;
 	struct rk_timeline tl;
@@ -53,10 +98,11 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 	}
 	if (err)
 		return 1;
-	if (tw->set) {
+	if (tw->set)
 		twin_resolve(tw, rk_sched_end(&tl));
+	export_wraps(f, tw, common, &wr);
+	if (tw->set)
 		outside = rk_timeline__clip(&tl, tw->lo, tw->hi);
-	}
 	err = rk_perfetto_write(&tl, out, &ps);
 	if (!err)
 		fprintf(stderr,
@@ -70,6 +116,8 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 			"ringkeeper: %llu events and samples outside the time window left "
 			"out\n",
 			outside);
+	if (!err)
+		export_wraps_note(&wr, common);
 	if (!err && ps.switches_added)
 		fprintf(stderr,
 			"ringkeeper: %llu switches the kernel did not report (stat: unpaired) "
@@ -80,12 +128,13 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 }
 
 /* export --perf-data: f's threads. */
-static int export_perf(const struct from *f, const char *out, struct twin *tw)
+static int export_perf(const struct from *f, const char *out, struct twin *tw, int common)
 {
 	struct rk_export_opts eo = {
 		.session_dir = f->dir, .out = out, .tid = (pid_t)f->tid, .pid = (pid_t)f->pid
 	};
 	struct rk_export_stats es;
+	struct rk_wraps wr;
 
 	if (tw->set) {
 		/* --last: the newest switch of the threads exported ends the window. */
@@ -95,9 +144,14 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw)
 			twin_resolve(tw, rk_sched_end(&tl));
 			rk_timeline__free(&tl);
 		}
+		eo.hi = tw->last && !tw->hi ? ~0ull : tw->hi;
+	}
+	export_wraps(f, tw, common, &wr);
+	if (tw->set) {
 		eo.windowed = 1;
 		eo.lo = tw->lo;
-		eo.hi = tw->last && !tw->hi ? ~0ull : tw->hi;
+		if (!eo.hi)
+			eo.hi = tw->hi;
 	}
 	if (rk_export_perf_data(&eo, &es))
 		return 1;
@@ -111,6 +165,7 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw)
 			"ringkeeper: %llu samples and switches outside the time window left "
 			"out\n",
 			es.outside);
+	export_wraps_note(&wr, common);
 	export_crash_note(&es);
 	return 0;
 }
@@ -119,6 +174,7 @@ int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"                         [--time S,E | --last D] [--common-window]\n"
 		"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
 		"\n"
 		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
@@ -145,10 +201,18 @@ int cmd_export(int argc, char **argv)
 		"         (mappings, names, forks) goes whole\n"
 		"  --last DURATION\n"
 		"         only the last DURATION (500ms, 2s, 10m, 1h) before the newest switch\n"
+		"  --common-window\n"
+		"         only what lies where every thread's history is whole: from the latest\n"
+		"         first record of a buffer whose ring wrapped (overwrote its oldest\n"
+		"         records) on. Without it, an export of wrapped rings says how many\n"
+		"         threads wrapped and from when all are whole (a busy thread's older\n"
+		"         samples are gone: perf report would count less for it than for a\n"
+		"         quiet one)\n"
 		"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
+		{ "common-window", no_argument, NULL, 'W' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -157,7 +221,7 @@ int cmd_export(int argc, char **argv)
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	const char *out = NULL;
-	int c, r, perfetto = 0;
+	int c, r, perfetto = 0, common = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
@@ -187,6 +251,9 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'W':
+			common = 1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -195,7 +262,12 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!out || optind != argc || (f.core && f.session)) {
+	if (!out) {
+		rk_err("export: no output: give --perf-data FILE (-o) or --perfetto FILE "
+		       "(ringkeeper export --help)");
+		return 2;
+	}
+	if (optind != argc || (f.core && f.session)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -207,7 +279,7 @@ int cmd_export(int argc, char **argv)
 		from_close(&f);
 		return 1;
 	}
-	r = perfetto ? export_perfetto(&f, out, &tw) : export_perf(&f, out, &tw);
+	r = perfetto ? export_perfetto(&f, out, &tw, common) : export_perf(&f, out, &tw, common);
 	from_close(&f);
 	return r;
 }

@@ -53,7 +53,14 @@ int cmd_pmu(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || (json && events)) {
+	if (optind != argc) {
+		rk_err("pmu: unexpected argument '%s': it takes no PMU name (it lists them all)",
+		       argv[optind]);
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (json && events) {
+		rk_err("pmu: give --json or --events, not both");
 		fputs(usage, stderr);
 		return 2;
 	}

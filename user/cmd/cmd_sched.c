@@ -15,50 +15,137 @@
 #include "timeline.h"
 #include "util.h"
 
+/* --sort, --by: a name of @names (n of them). Return: its index, or -1 (said). */
+static int pick(const char *opt, const char *arg, const char *const *names, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(arg, names[i]))
+			return i;
+	rk_err("%s: '%s' is not one of %s%s%s%s%s%s%s%s%s", opt, arg, names[0], n > 1 ? ", " : "",
+	       n > 1 ? names[1] : "", n > 2 ? ", " : "", n > 2 ? names[2] : "", n > 3 ? ", " : "",
+	       n > 3 ? names[3] : "", n > 4 ? ", " : "", n > 4 ? names[4] : "");
+	return -1;
+}
+
+/* sched's own options. Return: 1 taken, 0 not ours, -1 a bad value (said). */
+static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
+{
+	static const char *const sorts[] = { "tid", "on-cpu", "delay", "off-cpu", "runs" };
+	static const char *const bys[] = { "thread", "process", "comm" };
+	unsigned long long v;
+	int k;
+
+	switch (c) {
+	case 'j':
+		o->json = 1;
+		return 1;
+	case 'S':
+		k = pick("--sort", arg, sorts, 5);
+		if (k < 0)
+			return -1;
+		o->sort = k;
+		return 1;
+	case 'B':
+		k = pick("--by", arg, bys, 3);
+		if (k < 0)
+			return -1;
+		o->by = k;
+		return 1;
+	case 'N':
+		if (rk_parse_uint(arg, INT_MAX, &v) || !v) {
+			rk_err("--top: '%s' is not a number of rows (1 or more)", arg);
+			return -1;
+		}
+		o->top = v;
+		return 1;
+	case 'A':
+		o->all = 1;
+		return 1;
+	case 'W':
+		o->wide = 1;
+		return 1;
+	case 'H':
+		o->hist = 1;
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_sched(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper sched [--json] [--tid T | --pid P] [--root DIR]\n"
+		"Usage: ringkeeper sched [--json] [--sort KEY] [--top N] [--by thread|process|comm]\n"
+		"                        [--all] [--wide] [--hist] [--time S,E | --last D]\n"
+		"                        [--tid T | --pid P] [--root DIR]\n"
 		"                        [SESSION | --session S | --core CORE | --bundle FILE]\n"
 		"\n"
 		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
 		"ELF core dump's RINGKEEPER notes or a snapshot bundle (--core and --bundle\n"
 		"are the same option), like 'perf sched timehist -s', from each\n"
-		"thread's own history: runs on a CPU (a switch-in and its switch-out), total,\n"
-		"average and longest time on CPU; time off CPU by why the thread left it\n"
-		"(preempted: runnable, waiting for a CPU; sleeping; blocked: uninterruptible;\n"
-		"other: idle, stopped, or not recorded); the longest off-CPU gap; migrations\n"
-		"(a run on another CPU than the run before). Only what the ring still holds\n"
-		"counts: a history's first out and last in have one end and are left out.\n"
+		"thread's own history: runs on a CPU (a switch-in and its switch-out), time on\n"
+		"CPU; time off CPU by why the thread left it (preempted: runnable, waiting for\n"
+		"a CPU; sleeping; blocked: uninterruptible); scheduling delay (sch delay: of a\n"
+		"run, from the thread's first wakeup after it left the CPU, or from that\n"
+		"switch-out if it was preempted, to its switch-in; perf 6.1's 'perf sched\n"
+		"timehist' counts no delay after a preemption, so its sum is smaller). Only\n"
+		"what the ring still holds counts: a history's first out and last in have one\n"
+		"end and are left out.\n"
 		"A thread whose ring wrapped is marked '*'; the totals cover one window, where\n"
-		"every thread's history is whole.\n"
-		"  --json one JSON document: {\"threads\": [...], \"total\": {...}}, times in ns\n"
+		"every thread's history is whole, and count every thread.\n"
+		"  --json one JSON document: {\"threads\": [...], \"total\": {...}} (\"processes\" or\n"
+		"         \"comms\" with --by), times in ns\n"
+		"  --sort KEY  rows by tid (default: tid, pid or comm, as --by), on-cpu, delay\n"
+		"         (total scheduling delay), off-cpu (total off-CPU time) or runs, largest\n"
+		"         first\n"
+		"  --top N     only the first N rows (the totals still count every thread)\n"
+		"  --by thread|process|comm  one row per thread (default), per process, or per\n"
+		"         name (as perf sched latency's rows); a row's p99 is of all its delays\n"
+		"  --all  also the threads with no complete run in the window (left out and\n"
+		"         counted in a note otherwise)\n"
+		"  --wide every column (also average and longest run, other off-CPU time:\n"
+		"         idle, stopped, dead or not recorded; the longest off-CPU gap;\n"
+		"         migrations: a run on another CPU than the run before); the default\n"
+		"         table fits 120 columns\n"
+		"  --hist log2 histograms (usecs, as bcc's runqlat and cpudist print them) of\n"
+		"         scheduling delay, run length and off-CPU time by why, per row\n"
+		"         (with --json: a \"hist\" object in each row)\n"
 		"  --time START,END  only runs and off-CPU periods within it (seconds of the\n"
 		"         recorded clock, as show prints them; either may be left out)\n"
 		"  --last DURATION   only the last DURATION (500ms, 2s, 10m, 1h) before the\n"
 		"         newest event\n"
 		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
-		{ "json", no_argument, NULL, 'j' }, TWIN_LONGOPTS, FROM_LONGOPTS,
-		{ "help", no_argument, NULL, 'h' }, { 0 },
+		{ "json", no_argument, NULL, 'j' },
+		{ "sort", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'N' },
+		{ "by", required_argument, NULL, 'B' },
+		{ "all", no_argument, NULL, 'A' },
+		{ "wide", no_argument, NULL, 'W' },
+		{ "hist", no_argument, NULL, 'H' },
+		TWIN_LONGOPTS,
+		FROM_LONGOPTS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
+	struct rk_sched_opts o = { 0 };
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	struct rk_timeline tl;
-	int c, r, json = 0;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
 		if (!r)
 			r = twin_opt(&tw, c, optarg);
+		if (!r)
+			r = sched_opt(&o, c, optarg);
 		if (r < 0)
 			return 2;
 		if (r)
 			continue;
 		switch (c) {
-		case 'j':
-			json = 1;
-			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -89,7 +176,13 @@ int cmd_sched(int argc, char **argv)
 	if (r)
 		return 1;
 	twin_resolve(&tw, rk_sched_end(&tl));
-	rk_sched_print_window(stdout, &tl, json, tw.lo, tw.hi);
+	o.lo = tw.lo;
+	o.hi = tw.hi;
+	r = rk_sched_report(stdout, &tl, &o);
 	rk_timeline__free(&tl);
+	if (r) {
+		rk_err("sched: %s", strerror(-r));
+		return 1;
+	}
 	return 0;
 }

@@ -189,8 +189,34 @@ static void print_bundle_desc(const char *text)
  * show --core CORE [TID]: the buffers a core carries (no TID), or one of
  * them, read from the core alone.
  */
+/*
+ * --time/--last: what was left out, on stderr as export says it (also under
+ * --json, and when stdout is cut by head); and when the window reaches
+ * before the oldest record a wrapped ring still holds, that its start is
+ * not all there was.
+ */
+static void window_note(const struct rk_bufile *bf, const struct rk_show_counts *c)
+{
+	__u64 first;
+
+	if (!show_twin.set)
+		return;
+	fprintf(stderr, "ringkeeper: %llu of %llu records outside the time window left out\n",
+		c->outside, c->outside + c->records);
+	first = bf->ident->overwritten ? rk_first_time(bf) : 0;
+	if (first > show_twin.lo)
+		fprintf(stderr,
+			"ringkeeper: warning: the window starts before this thread's oldest record "
+			"still in its ring (%llu.%09llu; %llu records were overwritten): what it "
+			"recorded before that is gone\n",
+			(unsigned long long)(first / 1000000000ull),
+			(unsigned long long)(first % 1000000000ull),
+			(unsigned long long)bf->ident->overwritten);
+}
+
 static int show_from_core(const char *tid_s, int json)
 {
+	struct rk_show_counts counts = { 0 };
 	struct rk_core_bufs b;
 	const char *why = NULL;
 	unsigned long long tid;
@@ -259,10 +285,11 @@ static int show_from_core(const char *tid_s, int json)
 						why);
 			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
 			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
-					  tp_format_for(cb->name, &cb->bf, 0, &tpf), NULL,
+					  tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
 					  show_twin.lo, show_twin.hi) ?
 				    1 :
 				    0;
+			window_note(&cb->bf, &counts);
 			rk_symbols__free(syms);
 		}
 		break;
@@ -276,6 +303,7 @@ static int show_from_core(const char *tid_s, int json)
 
 int cmd_show(int argc, char **argv)
 {
+	struct rk_show_counts counts = { 0 };
 	static const char usage[] =
 		"Usage: ringkeeper show [--json] [--root DIR] [--session S] [-e EVENT] FILE|TID\n"
 		"       ringkeeper show --core CORE|--bundle FILE [-e EVENT] [TID]\n"
@@ -399,8 +427,9 @@ int cmd_show(int argc, char **argv)
 	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
 		syms = thread_symbols(path, bf);
 	twin_resolve(&show_twin, show_twin.last ? rk_show_end(bf) : 0);
-	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), NULL,
+	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), &counts,
 			    show_twin.lo, show_twin.hi);
+	window_note(bf, &counts);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);
 	if (err) {

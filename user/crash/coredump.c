@@ -1541,6 +1541,15 @@ int rk_cmd_coredump(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 2) {
+		rk_err("coredump: give one of --install, --uninstall and --status%s",
+		       argc > 2 ? ", alone" : "");
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--install") && strcmp(argv[1], "--uninstall") &&
+	    strcmp(argv[1], "--status")) {
+		rk_err("coredump: unknown option '%s': give --install, --uninstall or --status",
+		       argv[1]);
 		fputs(usage, stderr);
 		return 2;
 	}

@@ -6,6 +6,7 @@
  * in). A history's first out, or last in, has only one end: not counted.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "schedsum.h"
@@ -32,8 +33,8 @@ static int grow_push(__u64 **d, size_t *n, size_t *cap, __u64 v)
  * delays into @s, each delay also appended to *@d. Return: 0, or -ENOMEM
  * if a delay could not be appended (the figures are whole; *@d is not).
  */
-static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s, __u64 **d,
-		size_t *n, size_t *cap)
+static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s,
+		struct rk_sched_hist *h, __u64 **d, size_t *n, size_t *cap)
 {
 	const struct rk_tl_event *in = NULL, *out = NULL;
 	__u64 ready = 0, delay = 0;
@@ -69,6 +70,8 @@ static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sche
 
 				s->off_ns[k] += dt;
 				s->offs[k]++;
+				if (h)
+					h->off[k][rk_hist_slot(dt / 1000)]++;
 				if (dt > s->max_off_ns)
 					s->max_off_ns = dt;
 			}
@@ -85,12 +88,16 @@ static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sche
 
 				s->runs++;
 				s->on_ns += dt;
+				if (h)
+					h->run[rk_hist_slot(dt / 1000)]++;
 				if (dt > s->max_on_ns)
 					s->max_on_ns = dt;
 				/* A run's delay counts with the run, as perf prints it. */
 				if (has_delay) {
 					s->delays++;
 					s->delay_ns += delay;
+					if (h)
+						h->delay[rk_hist_slot(delay / 1000)]++;
 					if (delay > s->max_delay_ns)
 						s->max_delay_ns = delay;
 					if (!err)
@@ -104,7 +111,7 @@ static int walk(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sche
 			in = NULL;
 		}
 	}
-	return 0;
+	return err;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -123,15 +130,33 @@ __u64 rk_sched_p99(__u64 *d, size_t n)
 	return d[(n * 99 + 99) / 100 - 1];
 }
 
-int rk_sched_sum_window_into(const struct rk_tl_thread *t, __u64 lo, __u64 hi,
-			     struct rk_sched_sum *s, __u64 **d, size_t *n, size_t *cap)
+int rk_hist_slot(__u64 v)
+{
+	int i = 0;
+
+	/* bcc's bpf_log2l(v): floor(log2(v)) + 1, and 0 and 1 share slot 1. */
+	while (v > 1) {
+		v >>= 1;
+		i++;
+	}
+	return i + 1;
+}
+
+int rk_sched_sum_hist(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s,
+		      struct rk_sched_hist *h, __u64 **d, size_t *n, size_t *cap)
 {
 	size_t first = *n;
-	int err = walk(t, lo, hi, s, d, n, cap);
+	int err = walk(t, lo, hi, s, h, d, n, cap);
 
 	/* No memory for the p99: the rest. */
 	s->p99_delay_ns = err || *n == first ? 0 : rk_sched_p99(*d + first, *n - first);
 	return err;
+}
+
+int rk_sched_sum_window_into(const struct rk_tl_thread *t, __u64 lo, __u64 hi,
+			     struct rk_sched_sum *s, __u64 **d, size_t *n, size_t *cap)
+{
+	return rk_sched_sum_hist(t, lo, hi, s, NULL, d, n, cap);
 }
 
 void rk_sched_sum_window(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_sum *s)
@@ -165,6 +190,35 @@ __u64 rk_sched_window(const struct rk_timeline *tl, size_t *nwrapped)
 	}
 	return lo;
 }
+
+/* ---- the report: rows of threads, processes or comms; sorted, cut, printed ---- */
+
+/* One row: a thread, or a group of them (--by process|comm) laid next to each other. */
+struct row {
+	struct rk_sched_sum s; /* in the asked window */
+	struct rk_sched_hist *h; /* --hist: its histograms */
+	const struct rk_tl_thread *t; /* the thread; a group's first (its process's leader if seen) */
+	__u32 tgid;
+	size_t nthreads, nprocs, nwrapped;
+	unsigned long long overwritten;
+	size_t d0, dn; /* its delays: rowd[d0, d0 + dn) */
+	size_t seq; /* its place in group order (the ties' order) */
+};
+
+/* What one report holds while it is built. */
+struct report {
+	const struct rk_timeline *tl;
+	const struct rk_sched_opts *o;
+	const struct rk_tl_thread **order; /* the threads, grouped */
+	struct row *rows;
+	size_t nrows, shown, no_runs;
+	__u64 *rowd, *alld; /* the rows' delays; the totals' (when their window differs) */
+	size_t nrowd, caprowd, nalld, capalld;
+	struct rk_sched_sum tot;
+	__u64 lo, first, last; /* the totals' window */
+	size_t nwrapped;
+	int dfail;
+};
 
 static void ms(FILE *out, unsigned long long ns, int width)
 {
@@ -213,10 +267,214 @@ static void add(struct rk_sched_sum *tot, const struct rk_sched_sum *s)
 	tot->delay_ns += s->delay_ns;
 	if (s->max_delay_ns > tot->max_delay_ns)
 		tot->max_delay_ns = s->max_delay_ns;
+	if (s->first_ns && (!tot->first_ns || s->first_ns < tot->first_ns))
+		tot->first_ns = s->first_ns;
+	if (s->last_ns > tot->last_ns)
+		tot->last_ns = s->last_ns;
 }
 
-/* A text row: its first three columns already printed, then @s's figures. */
-static void text_figures(FILE *out, const struct rk_sched_sum *s)
+static void add_hist(struct rk_sched_hist *to, const struct rk_sched_hist *h)
+{
+	int i, k;
+
+	for (i = 0; i < RK_HIST_SLOTS; i++) {
+		to->delay[i] += h->delay[i];
+		to->run[i] += h->run[i];
+		for (k = 0; k < RK_OFF_NR; k++)
+			to->off[k][i] += h->off[k][i];
+	}
+}
+
+static unsigned long long off_total(const struct rk_sched_sum *s)
+{
+	unsigned long long v = 0;
+	int k;
+
+	for (k = 0; k < RK_OFF_NR; k++)
+		v += s->off_ns[k];
+	return v;
+}
+
+/* Threads in the order their rows group them: by tid; tgid, tid; comm, tgid, tid. */
+static int group_cmp(const void *a, const void *b, void *arg)
+{
+	const struct rk_tl_thread *x = *(const struct rk_tl_thread *const *)a;
+	const struct rk_tl_thread *y = *(const struct rk_tl_thread *const *)b;
+	int by = *(const int *)arg, c;
+
+	if (by == RK_SCHED_BY_COMM && (c = strncmp(x->id.comm, y->id.comm, RK_COMM_LEN)))
+		return c;
+	if (by != RK_SCHED_BY_THREAD && x->id.tgid != y->id.tgid)
+		return x->id.tgid < y->id.tgid ? -1 : 1;
+	return x->id.tid < y->id.tid ? -1 : x->id.tid > y->id.tid;
+}
+
+static int same_group(const struct report *r, const struct rk_tl_thread *a,
+		      const struct rk_tl_thread *b)
+{
+	if (r->o->by == RK_SCHED_BY_PROCESS)
+		return a->id.tgid == b->id.tgid;
+	if (r->o->by == RK_SCHED_BY_COMM)
+		return !strncmp(a->id.comm, b->id.comm, RK_COMM_LEN);
+	return 0;
+}
+
+/*
+ * Step 1: every thread's figures, in group order: the row window's into
+ * its row (delays into rowd, contiguous per group), the totals' window's
+ * into the totals. Return: 0 or -ENOMEM.
+ */
+static int sum_rows(struct report *r)
+{
+	const struct rk_sched_opts *o = r->o;
+	size_t i, n = r->tl->nthreads;
+	int by = o->by;
+
+	r->order = calloc(n ? n : 1, sizeof(*r->order));
+	r->rows = calloc(n ? n : 1, sizeof(*r->rows));
+	if (!r->order || !r->rows)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		r->order[i] = &r->tl->threads[i];
+	qsort_r(r->order, n, sizeof(*r->order), group_cmp, &by);
+	for (i = 0; i < n; i++) {
+		const struct rk_tl_thread *t = r->order[i];
+		struct rk_sched_hist th, *hp = NULL;
+		struct rk_sched_sum s, w;
+		struct row *row;
+
+		if (o->hist) {
+			memset(&th, 0, sizeof(th));
+			hp = &th;
+		}
+		if (!r->nrows || !same_group(r, r->rows[r->nrows - 1].t, t)) {
+			row = &r->rows[r->nrows++];
+			row->t = t;
+			row->tgid = t->id.tgid;
+			row->d0 = r->nrowd;
+			row->seq = r->nrows - 1;
+			if (o->hist && !(row->h = calloc(1, sizeof(*row->h))))
+				return -ENOMEM;
+		}
+		row = &r->rows[r->nrows - 1];
+		r->dfail |= !!rk_sched_sum_hist(t, o->lo, o->hi, &s, hp, &r->rowd, &r->nrowd,
+						&r->caprowd);
+		if (r->lo == o->lo)
+			w = s;
+		else
+			r->dfail |= !!rk_sched_sum_window_into(t, r->lo, o->hi, &w, &r->alld,
+							       &r->nalld, &r->capalld);
+		add(&r->tot, &w);
+		add(&row->s, &s);
+		if (hp)
+			add_hist(row->h, hp);
+		/* A process's row is named by its leader when the leader is there. */
+		if (t->id.tid == t->id.tgid && by == RK_SCHED_BY_PROCESS)
+			row->t = t;
+		if (row->nthreads && row->tgid != t->id.tgid)
+			row->nprocs++;
+		if (!row->nthreads)
+			row->nprocs = 1;
+		row->tgid = t->id.tgid;
+		row->nthreads++;
+		row->nwrapped += !!t->id.overwritten;
+		row->overwritten += t->id.overwritten;
+		row->dn = r->nrowd - row->d0;
+	}
+	return 0;
+}
+
+/* Step 2: each row's p99 (of its own delays), the totals'. */
+static void p99s(struct report *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nrows; i++) {
+		struct row *row = &r->rows[i];
+
+		row->s.p99_delay_ns = r->dfail ? 0 : rk_sched_p99(r->rowd + row->d0, row->dn);
+	}
+	if (r->dfail)
+		r->tot.p99_delay_ns = 0;
+	else if (r->lo == r->o->lo)
+		r->tot.p99_delay_ns = rk_sched_p99(r->rowd, r->nrowd);
+	else
+		r->tot.p99_delay_ns = rk_sched_p99(r->alld, r->nalld);
+}
+
+static unsigned long long sort_value(const struct row *x, int key)
+{
+	switch (key) {
+	case RK_SCHED_SORT_ONCPU:
+		return x->s.on_ns;
+	case RK_SCHED_SORT_DELAY:
+		return x->s.delay_ns;
+	case RK_SCHED_SORT_OFFCPU:
+		return off_total(&x->s);
+	case RK_SCHED_SORT_RUNS:
+		return x->s.runs;
+	}
+	return 0;
+}
+
+/* Largest first; ties (and --sort tid) in group order. */
+static int row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct row *x = a, *y = b;
+	int key = *(const int *)arg;
+	unsigned long long vx = sort_value(x, key), vy = sort_value(y, key);
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * Step 3: rows with no run left out (unless --all), the rest sorted, the
+ * first --top of them shown.
+ */
+static void cut_rows(struct report *r)
+{
+	size_t i, k = 0;
+	int key = r->o->sort;
+
+	for (i = 0; i < r->nrows; i++) {
+		if (!r->o->all && !r->rows[i].s.runs) {
+			free(r->rows[i].h);
+			r->no_runs++;
+			continue;
+		}
+		r->rows[k++] = r->rows[i];
+	}
+	r->nrows = k;
+	qsort_r(r->rows, r->nrows, sizeof(*r->rows), row_cmp, &key);
+	r->shown = r->o->top && r->o->top < r->nrows ? r->o->top : r->nrows;
+}
+
+/* The name in a row's first column: its thread's (a group's: its leader's) comm, clean. */
+static void row_comm(const struct row *row, char *comm, size_t n)
+{
+	snprintf(comm, n, "%.*s", RK_COMM_LEN - 1, row->t->id.comm);
+	rk_strip_controls(comm);
+}
+
+/* The first three columns' headings, by what a row is. */
+static void heads(const struct rk_sched_opts *o, const char **a, const char **b)
+{
+	*a = o->by == RK_SCHED_BY_THREAD ? "tid" : o->by == RK_SCHED_BY_PROCESS ? "pid" : "procs";
+	*b = o->by == RK_SCHED_BY_THREAD ? "tgid" : "threads";
+}
+
+static void row_ids(const struct rk_sched_opts *o, const struct row *row, unsigned *a, size_t *b)
+{
+	*a = o->by == RK_SCHED_BY_THREAD  ? row->t->id.tid :
+	     o->by == RK_SCHED_BY_PROCESS ? row->tgid :
+					    (unsigned)row->nprocs;
+	*b = o->by == RK_SCHED_BY_THREAD ? row->t->id.tgid : row->nthreads;
+}
+
+/* The wide table (--wide): every column, as before issue 42. */
+static void text_wide_figures(FILE *out, const struct rk_sched_sum *s)
 {
 	fprintf(out, " %7llu", s->runs);
 	ms(out, s->on_ns, 11);
@@ -236,11 +494,363 @@ static void text_figures(FILE *out, const struct rk_sched_sum *s)
 	ms(out, s->p99_delay_ns, 9);
 }
 
-/* The history column: the span in seconds, '*' if the ring wrapped (the span is all there is). */
-static void text_history(FILE *out, __u64 first, __u64 last, int wrapped)
+/* The default table: at most 120 columns. */
+static void text_figures(FILE *out, const struct rk_sched_sum *s)
 {
-	fprintf(out, " %9.3f%s\n", last > first ? (double)(last - first) / 1e9 : 0.0,
+	fprintf(out, " %6llu", s->runs);
+	ms(out, s->on_ns, 10);
+	ms(out, s->off_ns[RK_OFF_PREEMPTED], 10);
+	ms(out, s->off_ns[RK_OFF_SLEEPING], 10);
+	ms(out, s->off_ns[RK_OFF_BLOCKED], 10);
+	ms(out, s->delays ? s->delay_ns / s->delays : 0, 9);
+	ms(out, s->max_delay_ns, 8);
+	ms(out, s->p99_delay_ns, 8);
+}
+
+/* The history column: the span in seconds, '*' if a ring wrapped (the span is all there is). */
+static void text_history(FILE *out, int wide, __u64 first, __u64 last, int wrapped)
+{
+	fprintf(out, " %*.3f%s\n", wide ? 9 : 8, last > first ? (double)(last - first) / 1e9 : 0.0,
 		wrapped ? "*" : "");
+}
+
+static void text_head(FILE *out, const struct rk_sched_opts *o)
+{
+	const char *a, *b;
+
+	heads(o, &a, &b);
+	if (o->wide)
+		fprintf(out,
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
+			"%10s\n"
+			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
+			"%10s\n",
+			"comm", a, b, "runs", "on-CPU", "avg", "max", "preempted", "sleeping",
+			"blocked", "other", "longest off", "migr", "sch delay", "max", "p99",
+			"history", "", "", "", "", "(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)",
+			"(ms, off)", "(ms, off)", "(ms)", "", "(ms, avg)", "(ms)", "(ms)", "(s)");
+	else
+		fprintf(out,
+			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n"
+			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n",
+			"comm", a, b, "runs", "on-CPU", "preempted", "sleeping", "blocked",
+			"sch delay", "max", "p99", "history", "", "", "", "", "(ms)", "(ms, off)",
+			"(ms, off)", "(ms, off)", "avg (ms)", "(ms)", "(ms)", "(s)");
+}
+
+static void text_row(FILE *out, const struct rk_sched_opts *o, const struct row *row)
+{
+	char comm[RK_COMM_LEN];
+	unsigned a;
+	size_t b;
+
+	row_comm(row, comm, sizeof(comm));
+	row_ids(o, row, &a, &b);
+	if (o->wide) {
+		fprintf(out, "%-16s %8u %8zu", comm, a, b);
+		text_wide_figures(out, &row->s);
+	} else {
+		fprintf(out, "%-15s %7u %7zu", comm, a, b);
+		text_figures(out, &row->s);
+	}
+	text_history(out, o->wide, row->s.first_ns, row->s.last_ns, !!row->nwrapped);
+}
+
+/* One log2 histogram as bcc prints it (table.py _print_log2_hist, 40 stars). */
+static void hist_print(FILE *out, const __u64 *v, const char *unit)
+{
+	int i, idx_max = -1, wide, stars;
+	__u64 vmax = 0;
+
+	for (i = 0; i < RK_HIST_SLOTS; i++) {
+		if (v[i])
+			idx_max = i;
+		if (v[i] > vmax)
+			vmax = v[i];
+	}
+	if (idx_max <= 0)
+		return;
+	wide = idx_max > 32;
+	stars = wide ? 20 : 40;
+	fprintf(out,
+		wide ? "               %-29s : count     distribution\n" :
+		       "     %-19s : count     distribution\n",
+		unit);
+	for (i = 1; i <= idx_max; i++) {
+		unsigned long long low = (1ull << i) >> 1, high = (1ull << i) - 1;
+		int n = (int)(stars * v[i] / vmax), j;
+
+		if (low == high)
+			low--;
+		fprintf(out, wide ? "%20llu -> %-20llu : %-8llu |" : "%10llu -> %-10llu : %-8llu |",
+			low, high, (unsigned long long)v[i]);
+		for (j = 0; j < stars; j++)
+			fputc(j < n ? '*' : ' ', out);
+		fputs("|\n", out);
+	}
+}
+
+static void text_hists(FILE *out, const struct rk_sched_opts *o, const struct row *row)
+{
+	char comm[RK_COMM_LEN];
+	int k;
+
+	row_comm(row, comm, sizeof(comm));
+	if (o->by == RK_SCHED_BY_THREAD)
+		fprintf(out, "\ntid %u %s (pid %u)", row->t->id.tid, comm, row->tgid);
+	else if (o->by == RK_SCHED_BY_PROCESS)
+		fprintf(out, "\npid %u %s (%zu threads)", row->tgid, comm, row->nthreads);
+	else
+		fprintf(out, "\ncomm %s (%zu threads)", comm, row->nthreads);
+	fprintf(out, ": %llu runs, %llu with a scheduling delay\n", row->s.runs, row->s.delays);
+	if (row->s.delays) {
+		fprintf(out, "scheduling delay:\n");
+		hist_print(out, row->h->delay, "usecs");
+	}
+	if (row->s.runs) {
+		fprintf(out, "run length (on CPU):\n");
+		hist_print(out, row->h->run, "usecs");
+	}
+	for (k = 0; k < RK_OFF_NR; k++) {
+		if (!row->s.offs[k])
+			continue;
+		fprintf(out, "off CPU, %s:\n", rk_offcpu_name(k));
+		hist_print(out, row->h->off[k], "usecs");
+	}
+}
+
+/* A histogram in JSON: element k counts values in [2^k, 2^(k+1)) us (element 0 also 0). */
+static void json_slots(FILE *out, const __u64 *v)
+{
+	int i, idx_max = 0;
+
+	for (i = 1; i < RK_HIST_SLOTS; i++)
+		if (v[i])
+			idx_max = i;
+	fputc('[', out);
+	for (i = 1; i <= idx_max; i++)
+		fprintf(out, "%s%llu", i > 1 ? "," : "", (unsigned long long)v[i]);
+	fputc(']', out);
+}
+
+static void json_hist(FILE *out, const struct rk_sched_hist *h)
+{
+	int k;
+
+	fprintf(out, ",\"hist\":{\"unit\":\"us\",\"sch_delay\":");
+	json_slots(out, h->delay);
+	fprintf(out, ",\"run\":");
+	json_slots(out, h->run);
+	fprintf(out, ",\"off_cpu\":{");
+	for (k = 0; k < RK_OFF_NR; k++) {
+		fprintf(out, "%s\"%s\":", k ? "," : "", rk_offcpu_name(k));
+		json_slots(out, h->off[k]);
+	}
+	fprintf(out, "}}");
+}
+
+static void json_row(FILE *out, const struct rk_sched_opts *o, const struct row *row)
+{
+	const struct rk_tl_thread *t = row->t;
+
+	if (o->by == RK_SCHED_BY_THREAD)
+		fprintf(out, "{\"tid\":%u,\"tgid\":%u,\"comm\":", t->id.tid, t->id.tgid);
+	else if (o->by == RK_SCHED_BY_PROCESS)
+		fprintf(out, "{\"tgid\":%u,\"threads\":%zu,\"comm\":", row->tgid, row->nthreads);
+	else
+		fprintf(out, "{\"processes\":%zu,\"threads\":%zu,\"comm\":", row->nprocs,
+			row->nthreads);
+	rk_json_str(out, t->id.comm);
+	fprintf(out, ",");
+	json_sum(out, &row->s);
+	fprintf(out, ",\"first_ns\":%llu,\"last_ns\":%llu,", (unsigned long long)row->s.first_ns,
+		(unsigned long long)row->s.last_ns);
+	if (o->by == RK_SCHED_BY_THREAD) {
+		fprintf(out, "\"wrapped\":%s,\"overwritten\":%llu,\"state\":",
+			row->nwrapped ? "true" : "false", row->overwritten);
+		rk_json_str(out, rk_thread_state_name(t->id.state));
+	} else {
+		fprintf(out, "\"wrapped_threads\":%zu,\"overwritten\":%llu", row->nwrapped,
+			row->overwritten);
+	}
+	if (row->h)
+		json_hist(out, row->h);
+	fputc('}', out);
+}
+
+static const char *const by_names[] = { "thread", "process", "comm" };
+static const char *const sort_names[] = { "tid", "on-cpu", "delay", "off-cpu", "runs" };
+
+/* Step 4: the document, or the table (or histograms) and its notes. */
+static void print_json(FILE *out, struct report *r)
+{
+	static const char *const arrays[] = { "threads", "processes", "comms" };
+	size_t i;
+
+	fprintf(out, "{\"%s\":[", arrays[r->o->by]);
+	for (i = 0; i < r->shown; i++) {
+		if (i)
+			fputc(',', out);
+		json_row(out, r->o, &r->rows[i]);
+	}
+	fprintf(out, "],\"total\":{\"threads\":%zu,", r->tl->nthreads);
+	json_sum(out, &r->tot);
+	fprintf(out,
+		",\"window\":{\"first_ns\":%llu,\"last_ns\":%llu},\"wrapped_threads\":%zu,"
+		"\"by\":\"%s\",\"sort\":\"%s\",\"rows\":%zu,\"left_out\":{\"no_runs\":%zu,"
+		"\"past_top\":%zu}}}\n",
+		(unsigned long long)r->first, (unsigned long long)r->last, r->nwrapped,
+		by_names[r->o->by], sort_names[r->o->sort], r->shown, r->no_runs,
+		r->nrows - r->shown);
+}
+
+/* A note under the table, "# " and words wrapped to fit 120 columns. */
+static void __attribute__((format(printf, 2, 3))) note(FILE *out, const char *fmt, ...)
+{
+	char buf[1024], *p = buf;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	while (*p) {
+		size_t n = strlen(p), cut = n;
+
+		if (n > 116) {
+			for (cut = 116; cut > 0 && p[cut] != ' '; cut--)
+				;
+			if (!cut)
+				cut = 116;
+		}
+		fprintf(out, "%s%.*s\n", p == buf ? "# " : "#   ", (int)cut, p);
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+static void text_notes(FILE *out, const struct report *r)
+{
+	const struct rk_sched_opts *o = r->o;
+
+	if (r->nrows > r->shown)
+		note(out, "the first %zu of %zu rows by %s (--top); the total is of all", r->shown,
+		     r->nrows, sort_names[o->sort]);
+	if (r->no_runs)
+		note(out,
+		     "%zu thread%s with no complete run left out (--all shows them); the "
+		     "total counts them",
+		     r->no_runs, r->no_runs == 1 ? "" : "s");
+	if (r->nwrapped)
+		note(out,
+		     "*: %zu thread%s ring wrapped: %s row covers only the history shown (its "
+		     "older runs were overwritten; perf, which saw them, counts more); the total "
+		     "covers the last %.3f s, where every thread's history is whole",
+		     r->nwrapped, r->nwrapped == 1 ? "'s" : "s'", r->nwrapped == 1 ? "its" : "each",
+		     (double)(r->last - r->first) / 1e9);
+	if (!r->tot.wakeups && r->tot.runs)
+		note(out, "sch delay: no wakeups in these histories (`record --wakeups` records "
+			  "them): only the waits after a preemption are counted");
+	else if (r->tot.delays)
+		note(out, "%s", RK_SCHED_DELAY_DEF);
+	if (r->tot.offs[RK_OFF_UNKNOWN])
+		note(out,
+		     "%llu off-CPU periods of unknown state: recorded by a ringkeeper that "
+		     "did not keep it (before December 2026)",
+		     r->tot.offs[RK_OFF_UNKNOWN]);
+}
+
+static void print_text(FILE *out, struct report *r)
+{
+	const struct rk_sched_opts *o = r->o;
+	size_t i;
+
+	if (o->hist) {
+		for (i = 0; i < r->shown; i++)
+			text_hists(out, o, &r->rows[i]);
+		if (r->shown)
+			fputc('\n', out);
+		text_notes(out, r);
+		return;
+	}
+	text_head(out, o);
+	for (i = 0; i < r->shown; i++)
+		text_row(out, o, &r->rows[i]);
+	if (o->wide) {
+		fprintf(out, "%-16s %8s %8zu", "total", "threads:", r->tl->nthreads);
+		text_wide_figures(out, &r->tot);
+	} else {
+		char n[32];
+
+		snprintf(n, sizeof(n), "%zu threads", r->tl->nthreads);
+		fprintf(out, "%-15s %15s", "total", n);
+		text_figures(out, &r->tot);
+	}
+	text_history(out, o->wide, r->first, r->last, 0);
+	text_notes(out, r);
+}
+
+/* The totals' window, as said: from the latest wrapped start (or --time's) to the end. */
+static void window(struct report *r)
+{
+	__u64 first = r->tot.first_ns, last = r->tot.last_ns;
+
+	if (!first || first > last)
+		first = last = 0;
+	if (r->lo > first)
+		first = r->lo;
+	if (r->o->hi < last)
+		last = r->o->hi;
+	if (first > last)
+		first = last;
+	r->first = first;
+	r->last = last;
+}
+
+int rk_sched_report(FILE *out, const struct rk_timeline *tl, const struct rk_sched_opts *o)
+{
+	struct report r = { .tl = tl, .o = o };
+	size_t i;
+	int err;
+
+	/*
+	 * A thread whose ring wrapped lost its oldest runs: the totals cover
+	 * only the time every thread's history is whole in, not a mix of
+	 * windows (its rows: its own, marked).
+	 */
+	r.lo = rk_sched_window(tl, &r.nwrapped);
+	if (o->lo > r.lo)
+		r.lo = o->lo;
+	err = sum_rows(&r);
+	if (err)
+		goto out;
+	p99s(&r);
+	cut_rows(&r);
+	window(&r);
+	if (o->json)
+		print_json(out, &r);
+	else
+		print_text(out, &r);
+out:
+	for (i = 0; i < r.nrows; i++)
+		free(r.rows[i].h);
+	free(r.rows);
+	free(r.order);
+	free(r.rowd);
+	free(r.alld);
+	return err;
+}
+
+void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
+{
+	rk_sched_print_window(out, tl, json, 0, ~0ull);
+}
+
+void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __u64 from, __u64 to)
+{
+	struct rk_sched_opts o = { .json = json, .all = 1, .lo = from, .hi = to };
+
+	rk_sched_report(out, tl, &o);
 }
 
 __u64 rk_sched_end(const struct rk_timeline *tl)
@@ -254,118 +864,81 @@ __u64 rk_sched_end(const struct rk_timeline *tl)
 	return end;
 }
 
-void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json)
+/* ---- top: each thread's last window ---- */
+
+static __u64 overlap(__u64 a, __u64 b, __u64 lo, __u64 hi)
 {
-	rk_sched_print_window(out, tl, json, 0, ~0ull);
+	if (a < lo)
+		a = lo;
+	if (b > hi)
+		b = hi;
+	return b > a ? b - a : 0;
 }
 
-void rk_sched_print_window(FILE *out, const struct rk_timeline *tl, int json, __u64 from, __u64 to)
+void rk_sched_now(const struct rk_tl_thread *t, __u64 lo, __u64 hi, struct rk_sched_now *n)
 {
-	struct rk_sched_sum tot = { 0 }, s, w;
-	__u64 first = ~0ull, last = 0, lo;
-	size_t i, nwrapped, nall = 0, capall = 0;
-	__u64 *all = NULL;
-	int dfail = 0;
+	__u64 in = 0, ready = 0;
+	int seen_in = 0;
+	size_t i;
 
-	/*
-	 * A thread whose ring wrapped lost its oldest runs: the totals cover
-	 * only the time every thread's history is whole in, not a mix of
-	 * windows (its rows: its own, marked).
-	 */
-	lo = rk_sched_window(tl, &nwrapped);
-	if (from > lo)
-		lo = from;
-	if (json)
-		fprintf(out, "{\"threads\":[");
-	else
-		fprintf(out,
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
-			"%10s\n"
-			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
-			"%10s\n",
-			"comm", "tid", "tgid", "runs", "on-CPU", "avg", "max", "preempted",
-			"sleeping", "blocked", "other", "longest off", "migr", "sch delay", "max",
-			"p99", "history", "", "", "", "", "(ms)", "(ms)", "(ms)", "(ms, off)",
-			"(ms, off)", "(ms, off)", "(ms, off)", "(ms)", "", "(ms, avg)", "(ms)",
-			"(ms)", "(s)");
-	for (i = 0; i < tl->nthreads; i++) {
-		const struct rk_tl_thread *t = &tl->threads[i];
-		char comm[RK_COMM_LEN];
+	memset(n, 0, sizeof(*n));
+	n->state = RK_NOW_UNKNOWN;
+	for (i = 0; i < t->nev && t->ev[i].time <= hi; i++) {
+		const struct rk_tl_event *e = &t->ev[i];
 
-		/*
-		 * The totals' window is the row's unless a wrapped history starts
-		 * later; the totals' p99 is of every thread's delays in it.
-		 */
-		if (lo == from) {
-			dfail |= !!rk_sched_sum_window_into(t, from, to, &s, &all, &nall, &capall);
-			w = s;
-		} else {
-			rk_sched_sum_window(t, from, to, &s);
-			dfail |= !!rk_sched_sum_window_into(t, lo, to, &w, &all, &nall, &capall);
+		if (e->kind == RK_TL_WAKEUP) {
+			if (!ready)
+				ready = e->time;
+			if (n->state != RK_NOW_RUNNING)
+				n->state = RK_NOW_RUNNABLE;
+		} else if (e->kind == RK_TL_IN) {
+			if (e->time >= lo) {
+				n->runs++;
+				if (ready && ready <= e->time) {
+					n->delay_ns += e->time - ready;
+					if (e->time - ready > n->max_delay_ns)
+						n->max_delay_ns = e->time - ready;
+				}
+			}
+			in = e->time;
+			seen_in = 1;
+			ready = 0;
+			n->state = RK_NOW_RUNNING;
+		} else if (e->kind == RK_TL_OUT) {
+			enum rk_offcpu k = rk_offcpu_of(e->arg);
+
+			if (seen_in)
+				n->on_ns += overlap(in, e->time, lo, hi);
+			seen_in = 0;
+			ready = k == RK_OFF_PREEMPTED ? e->time : 0;
+			n->state = k == RK_OFF_PREEMPTED ? RK_NOW_RUNNABLE : (int)k + RK_NOW_OFF;
+		} else if (e->kind == RK_TL_EXIT || e->kind == RK_TL_CRASH) {
+			n->state = RK_NOW_EXITED;
 		}
-		add(&tot, &w);
-		if (s.first_ns && s.first_ns < first)
-			first = s.first_ns;
-		if (s.last_ns > last)
-			last = s.last_ns;
-		if (json) {
-			fprintf(out, "%s{\"tid\":%u,\"tgid\":%u,\"comm\":", i ? "," : "", t->id.tid,
-				t->id.tgid);
-			rk_json_str(out, t->id.comm);
-			fprintf(out, ",");
-			json_sum(out, &s);
-			fprintf(out,
-				",\"first_ns\":%llu,\"last_ns\":%llu,\"wrapped\":%s,"
-				"\"overwritten\":%llu,\"state\":",
-				(unsigned long long)s.first_ns, (unsigned long long)s.last_ns,
-				t->id.overwritten ? "true" : "false",
-				(unsigned long long)t->id.overwritten);
-			rk_json_str(out, rk_thread_state_name(t->id.state));
-			fprintf(out, "}");
-			continue;
-		}
-		/* A comm is the thread's to choose: no control characters in our table. */
-		snprintf(comm, sizeof(comm), "%s", t->id.comm);
-		rk_strip_controls(comm);
-		fprintf(out, "%-16s %8u %8u", comm, t->id.tid, t->id.tgid);
-		text_figures(out, &s);
-		text_history(out, s.first_ns, s.last_ns, !!t->id.overwritten);
 	}
-	tot.p99_delay_ns = dfail ? 0 : rk_sched_p99(all, nall);
-	free(all);
-	if (first > last)
-		first = last = 0;
-	if (lo > first)
-		first = lo;
-	if (to < last)
-		last = to;
-	if (first > last)
-		first = last;
-	if (json) {
-		fprintf(out, "],\"total\":{\"threads\":%zu,", tl->nthreads);
-		json_sum(out, &tot);
-		fprintf(out,
-			",\"window\":{\"first_ns\":%llu,\"last_ns\":%llu},\"wrapped_threads\":%zu}}\n",
-			(unsigned long long)first, (unsigned long long)last, nwrapped);
-		return;
+	/* Still on CPU at the window's end: its run so far. */
+	if (seen_in && n->state == RK_NOW_RUNNING)
+		n->on_ns += overlap(in, hi, lo, hi);
+	/* Waiting for a CPU now: its delay so far (a late thread shows before it runs). */
+	if (ready && n->state == RK_NOW_RUNNABLE && hi > ready) {
+		n->delay_ns += overlap(ready, hi, lo, hi);
+		if (hi - ready > n->max_delay_ns)
+			n->max_delay_ns = hi - ready;
 	}
-	fprintf(out, "%-16s %8s %8zu", "total", "threads:", tl->nthreads);
-	text_figures(out, &tot);
-	text_history(out, first, last, 0);
-	if (nwrapped)
-		fprintf(out,
-			"# *: %zu thread%s ring wrapped: %s row covers only the history shown (its "
-			"older runs were overwritten; perf, which saw them, counts more); the total "
-			"covers the last %.3f s, where every thread's history is whole\n",
-			nwrapped, nwrapped == 1 ? "'s" : "s'", nwrapped == 1 ? "its" : "each",
-			(double)(last - first) / 1e9);
-	if (!tot.wakeups && tot.runs)
-		fprintf(out,
-			"# sch delay: no wakeups in these histories (`record --wakeups` records "
-			"them): only the waits after a preemption are counted\n");
-	if (tot.offs[RK_OFF_UNKNOWN])
-		fprintf(out,
-			"# %llu off-CPU periods of unknown state: recorded by a ringkeeper that "
-			"did not keep it (before December 2026)\n",
-			tot.offs[RK_OFF_UNKNOWN]);
+	if (t->id.state != 0 && t->id.state != 1)
+		n->state = RK_NOW_EXITED;
+	n->active = n->runs || n->on_ns || n->delay_ns;
+}
+
+const char *rk_sched_now_state(int state)
+{
+	if (state == RK_NOW_RUNNING)
+		return "running";
+	if (state == RK_NOW_RUNNABLE)
+		return "runnable";
+	if (state == RK_NOW_EXITED)
+		return "exited";
+	if (state >= RK_NOW_OFF && state < RK_NOW_OFF + RK_OFF_NR)
+		return rk_offcpu_name(state - RK_NOW_OFF);
+	return "-";
 }

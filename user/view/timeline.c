@@ -469,6 +469,7 @@ struct walk_dir {
 static int walk_dir(struct walk_dir *wd, int must)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300];
+	size_t denied = 0;
 	struct dirent *de;
 	int err = 0;
 	DIR *d;
@@ -489,6 +490,12 @@ static int walk_dir(struct walk_dir *wd, int must)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		bf = rk_bufile__open(path, &msg);
+		if (!bf && errno == EACCES) {
+			/* Another user's threads: one line for them all, not one per file. */
+			denied++;
+			wd->tl->skipped++;
+			continue;
+		}
 		if (!bf) {
 			rk_warn("skipping %s: %s", path,
 				errno == EBADMSG && msg ? msg : strerror(errno));
@@ -501,6 +508,10 @@ static int walk_dir(struct walk_dir *wd, int must)
 			rk_warn("%s: records past a corrupt one are left out", path);
 	}
 	closedir(d);
+	if (denied)
+		rk_warn("skipping %zu file%s of %s: permission denied (other users' threads: "
+			"their files are readable by their users and root, docs/trust.md)",
+			denied, denied == 1 ? "" : "s", dir);
 	return err == -ENOMEM ? err : 0;
 }
 
@@ -723,4 +734,105 @@ void rk_timeline__free(struct rk_timeline *tl)
 	free(tl->str_slot);
 	free(tl->bids);
 	memset(tl, 0, sizeof(*tl));
+}
+
+/* The first record's time of a file (0: none timed). */
+struct first_time {
+	__u64 sample_type, time;
+};
+
+static int on_first(const struct perf_event_header *h, void *ctx)
+{
+	struct first_time *f = ctx;
+
+	f->time = rk_record_time(f->sample_type, h);
+	return f->time != 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+__u64 rk_first_time(const struct rk_bufile *bf)
+{
+	struct first_time f = { .sample_type = bf->pmu->attr.sample_type };
+
+	rk_bufile__for_each(bf, on_first, &f);
+	return f.time;
+}
+
+/* One wrapped file into @w: its thread, its first time. Return: 0 or -ENOMEM. */
+static int wrapped_file(struct rk_wraps *w, const struct rk_bufile *bf, __u32 **tids, size_t *cap)
+{
+	__u64 t = rk_first_time(bf);
+
+	w->files++;
+	if (t > w->whole_from)
+		w->whole_from = t;
+	if (grow((void **)tids, cap, w->files, sizeof(**tids)))
+		return -ENOMEM;
+	(*tids)[w->files - 1] = bf->ident->tid;
+	return 0;
+}
+
+/* Every buffer of one source directory. Return: 0 or -ENOMEM. */
+static int wraps_of_dir(struct rk_wraps *w, const char *dir, __u32 tid, __u32 pid, __u32 **tids,
+			size_t *cap)
+{
+	char path[PATH_MAX + 600];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	int err = 0;
+
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		struct rk_bufile *bf;
+
+		if (!buffer_name(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* What does not open was said by the load; here it is only not counted. */
+		bf = rk_bufile__open(path, NULL);
+		if (!bf)
+			continue;
+		if (wanted(bf, tid, pid) && bf->ident->overwritten)
+			err = wrapped_file(w, bf, tids, cap);
+		rk_bufile__free(bf);
+	}
+	closedir(d);
+	return err;
+}
+
+int rk_timeline__wraps(const char *session_dir, __u32 tid, __u32 pid, struct rk_wraps *w)
+{
+	char path[PATH_MAX + 300];
+	__u32 *tids = NULL;
+	struct dirent *de;
+	size_t cap = 0, i;
+	int err = 0;
+	DIR *d;
+
+	memset(w, 0, sizeof(*w));
+	d = opendir(session_dir);
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		/* The sideband's records have no thread's history to cut. */
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, RK_SIDEBAND_DIR))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", session_dir, de->d_name);
+		err = wraps_of_dir(w, path, tid, pid, &tids, &cap);
+	}
+	closedir(d);
+	if (!err && w->files) {
+		qsort(tids, w->files, sizeof(*tids), cmp_u32);
+		for (i = 0; i < w->files; i++)
+			w->threads += !i || tids[i] != tids[i - 1];
+	}
+	free(tids);
+	return err;
 }

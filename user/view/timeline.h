@@ -129,6 +129,26 @@ void rk_timeline__free(struct rk_timeline *tl);
  */
 unsigned long long rk_timeline__clip(struct rk_timeline *tl, __u64 lo, __u64 hi);
 
+/**
+ * struct rk_wraps - the buffers of a session whose rings wrapped (their
+ * oldest records overwritten): @files of them, of @threads threads; from
+ * @whole_from (the latest first record of such a file) on, every thread's
+ * every source is whole (0: none wrapped).
+ */
+struct rk_wraps {
+	__u64 whole_from;
+	size_t threads, files;
+};
+
+/**
+ * rk_timeline__wraps() - @w of @session_dir's sched and -e buffers of
+ * threads @tid / processes @pid (0: all). Return: 0, or -errno.
+ */
+int rk_timeline__wraps(const char *session_dir, __u32 tid, __u32 pid, struct rk_wraps *w);
+
+/** rk_first_time() - the time of @bf's oldest timed record still in its ring (0: none). */
+__u64 rk_first_time(const struct rk_bufile *bf);
+
 struct rk_symbols;
 struct rk_tp_format;
 

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cmd_top.c - ringkeeper top: a live view of a running session, each
+ * thread's last interval (on-CPU share, runs, scheduling delay, state now),
+ * refreshed, sorted, like perf top's screen (but recomputed from the files
+ * each time: no decay, every figure is of the last interval only).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "cmd.h"
+#include "schedsum.h"
+#include "timeline.h"
+#include "util.h"
+
+static volatile sig_atomic_t top_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+struct top_row {
+	const struct rk_tl_thread *t;
+	struct rk_sched_now n;
+};
+
+struct top_opts {
+	uint64_t every_ns; /* the interval, and the window shown */
+	unsigned long long count; /* refreshes (0: until interrupted) */
+	size_t top; /* rows (0: all, or what the terminal holds) */
+	int sort, all, batch;
+};
+
+static int top_cmp(const void *a, const void *b, void *arg)
+{
+	const struct top_row *x = a, *y = b;
+	int key = *(const int *)arg;
+	__u64 vx = 0, vy = 0;
+
+	if (key == RK_SCHED_SORT_ONCPU) {
+		vx = x->n.on_ns;
+		vy = y->n.on_ns;
+	} else if (key == RK_SCHED_SORT_DELAY) {
+		vx = x->n.delay_ns;
+		vy = y->n.delay_ns;
+	} else if (key == RK_SCHED_SORT_RUNS) {
+		vx = x->n.runs;
+		vy = y->n.runs;
+	}
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	return x->t->id.tid < y->t->id.tid ? -1 : x->t->id.tid > y->t->id.tid;
+}
+
+/* The rows the screen holds: its height less the header (all when not a terminal). */
+static size_t screen_rows(const struct top_opts *o)
+{
+	struct winsize ws;
+
+	if (o->top)
+		return o->top;
+	if (o->batch || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || ws.ws_row < 8)
+		return 0;
+	return ws.ws_row - 5;
+}
+
+/* One screen of @tl's window [@lo, @hi]. Return: 0 or -ENOMEM. */
+static int top_frame(const char *session, const struct rk_timeline *tl, __u64 lo, __u64 hi,
+		     int ended, const struct top_opts *o)
+{
+	struct top_row *rows = calloc(tl->nthreads ? tl->nthreads : 1, sizeof(*rows));
+	size_t i, n = 0, quiet = 0, max = screen_rows(o), ran = 0;
+	__u64 on = 0, delay = 0;
+	int key = o->sort;
+	char when[32] = "";
+
+	if (!rows)
+		return -ENOMEM;
+	for (i = 0; i < tl->nthreads; i++) {
+		struct top_row *r = &rows[n];
+
+		r->t = &tl->threads[i];
+		rk_sched_now(r->t, lo, hi, &r->n);
+		on += r->n.on_ns;
+		delay += r->n.delay_ns;
+		ran += r->n.runs || r->n.on_ns;
+		if (!r->n.active && !o->all) {
+			quiet++;
+			continue;
+		}
+		n++;
+	}
+	qsort_r(rows, n, sizeof(*rows), top_cmp, &key);
+	rk_fmt_utc(rk_now_real_ns(), "%H:%M:%S", when, sizeof(when));
+	if (!o->batch)
+		fputs("\033[H\033[2J", stdout);
+	printf("ringkeeper top: session %s%s, %s UTC, the last %.1f s%s\n"
+	       "%zu threads, %zu ran, %.3f s on CPU, %.3f s of scheduling delay\n",
+	       session, ended ? " (ended)" : "", when, (double)o->every_ns / 1e9,
+	       ended ? " it recorded" : "", tl->nthreads, ran, (double)on / 1e9,
+	       (double)delay / 1e9);
+	printf("%8s %8s %-16s %6s %6s %11s %11s  %s\n", "TID", "PID", "COMM", "%CPU", "RUNS",
+	       "DELAY (ms)", "MAX (ms)", "STATE");
+	for (i = 0; i < n && (!max || i < max); i++) {
+		const struct top_row *r = &rows[i];
+		char comm[RK_COMM_LEN];
+
+		snprintf(comm, sizeof(comm), "%.*s", RK_COMM_LEN - 1, r->t->id.comm);
+		rk_strip_controls(comm);
+		printf("%8u %8u %-16s %6.1f %6u %11.3f %11.3f  %s\n", r->t->id.tid, r->t->id.tgid,
+		       comm, 100.0 * (double)r->n.on_ns / (double)o->every_ns, r->n.runs,
+		       (double)r->n.delay_ns / 1e6, (double)r->n.max_delay_ns / 1e6,
+		       rk_sched_now_state(r->n.state));
+	}
+	if (i < n)
+		printf("# %zu more rows (--top N, or a taller terminal)\n", n - i);
+	if (quiet)
+		printf("# %zu threads neither ran nor waited for a CPU in it (--all lists them)\n",
+		       quiet);
+	fflush(stdout);
+	free(rows);
+	return 0;
+}
+
+/* The interval's window, and whether the session still records. */
+static void top_window(const char *dir, const struct rk_timeline *tl, const struct top_opts *o,
+		       __u64 *lo, __u64 *hi, int *ended)
+{
+	struct rk_session_stat st;
+
+	*ended = rk_session_stat_read(dir, &st) || !rk_session_alive(&st);
+	*hi = *ended ? rk_sched_end(tl) : rk_now_mono_ns();
+	*lo = *hi > o->every_ns ? *hi - o->every_ns : 0;
+}
+
+static int top_parse(int argc, char **argv, const char *usage, struct top_opts *o, struct from *f)
+{
+	static const struct option lo[] = {
+		{ "delay", required_argument, NULL, 'd' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "sort", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'N' },
+		{ "all", no_argument, NULL, 'A' },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "session", required_argument, NULL, 's' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const char *const sorts[] = { "tid", "on-cpu", "delay", "", "runs" };
+	unsigned long long v;
+	int c, i;
+
+	while ((c = getopt_long(argc, argv, "d:n:bs:r:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (rk_parse_duration_ns(optarg, &o->every_ns) ||
+			    o->every_ns < 100000000ull) {
+				rk_err("--delay: '%s' is not a duration of 100ms or more (500ms, 2s)",
+				       optarg);
+				return -1;
+			}
+			break;
+		case 'n':
+			if (rk_parse_uint(optarg, 1000000000, &v) || !v) {
+				rk_err("--count: '%s' is not a number of refreshes (1 or more)",
+				       optarg);
+				return -1;
+			}
+			o->count = v;
+			break;
+		case 'S':
+			for (i = 0; i < 5 && (!*sorts[i] || strcmp(optarg, sorts[i])); i++)
+				;
+			if (i == 5) {
+				rk_err("--sort: '%s' is not one of on-cpu, delay, runs, tid",
+				       optarg);
+				return -1;
+			}
+			o->sort = i;
+			break;
+		case 'N':
+			if (rk_parse_uint(optarg, 1000000, &v) || !v) {
+				rk_err("--top: '%s' is not a number of rows (1 or more)", optarg);
+				return -1;
+			}
+			o->top = v;
+			break;
+		case 'A':
+			o->all = 1;
+			break;
+		case 'b':
+			o->batch = 1;
+			break;
+		case 's':
+		case 'r':
+			from_opt(f, c, optarg);
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return -1;
+		}
+	}
+	if (optind < argc && !f->session)
+		f->session = argv[optind++];
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return -1;
+	}
+	return 1;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static const char usage[] =
+		"Usage: ringkeeper top [-d INTERVAL] [-n COUNT] [--sort KEY] [--top N] [--all]\n"
+		"                      [--batch] [--root DIR] [SESSION | --session S]\n"
+		"\n"
+		"A live view of a running session (default: the newest): each thread's last\n"
+		"INTERVAL, refreshed every INTERVAL, read from its files as sched reads them:\n"
+		"%CPU (its time on CPU in the interval: a run still going counts up to now),\n"
+		"RUNS (switch-ins), DELAY and MAX (the scheduling delay of those runs, and of a\n"
+		"wait for a CPU still going, as sched counts it), STATE now (running, runnable,\n"
+		"sleeping, blocked, idle, stopped, dead, exited). The files are written every\n"
+		"5 ms, so now is up to that late. Of an ended session, its last INTERVAL, once.\n"
+		"  -d, --delay INTERVAL  the interval (default 1s; 100ms or more)\n"
+		"  -n, --count COUNT     stop after COUNT refreshes (default: at Ctrl-C)\n"
+		"  --sort KEY   on-cpu (default), delay, runs or tid\n"
+		"  --top N      the first N rows (default: what the terminal holds)\n"
+		"  --all        also threads that neither ran nor waited in the interval\n"
+		"  -b, --batch  no screen clearing: each refresh printed after the last (as\n"
+		"               top -b; also when the output is not a terminal)\n"
+		"Exit status: 0, 1 no such session or an error, 2 usage.\n";
+	struct top_opts o = { .every_ns = 1000000000ull, .sort = RK_SCHED_SORT_ONCPU };
+	struct from f = { .root = RK_DEFAULT_ROOT };
+	unsigned long long k;
+	struct sigaction sa;
+	int r;
+
+	r = top_parse(argc, argv, usage, &o, &f);
+	if (r <= 0)
+		return r ? 2 : 0;
+	if (!isatty(STDOUT_FILENO))
+		o.batch = 1;
+	if (from_open(&f))
+		return 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (k = 0; !top_stop && (!o.count || k < o.count); k++) {
+		struct rk_timeline tl;
+		struct timespec ts;
+		__u64 lo, hi;
+		int ended;
+
+		if (k) {
+			ts.tv_sec = o.every_ns / 1000000000ull;
+			ts.tv_nsec = o.every_ns % 1000000000ull;
+			/* Ctrl-C ends the wait (EINTR) and the loop. */
+			nanosleep(&ts, NULL);
+			if (top_stop)
+				break;
+			if (o.batch)
+				putchar('\n');
+		}
+		r = rk_timeline__load(&tl, f.dir, 0, 0, 0);
+		if (r == -ENOENT) {
+			memset(&tl, 0, sizeof(tl));
+		} else if (r) {
+			return 1;
+		}
+		top_window(f.dir, &tl, &o, &lo, &hi, &ended);
+		r = top_frame(f.session ? f.session : strrchr(f.dir, '/') + 1, &tl, lo, hi, ended,
+			      &o);
+		rk_timeline__free(&tl);
+		if (r) {
+			rk_err("top: %s", strerror(-r));
+			return 1;
+		}
+		if (ended)
+			break;
+	}
+	return 0;
+}
