@@ -82,10 +82,10 @@ int rec_bpf_load(struct rk_rec *r)
 				 (__u32)((tids + RK_ASKED_PER - 1) / RK_ASKED_PER));
 	bpf_map__set_max_entries(r->skel->maps.creds,
 				 (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS));
-	bpf_map__set_max_entries(r->skel->maps.runnable,
-				 o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids :
-										 RK_CREDS_MAX_TIDS) :
-						    1);
+	bpf_map__set_max_entries(
+		r->skel->maps.runnable,
+		o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS) :
+				   1);
 	err = sw_size(r, o->ringbuf_size);
 	if (err)
 		return err;
@@ -342,10 +342,9 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 }
 
 const char *const rec_link_names[RK_NLINKS] = {
-	"link_sched_switch",  "link_fork",	     "link_exec",
-	"link_exit",	      "link_signal_deliver", "link_task_rename",
-	"link_cgroup_attach", "link_sched_waking",   "link_sched_wakeup_new",
-	"link_signal_generate"
+	"link_sched_switch",	 "link_fork",		"link_exec",	      "link_exit",
+	"link_signal_deliver",	 "link_task_rename",	"link_cgroup_attach", "link_sched_waking",
+	"link_sched_wakeup_new", "link_signal_generate"
 };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
