@@ -264,6 +264,17 @@ Test(cli, small_things_a_first_run_trips_over)
 	cr_assert_eq(count_of(s, "\n"), 2, "one line, then the status: %s", s);
 	cr_assert_not_null(strstr(s, "rc=0\n"), "%s", s);
 	free(s);
+
+	/* rm by that user: nothing removed, and said so (not "partly removed"), exit 1. */
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=65534 --regid=65534 --clear-groups %s rm --root %s kp 2>&1; "
+		 "echo rc=$?; test -d %s/kp && echo still there",
+		 rk_bin, root, root);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "nothing of session kp removed"), "%s", s);
+	cr_assert_null(strstr(s, "partly"), "%s", s);
+	cr_assert_not_null(strstr(s, "rc=1\nstill there"), "%s", s);
+	free(s);
 }
 
 /*
@@ -541,5 +552,55 @@ Test(cli, every_test_the_readme_and_guide_cite_exists)
 	cr_assert_eq(st, 0, "%s", s);
 	cr_assert_null(strstr(s, "missing"), "%s", s);
 	cr_assert_null(strstr(s, "cited 0\n"), "no test cited: %s", s);
+	free(s);
+}
+
+/* A recorded command with a newline is one line in stat and ls, the newline as \x0a. */
+Test(cli, stat_and_ls_print_a_multi_line_command_on_one_line)
+{
+	char *argv[] = { (char *)rk_bin, "record", "--root",	    root, "--session", "ml", "--",
+			 "/bin/sh",	 "-c",	   "true\necho hi", NULL };
+	char cmd[400], *s;
+	int rc = run_rk(argv, NULL, NULL);
+
+	cr_assert_eq(rc, 0);
+	snprintf(cmd, sizeof(cmd), "%s stat --root %s ml; %s ls --root %s ml", rk_bin, root, rk_bin,
+		 root);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(count_of(s, "command: /bin/sh -c true\\x0aecho hi\n"), 2, "%s", s);
+	cr_assert_null(strstr(s, "\necho hi"), "a raw newline:\n%s", s);
+	free(s);
+}
+
+/*
+ * Where the recorder cannot exempt itself from the OOM killer (no
+ * CAP_SYS_RESOURCE), record does not open with a warning about it: stat
+ * says it (oom_candidate), and -v once.
+ */
+Test(cli, the_oom_candidate_warning_is_in_stat_and_with_v_only)
+{
+	char *argv[] = { (char *)rk_bin, "record",    "--root", root, "--session", "o",
+			 "--",		 "/bin/true", NULL };
+	struct rk_session_stat st;
+	char *err = NULL, cmd[400], *s;
+	int rc;
+
+	rc = run_rk(argv, NULL, &err);
+	cr_assert_eq(rc, 0, "%s", err);
+	read_stat("o", &st);
+	if (!st.oom_candidate) {
+		free(err);
+		cr_skip_test("root here may lower oom_score_adj (CAP_SYS_RESOURCE): no warning to "
+			     "place");
+	}
+	cr_assert_null(strstr(err, "OOM killer"), "record warns without -v:\n%s", err);
+	free(err);
+	/* -v also prints libbpf's log: only the count of the warning is read. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s record -v --root %s --session o2 -- /bin/true 2>&1 >/dev/null | "
+		 "grep -c 'candidate of the OOM killer'",
+		 rk_bin, root);
+	s = sh_out(cmd, NULL);
+	cr_assert_str_eq(s, "1\n", "with -v, once: %s", s);
 	free(s);
 }

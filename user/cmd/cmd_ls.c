@@ -52,19 +52,6 @@ static const char *sess_state(const struct sess *s)
 						 "dead-loader";
 }
 
-/* The command as one line: bytes outside ' '..'~' (a newline) as \xNN. */
-static void print_command(const char *c)
-{
-	for (; *c; c++) {
-		unsigned char ch = (unsigned char)*c;
-
-		if (ch < ' ' || ch > '~' || ch == '\\')
-			printf("\\x%02x", ch);
-		else
-			putchar(ch);
-	}
-}
-
 /*
  * One session: a header (state, start, how long, threads, sources, command),
  * then a row per buffer file of every source. A file that cannot be read is
@@ -120,7 +107,7 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 		for (k = 0; k < nsrc; k++)
 			printf("%s%s", k ? "," : "", src[k]);
 		printf("\n  command: ");
-		print_command(s->have_stat ? s->st.command : "");
+		rk_put_line(stdout, s->have_stat ? s->st.command : "");
 		printf("\n  %8s %8s %-16s %-9s %-6s %-20s %10s %10s  %s\n", "TID", "TGID", "COMM",
 		       "STATE", "PINNED", "SOURCE", "BYTES", "RING", "FILE");
 	}

@@ -299,14 +299,21 @@ out:
 	return err;
 }
 
+/* What rm_one() removed so far, and the error it stopped at (nftw takes no context). */
+static unsigned long rm_removed;
+static int rm_errno;
+
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)ftw;
 	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) && errno != ENOENT) {
-		rk_warn("rm: cannot remove %s: %s", path, strerror(errno));
+		rm_errno = errno;
+		if (rm_removed)
+			rk_warn("rm: cannot remove %s: %s", path, strerror(errno));
 		return -1;
 	}
+	rm_removed++;
 	return 0;
 }
 
@@ -336,8 +343,18 @@ int rk_rm_session(const char *root, const char *name, int dry_run, int quiet)
 		return 0;
 	}
 	/* Depth first, never through a symlink, never off this file system. */
+	rm_removed = 0;
+	rm_errno = 0;
 	if (nftw(sdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT)) {
-		rk_err("rm: %s is only partly removed", sdir);
+		if (!rm_removed)
+			rk_err("rm: nothing of session %s removed: %s%s", name,
+			       strerror(rm_errno ? rm_errno : EIO),
+			       rm_errno == EACCES || rm_errno == EPERM ? " (its files are root's: run "
+									  "rm as root)" :
+									  "");
+		else
+			rk_err("rm: %s is only partly removed (%lu entries removed)", sdir,
+			       rm_removed);
 		return -EIO;
 	}
 	if (!quiet)

@@ -170,7 +170,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(snapshots, "snapshots written")                      \
 	X(snapshot_errors, "  snapshots not written (error)")  \
 	X(snapshot_bytes, "  their bytes")                     \
-	X(snapshots_removed, "  older snapshots removed")
+	X(snapshots_removed, "  older snapshots removed")      \
+	X(oom_candidate, "recorder an OOM-killer candidate")
 
 static void put_escaped(FILE *f, const char *s)
 {
@@ -433,7 +434,9 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 	}
 	fprintf(f, "session %s: %s, loader pid %u, target pid %u\n", name, state_name(st),
 		st->loader_pid, st->target_pid);
-	fprintf(f, "  command: %s\n", st->command);
+	fprintf(f, "  command: ");
+	rk_put_line(f, st->command);
+	fputc('\n', f);
 	if (st->nev)
 		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events,
 			st->nfds, rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));

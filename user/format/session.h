@@ -175,6 +175,8 @@ struct rk_session_stat {
 	__u64 snapshot_errors; /* bundles that could not be written */
 	__u64 snapshot_bytes; /* their bytes */
 	__u64 snapshots_removed; /* older bundles removed for --snapshot-max(-size) */
+	/* 1: the recorder's oom_score_adj could not be set to -1000 (0 in older stat files) */
+	__u64 oom_candidate;
 };
 
 /* rk_session_stat.trigger_flags */

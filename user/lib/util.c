@@ -227,6 +227,18 @@ char *rk_strip_controls(char *s)
 	return s;
 }
 
+void rk_put_line(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < ' ' || ch > '~' || ch == '\\')
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
 void rk_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);

@@ -58,6 +58,12 @@ int rk_parse_duration_ns(const char *s, uint64_t *ns);
  */
 char *rk_strip_controls(char *s);
 
+/**
+ * rk_put_line() - print @s on one line: every byte outside ' '..'~', and
+ * '\\', as \xNN (a recorded command line may hold newlines and escapes).
+ */
+void rk_put_line(FILE *f, const char *s);
+
 /** rk_json_str() - print @s as a JSON string literal. */
 void rk_json_str(FILE *f, const char *s);
 

@@ -180,6 +180,7 @@ struct rk_rec {
 	int resume_failed; /* not taken over: its session and pins are left as they are */
 	sigset_t mask, oldmask; /* the stop signals (to our signalfd); the caller's mask */
 	struct rk_trig *trig; /* record --trigger (rec_trigger.h); NULL: none armed */
+	int oom_err; /* setting oom_score_adj -1000 failed (-errno), 0: exempt */
 };
 
 /* sample_id of RK_SCHED_SAMPLE_TYPE. */

@@ -291,6 +291,7 @@ int rec_resume_session(struct rk_rec *r)
 	r->drops_before = r->st->bpf_drops;
 	r->st->loader_pid = (__u32)getpid();
 	r->st->state = RK_SESSION_RUNNING;
+	r->st->oom_candidate = r->oom_err != 0;
 	return 0;
 }
 

@@ -194,6 +194,7 @@ static void stat_fill(struct rk_rec *r)
 	st->budget = o->budget;
 	st->inherit = !!o->inherit;
 	st->wakeups_on = !!o->wakeups;
+	st->oom_candidate = r->oom_err != 0;
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;
@@ -755,12 +756,13 @@ int rk_record(const struct rk_record_opts *opts)
 	r = rec_alloc(opts);
 	if (!r)
 		return -ENOMEM;
-	err = rec_oom_exempt();
-	if (err)
+	/* Said with -v; stat says it always (oom_candidate), no warning opens every record. */
+	r->oom_err = rec_oom_exempt();
+	if (r->oom_err && rk_verbose)
 		rk_warn("the recorder stays a candidate of the OOM killer: cannot set its "
 			"oom_score_adj to -1000: %s%s",
-			strerror(-err),
-			err == -EACCES || err == -EPERM || err == -EIO ?
+			strerror(-r->oom_err),
+			r->oom_err == -EACCES || r->oom_err == -EPERM || r->oom_err == -EIO ?
 				" (lowering it needs CAP_SYS_RESOURCE)" :
 				"");
 	err = rk_bufile_guard_init();
