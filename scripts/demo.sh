@@ -24,9 +24,17 @@ while [ "$(ls /dev/shm/ringkeeper/"$session"/sched 2>/dev/null | wc -l)" -lt 18 
 	sleep 0.05; i=$((i + 1))
 done
 echo
-echo "== bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info (first entry)"
-bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info | sed -n '1,/"wakeup_events"/p' | head -40
+echo "== bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info (its first entry, in short)"
 dump=$(bpftool -j map dump pinned /sys/fs/bpf/ringkeeper/pmu_info)
+# The fields that say what the entry is; 'bpftool map dump pinned ...' prints it whole.
+echo "$dump" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)[0]["formatted"]
+k, v = e["key"], e["value"]
+a = v["attr"]
+print("   key {tid %d, src %d}: info {note_size %d, pmu_descsz %d}, attr {type %d, config %d, sample_type %#x, ...}"
+      % (k["tid"], k["src"], v["info"]["note_size"], v["info"]["pmu_descsz"], a["type"], a["config"], a["sample_type"]))
+' 2>/dev/null || echo "   (bpftool's JSON has another shape here: bpftool map dump pinned /sys/fs/bpf/ringkeeper/pmu_info)"
 entries=$(echo "$dump" | grep -o '"tid":[0-9]*' | wc -l)
 threads=$(echo "$dump" | grep -o '"tid":[0-9]*' | sort -u | wc -l)
 echo "   ... ($entries entries: one per live traced thread and source, $threads threads x sched and cpu-clock)"
