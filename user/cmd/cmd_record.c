@@ -299,6 +299,13 @@ static int o_wakeups(struct rec_args *a, const char *v)
 	return 0;
 }
 
+static int o_offcpu(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.offcpu = 1;
+	return 0;
+}
+
 static int o_on_exit(struct rec_args *a, const char *v)
 {
 	if (strcmp(v, "keep") && strcmp(v, "drop"))
@@ -585,6 +592,12 @@ static const struct rec_opt opts[] = {
 	  "per wakeup in the system (~90 ns per traced one here,\n"
 	  "BENCHMARKS.md 2c); off, sched counts only the waits\n"
 	  "after a preemption" },
+	{ "offcpu", 0, NULL, o_offcpu, NULL,
+	  "also record where a thread blocked: its user and kernel\n"
+	  "stacks (frame pointers) at each switch-out into a sleep,\n"
+	  "and with --wakeups the waker's at each wakeup (show,\n"
+	  "sched --offcpu, export --folded); kernel frames only in\n"
+	  "root-only files unless perf_event_paranoid <= 1" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
 	  "keep an exited thread's files, or remove them when it\n"
 	  "exits (the RFC's truncate)" },
@@ -774,6 +787,13 @@ static int check_args(struct rec_args *a)
 		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
 		return 2;
 	}
+	/*
+	 * Off-CPU stacks' user frames resolve through the process's mappings,
+	 * which the sideband of an -e source records: a dummy event (no
+	 * samples) gives it when no source was asked for.
+	 */
+	if (a->o.offcpu && !a->events)
+		a->events = "dummy";
 	if (a->events && rk_evsel_parse(a->events, &a->eo, a->o.evs, RK_MAX_SRC - 1, &a->o.nev, msg,
 					sizeof(msg))) {
 		rk_err("-e: %s", msg);

@@ -164,7 +164,10 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(time_clamped, "records re-stamped into time order")  \
 	X(time_clamped_max_ns, "  by at most")                 \
 	X(exits_late, "exits after the final switch, lost")    \
-	X(shm_withheld, "records not written: --max-shm full")
+	X(shm_withheld, "records not written: --max-shm full") \
+	X(stacks, "off-CPU stacks recorded")                   \
+	X(stack_drops, "  stacks dropped (stack rings full)")  \
+	X(stacks_lost, "  stacks lost (not their record's)")
 
 static void put_escaped(FILE *f, const char *s)
 {

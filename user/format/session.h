@@ -166,6 +166,12 @@ struct rk_session_stat {
 	 * under --max-shm / --max-shm-user (0 in older stat files)
 	 */
 	__u64 shm_withheld;
+	/* record --offcpu (0 in older stat files) */
+	__u64 stacks; /* stack records written */
+	__u64 stack_drops; /* stacks not taken: their CPU's stack ring full (BPF) */
+	__u64 stacks_lost; /* flagged records whose stack was not theirs (never, by our BPF) */
+	__u32 offcpu_on; /* record --offcpu */
+	__u32 pad_offcpu;
 };
 
 /* rk_session_stat.scope: a target (-p, CMD) only, or adoption too. */

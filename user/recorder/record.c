@@ -191,6 +191,7 @@ static void stat_fill(struct rk_rec *r)
 	st->budget = o->budget;
 	st->inherit = !!o->inherit;
 	st->wakeups_on = !!o->wakeups;
+	st->offcpu_on = !!o->offcpu;
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;
