@@ -478,10 +478,9 @@ void rec_unpin_links(void)
 }
 
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
-static const char *const pinned_maps[] = { "pmu_info", "counters",  "signals",
-					   "self",     "pin_asked", "traced",
-					   "swring",   "swpos",	    "renames_held",
-					   "stkring" };
+static const char *const pinned_maps[] = { "pmu_info",	   "counters", "signals", "self",
+					   "pin_asked",	   "traced",   "swring",  "swpos",
+					   "renames_held", "stkring" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)

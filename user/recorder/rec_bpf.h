@@ -42,7 +42,6 @@ int rec_offcpu_size(struct rk_rec *r);
 int rec_offcpu_map(struct rk_rec *r, int fd);
 void rec_offcpu_unmap(struct rk_rec *r);
 
-
 int rec_adopt_config(struct rk_rec *r);
 
 /*

@@ -20,8 +20,7 @@ struct stack_out {
  * its user kernel call chains; a waker another user's wakeup record hides
  * (rec_loop.c's on_waking) shows none of its frames either.
  */
-static __u32 withheld(const struct rk_rec *r, const struct rk_thread *t,
-		      const struct rk_signal *s)
+static __u32 withheld(const struct rk_rec *r, const struct rk_thread *t, const struct rk_signal *s)
 {
 	__u32 f = 0;
 
