@@ -2,10 +2,102 @@
 /* rec_offcpu.c - record --offcpu: stacks into sched files (see rec_offcpu.h). */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "util.h"
 #include "rec_offcpu.h"
 #include "rec_threads.h"
+
+/*
+ * A kernel stack taken in a tp_btf program starts in the program itself
+ * (JIT text, outside the kernel's) and the tracepoint's glue
+ * (bpf_trace_runN, __bpf_trace_*, __traceiter_*): frames of ours, not
+ * the thread's, and their number differs between kernels. They are cut
+ * off by address, with the kernel's text and those functions' ranges read
+ * from /proc/kallsyms once (nothing cut where it cannot be read).
+ */
+static struct {
+	int loaded;
+	__u64 stext, etext;
+	__u64 (*glue)[2]; /* [start, end) */
+	size_t nglue;
+} ktext;
+
+static int glue_name(const char *n)
+{
+	return !strncmp(n, "bpf_trace_run", 13) || !strncmp(n, "__bpf_trace_", 12) ||
+	       !strncmp(n, "__traceiter_", 12);
+}
+
+static void ktext_load(void)
+{
+	char line[512], name[256], type;
+	unsigned long long a, open = 0;
+	size_t cap = 0;
+	FILE *f;
+
+	ktext.loaded = 1;
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3 || !a)
+			continue;
+		/* The function before ends where the next symbol starts. */
+		if (open && a > ktext.glue[ktext.nglue - 1][0]) {
+			ktext.glue[ktext.nglue - 1][1] = a;
+			open = 0;
+		}
+		if (!strcmp(name, "_stext"))
+			ktext.stext = a;
+		else if (!strcmp(name, "_etext"))
+			ktext.etext = a;
+		else if ((type == 't' || type == 'T') && glue_name(name)) {
+			if (ktext.nglue == cap) {
+				void *n = realloc(ktext.glue,
+						  (cap ? cap * 2 : 256) * sizeof(*ktext.glue));
+
+				if (!n)
+					break;
+				ktext.glue = n;
+				cap = cap ? cap * 2 : 256;
+			}
+			ktext.glue[ktext.nglue][0] = a;
+			ktext.glue[ktext.nglue][1] = a + 1;
+			ktext.nglue++;
+			open = 1;
+		}
+	}
+	fclose(f);
+}
+
+/* Is @ip ours (the program, or the tracepoint's glue to it)? */
+static int frame_is_ours(__u64 ip)
+{
+	size_t i;
+
+	if (!ktext.stext || !ktext.etext)
+		return 0; /* not known: nothing cut */
+	if (ip < ktext.stext || ip >= ktext.etext)
+		return 1;
+	for (i = 0; i < ktext.nglue; i++)
+		if (ip >= ktext.glue[i][0] && ip < ktext.glue[i][1])
+			return 1;
+	return 0;
+}
+
+/* How many of @st's first kernel frames are ours (at most 4: the program and the glue). */
+static __u16 ours_at_top(const struct rk_stack *st)
+{
+	__u16 n = 0;
+
+	if (!ktext.loaded)
+		ktext_load();
+	while (n < st->nr_kernel && n < 4 && frame_is_ours(st->ip[n]))
+		n++;
+	return n;
+}
 
 /* The record as written: header, chain (markers and frames), sample_id. */
 struct stack_out {
@@ -36,11 +128,13 @@ static __u32 withheld(const struct rk_rec *r, const struct rk_thread *t, const s
 static __u64 fill_chain(struct stack_out *o, const struct rk_stack *st, __u32 flags)
 {
 	__u64 n = 0;
-	__u16 i;
+	__u16 i = 0;
 
-	if (!(flags & RK_STACKF_KERNEL_HIDDEN) && st->nr_kernel) {
+	if (!(flags & RK_STACKF_KERNEL_HIDDEN) && st->nr_kernel)
+		i = ours_at_top(st);
+	if (!(flags & RK_STACKF_KERNEL_HIDDEN) && i < st->nr_kernel) {
 		o->chain[n++] = (__u64)PERF_CONTEXT_KERNEL;
-		for (i = 0; i < st->nr_kernel && i < RK_STACK_KERNEL_MAX; i++)
+		for (; i < st->nr_kernel && i < RK_STACK_KERNEL_MAX; i++)
 			o->chain[n++] = st->ip[i];
 	}
 	if (!(flags & RK_STACKF_USER_HIDDEN) && st->nr_user) {
