@@ -2,6 +2,7 @@
 /* cmd_export.c - ringkeeper export: a session or core as perf.data or a Perfetto trace. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 #include "cmd.h"
 #include "export.h"
+#include "offcpu.h"
 #include "perfetto.h"
 #include "schedsum.h"
 #include "timeline.h"
@@ -79,6 +81,60 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 	return err ? 1 : 0;
 }
 
+/*
+ * export --folded: off-CPU time by blocking stack and/or the -e samples'
+ * stacks, folded, for flamegraph.pl, speedscope and Perfetto (@out "-":
+ * stdout; a file is written whole and renamed into place).
+ */
+static int export_folded(const struct from *f, const char *out, int what, struct twin *tw)
+{
+	struct rk_timeline tl;
+	char tmp[PATH_MAX];
+	size_t lines = 0;
+	FILE *o = stdout;
+	int err, fd = -1;
+
+	err = rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, what & RK_FOLD_ONCPU);
+	if (err == -ENOENT)
+		rk_err("%s: no thread to export", f->core ? f->core : f->dir);
+	if (err)
+		return 1;
+	if (tw->set) {
+		twin_resolve(tw, rk_sched_end(&tl));
+		rk_timeline__clip(&tl, tw->lo, tw->hi);
+	}
+	if (strcmp(out, "-")) {
+		snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out);
+		fd = mkostemp(tmp, O_CLOEXEC);
+		o = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!o) {
+			rk_err("cannot create %s: %s (a writable directory is needed)", tmp,
+			       strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			rk_timeline__free(&tl);
+			return 1;
+		}
+	}
+	err = rk_offcpu_folded(&tl, what, o, &lines);
+	if (o != stdout && (fclose(o) || err || rename(tmp, out))) {
+		rk_err("cannot write %s: %s", out, strerror(err ? -err : errno));
+		unlink(tmp);
+		err = err ? err : -EIO;
+	}
+	if (!err)
+		fprintf(stderr, "ringkeeper: wrote %s: %zu folded stacks (%s)%s\n",
+			strcmp(out, "-") ? out : "stdout", lines,
+			what == RK_FOLD_OFFCPU ? "off-CPU ns" :
+			what == RK_FOLD_ONCPU  ? "on-CPU samples by period" :
+						 "off-CPU ns, then on-CPU samples by period",
+			lines || !(what & RK_FOLD_OFFCPU) || tl.nstacks ?
+				"" :
+				"; no off-CPU stacks: record with --offcpu");
+	rk_timeline__free(&tl);
+	return err ? 1 : 0;
+}
+
 /* export --perf-data: f's threads. */
 static int export_perf(const struct from *f, const char *out, struct twin *tw)
 {
@@ -118,7 +174,8 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw)
 int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE | --folded FILE)\n"
+		"                         [--fold offcpu|oncpu|both] [--tid T | --pid P]\n"
 		"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
 		"\n"
 		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
@@ -139,6 +196,16 @@ int cmd_export(int argc, char **argv)
 		"         stacks (the flame graph), tracepoints as instants with their fields;\n"
 		"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
 		"         record --wakeups)\n"
+		"  --folded FILE\n"
+		"         folded stacks ('comm;frame;...;frame VALUE', root first, user then\n"
+		"         kernel frames, one line per distinct stack) for flamegraph.pl,\n"
+		"         speedscope and Perfetto; '-' for stdout. What --fold says:\n"
+		"  --fold offcpu|oncpu|both\n"
+		"         offcpu (the default): off-CPU time in ns by the stack each sleep\n"
+		"         began in (record --offcpu), from the switch-out to the next switch-in,\n"
+		"         as bcc's offcputime -f; oncpu: the -e samples with call chains (-g),\n"
+		"         weighted by their period (ns for cpu-clock); both: the two, off-CPU\n"
+		"         stacks ending in an '[off-cpu]' frame\n"
 		"  --time START,END\n"
 		"         only the switches and samples timed within it (seconds of the recorded\n"
 		"         clock, as show prints them; either may be left out); the sideband\n"
@@ -149,6 +216,8 @@ int cmd_export(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
+		{ "folded", required_argument, NULL, 'F' },
+		{ "fold", required_argument, NULL, 'W' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -157,7 +226,7 @@ int cmd_export(int argc, char **argv)
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	const char *out = NULL;
-	int c, r, perfetto = 0;
+	int c, r, perfetto = 0, folded = 0, fold = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
@@ -171,7 +240,7 @@ int cmd_export(int argc, char **argv)
 		case 'o':
 		case 'f':
 			if (out) {
-				rk_err("give one of --perf-data and --perfetto");
+				rk_err("give one of --perf-data, --perfetto and --folded");
 				return 2;
 			}
 			out = optarg;
@@ -187,6 +256,24 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'F':
+			if (out) {
+				rk_err("give one of --perf-data, --perfetto and --folded");
+				return 2;
+			}
+			out = optarg;
+			folded = 1;
+			break;
+		case 'W':
+			fold = !strcmp(optarg, "offcpu") ? RK_FOLD_OFFCPU :
+			       !strcmp(optarg, "oncpu")	 ? RK_FOLD_ONCPU :
+			       !strcmp(optarg, "both")	 ? RK_FOLD_OFFCPU | RK_FOLD_ONCPU :
+							   0;
+			if (!fold) {
+				rk_err("--fold %s: offcpu, oncpu or both", optarg);
+				return 2;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -194,6 +281,10 @@ int cmd_export(int argc, char **argv)
 			fputs(usage, stderr);
 			return 2;
 		}
+	}
+	if (fold && !folded) {
+		rk_err("--fold applies to --folded");
+		return 2;
 	}
 	if (!out || optind != argc || (f.core && f.session)) {
 		fputs(usage, stderr);
@@ -207,7 +298,9 @@ int cmd_export(int argc, char **argv)
 		from_close(&f);
 		return 1;
 	}
-	r = perfetto ? export_perfetto(&f, out, &tw) : export_perf(&f, out, &tw);
+	r = folded   ? export_folded(&f, out, fold ? fold : RK_FOLD_OFFCPU, &tw) :
+	    perfetto ? export_perfetto(&f, out, &tw) :
+		       export_perf(&f, out, &tw);
 	from_close(&f);
 	return r;
 }
