@@ -125,9 +125,9 @@ static int export_folded(const struct from *f, const char *out, int what, struct
 	if (!err)
 		fprintf(stderr, "ringkeeper: wrote %s: %zu folded stacks (%s)%s\n",
 			strcmp(out, "-") ? out : "stdout", lines,
-			what == RK_FOLD_OFFCPU ? "off-CPU ns" :
-			what == RK_FOLD_ONCPU  ? "on-CPU samples by period" :
-						 "off-CPU ns, then on-CPU samples by period",
+			!(what & RK_FOLD_ONCPU)	 ? "off-CPU ns" :
+			!(what & RK_FOLD_OFFCPU) ? "on-CPU samples by period" :
+						   "off-CPU ns, then on-CPU samples by period",
 			lines || !(what & RK_FOLD_OFFCPU) || tl.nstacks ?
 				"" :
 				"; no off-CPU stacks: record with --offcpu");
@@ -167,6 +167,11 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw)
 			"ringkeeper: %llu samples and switches outside the time window left "
 			"out\n",
 			es.outside);
+	if (es.offcpu_samples)
+		fprintf(stderr,
+			"ringkeeper: %llu offcpu-time samples (off-CPU stretches with their "
+			"stack, period in ns, as perf record --off-cpu writes them)\n",
+			es.offcpu_samples);
 	export_crash_note(&es);
 	return 0;
 }
@@ -206,6 +211,8 @@ int cmd_export(int argc, char **argv)
 		"         as bcc's offcputime -f; oncpu: the -e samples with call chains (-g),\n"
 		"         weighted by their period (ns for cpu-clock); both: the two, off-CPU\n"
 		"         stacks ending in an '[off-cpu]' frame\n"
+		"  --fold-user-only\n"
+		"         off-CPU stacks without their kernel frames (as offcputime -U)\n"
 		"  --time START,END\n"
 		"         only the switches and samples timed within it (seconds of the recorded\n"
 		"         clock, as show prints them; either may be left out); the sideband\n"
@@ -218,6 +225,7 @@ int cmd_export(int argc, char **argv)
 		{ "perfetto", required_argument, NULL, 'f' },
 		{ "folded", required_argument, NULL, 'F' },
 		{ "fold", required_argument, NULL, 'W' },
+		{ "fold-user-only", no_argument, NULL, 'U' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -226,7 +234,7 @@ int cmd_export(int argc, char **argv)
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	const char *out = NULL;
-	int c, r, perfetto = 0, folded = 0, fold = 0;
+	int c, r, perfetto = 0, folded = 0, fold = 0, fold_user = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
@@ -274,6 +282,9 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'U':
+			fold_user = RK_FOLD_NO_KERNEL;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -282,6 +293,11 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (fold_user && !(fold & RK_FOLD_OFFCPU) && fold) {
+		rk_err("--fold-user-only applies to off-CPU stacks");
+		return 2;
+	}
+	fold |= fold_user;
 	if (fold && !folded) {
 		rk_err("--fold applies to --folded");
 		return 2;
@@ -298,7 +314,9 @@ int cmd_export(int argc, char **argv)
 		from_close(&f);
 		return 1;
 	}
-	r = folded   ? export_folded(&f, out, fold ? fold : RK_FOLD_OFFCPU, &tw) :
+	if (!(fold & (RK_FOLD_OFFCPU | RK_FOLD_ONCPU)))
+		fold |= RK_FOLD_OFFCPU;
+	r = folded   ? export_folded(&f, out, fold, &tw) :
 	    perfetto ? export_perfetto(&f, out, &tw) :
 		       export_perf(&f, out, &tw);
 	from_close(&f);

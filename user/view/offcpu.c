@@ -83,7 +83,7 @@ static void put_frame(char *buf, size_t len, size_t *at, const char *s, int sep)
 }
 
 size_t rk_offcpu_folded_stack(const struct rk_timeline *tl, const struct rk_offcpu_span *sp,
-			      char *buf, size_t len)
+			      int kernel, char *buf, size_t len)
 {
 	const struct rk_tl_stack *s = &tl->stacks[sp->stack];
 	size_t at = 0, i;
@@ -96,7 +96,7 @@ size_t rk_offcpu_folded_stack(const struct rk_timeline *tl, const struct rk_offc
 			  s->nframes ? rk_tl_str(tl, tl->frames[s->frame0 + s->nkernel + i].sym) :
 				       "[unknown]",
 			  1);
-	for (i = s->nkernel; i-- > 0;)
+	for (i = kernel ? s->nkernel : 0; i-- > 0;)
 		put_frame(buf, len, &at,
 			  s->nframes ? rk_tl_str(tl, tl->frames[s->frame0 + i].sym) : "[unknown]",
 			  1);
@@ -145,8 +145,8 @@ static void free_folds(struct fold *v, size_t n)
 }
 
 /* Off-CPU spans as folds (with @suffix at the leaf), appended to @v. */
-static int offcpu_folds(const struct rk_timeline *tl, const char *suffix, struct fold **v,
-			size_t *n, size_t *cap)
+static int offcpu_folds(const struct rk_timeline *tl, const char *suffix, int kernel,
+			struct fold **v, size_t *n, size_t *cap)
 {
 	struct rk_offcpu_span *sp;
 	size_t nsp, i;
@@ -154,7 +154,7 @@ static int offcpu_folds(const struct rk_timeline *tl, const char *suffix, struct
 	int err = rk_offcpu_spans(tl, &sp, &nsp);
 
 	for (i = 0; i < nsp && !err; i++) {
-		size_t at = rk_offcpu_folded_stack(tl, &sp[i], buf, sizeof(buf));
+		size_t at = rk_offcpu_folded_stack(tl, &sp[i], kernel, buf, sizeof(buf));
 
 		if (suffix)
 			put_frame(buf, sizeof(buf), &at, suffix, 1);
@@ -244,7 +244,8 @@ int rk_offcpu_folded(const struct rk_timeline *tl, int what, FILE *out, size_t *
 
 	*lines = 0;
 	if (what & RK_FOLD_OFFCPU)
-		err = offcpu_folds(tl, what & RK_FOLD_ONCPU ? "[off-cpu]" : NULL, &v, &n, &cap);
+		err = offcpu_folds(tl, what & RK_FOLD_ONCPU ? "[off-cpu]" : NULL,
+				   !(what & RK_FOLD_NO_KERNEL), &v, &n, &cap);
 	if (!err && what & RK_FOLD_ONCPU)
 		err = oncpu_folds(tl, &v, &n, &cap);
 	if (!err && n) {
@@ -333,7 +334,7 @@ int rk_offcpu_print(FILE *out, const struct rk_timeline *tl, size_t top)
 {
 	struct fold *v = NULL;
 	size_t n = 0, cap = 0;
-	int err = offcpu_folds(tl, NULL, &v, &n, &cap);
+	int err = offcpu_folds(tl, NULL, 1, &v, &n, &cap);
 
 	if (err) {
 		free_folds(v, n);

@@ -37,14 +37,15 @@ int rk_offcpu_spans(const struct rk_timeline *tl, struct rk_offcpu_span **spans,
 /**
  * rk_offcpu_folded_stack() - span @sp's stack as folded frames, root
  * first: "comm;user...;kernel..." (bcc offcputime -f's order), into @buf.
- * A ';' or space in a name becomes '_'. Return: the length (truncated at
- * @len - 1).
+ * A ';' or space in a name becomes '_'. @kernel 0: the user frames only.
+ * Return: the length (truncated at @len - 1).
  */
 size_t rk_offcpu_folded_stack(const struct rk_timeline *tl, const struct rk_offcpu_span *sp,
-			      char *buf, size_t len);
+			      int kernel, char *buf, size_t len);
 
 #define RK_FOLD_OFFCPU 1 /* off-CPU time by blocking stack, in ns */
 #define RK_FOLD_ONCPU 2 /* the -e samples with call chains, weighted by their period */
+#define RK_FOLD_NO_KERNEL 4 /* off-CPU stacks without their kernel frames (offcputime -U) */
 
 /**
  * rk_offcpu_folded() - @what (RK_FOLD_*) of @tl as folded stacks, one
