@@ -205,7 +205,10 @@ int rec_offcpu_map(struct rk_rec *r, int fd)
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		err = -errno;
 	else if (ncpu <= 0 || info.value_size != sizeof(struct rk_stack) ||
-		 !(info.map_flags & BPF_F_MMAPABLE) || info.max_entries % (__u32)ncpu)
+		 !(info.map_flags & BPF_F_MMAPABLE))
+		err = -EINVAL;
+	/* One slot in all (recorded without --offcpu): nothing to read, whatever the CPUs. */
+	else if (info.max_entries > 1 && info.max_entries % (__u32)ncpu)
 		err = -EINVAL;
 	/* One slot in all: recorded without --offcpu, nothing to read. */
 	if (!err && info.max_entries > (__u32)ncpu) {
