@@ -22,7 +22,8 @@ static struct perf_event_header *stack_rec(__u8 *buf, const __u64 *chain, __u64 
 	r.nr = n;
 	memset(buf, 0xa5, r.h.size); /* poisoned sample_id */
 	memcpy(buf, &r, sizeof(r));
-	memcpy(buf + sizeof(r), chain, n * 8);
+	if (n)
+		memcpy(buf + sizeof(r), chain, n * 8);
 	return (struct perf_event_header *)buf;
 }
 

@@ -261,8 +261,11 @@ static int add_stack(struct tl_walk *w, const struct perf_event_header *h, __u64
 	s->nkernel = r->nr_kernel;
 	s->nuser = r->nr_user;
 	s->ip0 = tl->nstack_ips;
-	memcpy(&tl->stack_ips[tl->nstack_ips], r->kip, r->nr_kernel * sizeof(__u64));
-	memcpy(&tl->stack_ips[tl->nstack_ips + r->nr_kernel], r->uip, r->nr_user * sizeof(__u64));
+	if (r->nr_kernel) /* (an empty array may be no array at all) */
+		memcpy(&tl->stack_ips[tl->nstack_ips], r->kip, r->nr_kernel * sizeof(__u64));
+	if (r->nr_user)
+		memcpy(&tl->stack_ips[tl->nstack_ips + r->nr_kernel], r->uip,
+		       r->nr_user * sizeof(__u64));
 	tl->nstack_ips += r->nr_kernel + r->nr_user;
 	return add_ev(w, RK_TL_STACK, time, cpu, (__u32)tl->nstacks++, r->of);
 }
