@@ -576,6 +576,8 @@ static __always_inline void sw_commit(struct rk_swpos *h, struct rk_swrec *w, __
 		count(RK_CNT_DROPS); /* never: 2^64 records; the value must be used for a fetch */
 }
 
+#include "offcpu.bpf.h"
+
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
 {
 	s->tid = BPF_CORE_READ(t, pid);
@@ -673,6 +675,7 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				next_tracked = 0;
 				wake |= pin_wanted(next->pid);
 			}
+			flags |= offcpu_switch_stack(ctx, head, cpu, prev->pid, now, flags, &wake);
 			sw_commit(head, w, now, prev->pid, prev->tgid, next->pid, next_tgid, state,
 				  RK_SIG_SWITCH_OUT, flags);
 		}
@@ -716,12 +719,13 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
  * could start a second writer of this CPU's ring. Every other path holds
  * p->pi_lock with interrupts off, as sched_switch runs: one writer per ring.
  */
-static __always_inline int waking(struct task_struct *p, __u16 flags)
+static __always_inline int waking(void *ctx, struct task_struct *p, __u16 flags)
 {
 	struct task_struct *cur;
 	struct rk_swpos *head;
 	struct rk_swrec *w;
 	int wake = 0;
+	__u64 now;
 	__u32 cpu;
 
 	if ((!cfg_wakeups && !cfg_trigger_delay_ns) || !tid_traced(p->pid))
@@ -738,9 +742,13 @@ static __always_inline int waking(struct task_struct *p, __u16 flags)
 	cpu = bpf_get_smp_processor_id();
 	head = sw_head(cpu);
 	w = sw_reserve(head, cpu, &wake);
-	if (w)
-		sw_commit(head, w, bpf_ktime_get_ns(), p->pid, p->tgid, cur->pid, cur->tgid,
-			  p->thread_info.cpu, RK_SIG_WAKING, flags);
+	if (w) {
+		now = bpf_ktime_get_ns();
+		/* record --offcpu: the waker's stacks (the woken thread's file decides who sees them). */
+		flags |= offcpu_stack(ctx, head, cpu, p->pid, now, &wake);
+		sw_commit(head, w, now, p->pid, p->tgid, cur->pid, cur->tgid, p->thread_info.cpu,
+			  RK_SIG_WAKING, flags);
+	}
 	if (wake)
 		wake_loader();
 	return 0;
@@ -749,13 +757,13 @@ static __always_inline int waking(struct task_struct *p, __u16 flags)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(rk_sched_waking, struct task_struct *p)
 {
-	return waking(p, 0);
+	return waking(ctx, p, 0);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(rk_sched_wakeup_new, struct task_struct *p)
 {
-	return waking(p, RK_SIGF_WAKE_NEW);
+	return waking(ctx, p, RK_SIGF_WAKE_NEW);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -87,6 +87,11 @@
 #define RK_SIGF_INVOLUNTARY 0x100
 /* RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is another user's */
 #define RK_SIGF_WAKER_OTHER 0x200
+/*
+ * record --offcpu: this switch-out (into a sleep, not a preemption) or
+ * wakeup has a stack, the next one of its CPU's stack ring (struct rk_stack).
+ */
+#define RK_SIGF_STACK 0x400
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */
@@ -99,7 +104,8 @@
 #define RK_CNT_ADOPTED 7 /* tasks traced by -a / --cgroup at fork, exec or cgroup move */
 #define RK_CNT_RENAMES_HELD 8 /* renames within RK_RENAME_GAP_NS of a thread's last one */
 #define RK_CNT_CREDS_HELD 9 /* turns back to dumpable not yet due (RK_REGRANT_GAP_NS) */
-#define RK_CNT_MAX 10
+#define RK_CNT_STACK_DROPS 10 /* --offcpu: stacks not taken, their CPU's stack ring full */
+#define RK_CNT_MAX 11
 
 /*
  * A thread that turns dumpable again (its user may read its new records)
@@ -346,7 +352,43 @@ struct rk_swrec {
 struct rk_swpos {
 	__u64 pos;
 	__u64 seen; /* in a head entry: the tail as BPF last read it (BPF's own) */
-	__u64 pad[6];
+	/* The same two for the CPU's stack ring (struct rk_stack), --offcpu only. */
+	__u64 st_pos;
+	__u64 st_seen;
+	__u64 pad[4];
+};
+
+/* Frames a stack slot holds: kernel, then user (perf's default max is 127 in all). */
+#define RK_STACK_KERNEL_MAX 32
+#define RK_STACK_USER_MAX 94
+
+/**
+ * struct rk_stack - one stack of `record --offcpu`, in its CPU's stack ring
+ * (the stkring map, `slots` per possible CPU, a power of two; positions in
+ * struct rk_swpos's st_pos, BPF's head, and st_seen / the tail entry's
+ * st_pos, the loader's, as for the switch ring). BPF takes one for a
+ * switch-out into a sleep (the thread's own stacks) or, with --wakeups, a
+ * wakeup (the waker's), writes it before the switch record that says so
+ * (RK_SIGF_STACK), and that record's fully ordered head add publishes both.
+ * The loader takes the stacks of a CPU in the order of its flagged records.
+ * @time_ns, @tid: the record it belongs to (the loader checks them).
+ * @nr_kernel: frames in @ip[0 .. nr_kernel), leaf first.
+ * @nr_user: frames in @ip[RK_STACK_KERNEL_MAX ..], leaf first.
+ *
+ * Why a ring of its own, not a wider switch record or a slot per switch
+ * record: switch records stay 32 bytes (the switch path without --offcpu
+ * unchanged), and a 1 KiB slot per switch record would be 32 times the
+ * switch rings (128 MiB at the default --ringbuf-size on 2 CPUs).
+ * Why not a stack map (one id per distinct stack): its ids are only
+ * reusable by deleting them, and the loader would look each one up with a
+ * syscall; bpf_get_stack() into the slot is one helper call per stack.
+ */
+struct rk_stack {
+	__u64 time_ns;
+	__u32 tid;
+	__u16 nr_kernel;
+	__u16 nr_user;
+	__u64 ip[RK_STACK_KERNEL_MAX + RK_STACK_USER_MAX];
 };
 
 /**
@@ -390,6 +432,7 @@ _Static_assert(sizeof(struct rk_signal) == 56, "signal size");
 _Static_assert(sizeof(struct rk_rename_held) == 32, "held rename size");
 _Static_assert(sizeof(struct rk_swrec) == 32, "switch record size");
 _Static_assert(sizeof(struct rk_swpos) == 64, "ring position: a cache line");
+_Static_assert(sizeof(struct rk_stack) == 1024, "stack slot size");
 _Static_assert(sizeof(struct rk_pt_desc) == 232, "pt descriptor size");
 _Static_assert(sizeof(struct rk_pt_desc) <= RK_PMU_DESC_MAX, "pt descriptor fits");
 

@@ -6,7 +6,7 @@
 # min / median / max over RUNS runs. Never a pass/fail verdict.
 #
 #   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SNAP_TRIGGERS=20 \
-#   SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view snapshot" \
+#   SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu" \
 #       scripts/bench.sh
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
@@ -15,7 +15,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view snapshot"}
+SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu"}
 SNAP_TRIGGERS=${SNAP_TRIGGERS:-20}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
@@ -199,6 +199,12 @@ measure() {
 	tracked-cpuclock)
 		"$RK" record --root "$ROOT" --session "swc-$w-$RANDOM$RANDOM" -e cpu-clock -- $cmd \
 			>"$out" 2>&1 ;;
+	tracked-dummy)
+		"$RK" record --root "$ROOT" --session "swd-$w-$RANDOM$RANDOM" -e dummy -- $cmd \
+			>"$out" 2>&1 ;;
+	tracked-offcpu)
+		"$RK" record --root "$ROOT" --session "swo-$w-$RANDOM$RANDOM" --offcpu -- $cmd \
+			>"$out" 2>&1 ;;
 	perf-sched) perf record -q -e sched:sched_switch -o "$ROOT/p.data" -- $cmd >"$out" 2>&1 ;;
 	perf-cpuclock)
 		perf record -q -e cpu-clock --per-thread -o "$ROOT/p.data" -- $cmd >"$out" 2>&1 ;;
@@ -276,6 +282,12 @@ prog_ns() {
 		wait "$sl" 2>/dev/null ;;
 	tracked)
 		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" -- $cmd >"$out" 2>&1 ;;
+	tracked-dummy)
+		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" -e dummy -- $cmd \
+			>"$out" 2>&1 ;;
+	tracked-offcpu)
+		"$B/statson" "$RK" record --root "$ROOT" --session "$sess" --offcpu -- $cmd \
+			>"$out" 2>&1 ;;
 	esac
 	st=$("$RK" stat --root "$ROOT" --json "$sess")
 	MEASURED=$(awk -v n="$(jfield "$st" switch_prog_runs)" -v t="$(jfield "$st" switch_prog_ns)" \
@@ -386,6 +398,56 @@ section_wakeups() {
 				printf "   programs: sched_switch %.0f ns per run, wakeups %.0f ns per run (%d runs)\n",
 					st / sn, wt / wn, wn }'
 		rm -rf "${ROOT:?}/$sess"
+	done
+}
+
+# What record --offcpu costs per switch-out. In the pingpong workloads every
+# switch-out is into a sleep (the token's read or futex wait), so each takes
+# a user and a kernel stack. --offcpu adds a dummy event (the sideband of
+# mappings) when no -e is given: its baseline is tracked with -e dummy, so
+# the difference is the stacks alone. Then the sched_switch program's own
+# time under statson: tracked (no --offcpu: the switch path as before),
+# with -e dummy, with --offcpu.
+section_offcpu() {
+	local w cfg rep lo m hi reps=$(( RUNS > 9 ? RUNS : 9 ))
+	echo
+	echo "== Off-CPU stacks (record --offcpu): ns per switch of ringkeeper record -- WORKLOAD"
+	echo "   with -e dummy (the sideband --offcpu adds) and with --offcpu (user + kernel stacks"
+	echo "   at every switch-out: each is into a sleep here), $reps repetitions in turn; 'over"
+	echo "   dummy' = median of the differences, min / max; then the sched_switch program's ns"
+	echo "   per run (kernel run-time stats, statson), $reps repetitions in turn"
+	for w in pipe futex; do
+		echo "-- workload: $(workload_cmd "$w")"
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in tracked-dummy tracked-offcpu; do
+				measure_cfg "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
+			done
+		done
+		read -r lo m hi <<<"$(col_mmm tracked-dummy "$reps")"
+		printf "   %-18s %s / %s / %s ns per switch\n" "-e dummy" "$lo" "$m" "$hi"
+		read -r lo m hi <<<"$(diff_mmm tracked-offcpu tracked-dummy "$reps")"
+		printf "   %-18s %+6.0f ns over dummy (%+.0f / %+.0f)\n" --offcpu "$m" "$lo" "$hi"
+		unset val
+		declare -A val=()
+		for rep in $(seq 1 "$reps"); do
+			for cfg in tracked tracked-dummy tracked-offcpu; do
+				prog_ns "$w" "$cfg"
+				val[$cfg,$rep]=$MEASURED
+			done
+		done
+		for cfg in tracked tracked-dummy tracked-offcpu; do
+			read -r lo m hi <<<"$(col_mmm "$cfg" "$reps")"
+			printf "   program, %-15s %s / %s / %s ns per run\n" "$cfg" "$lo" "$m" "$hi"
+		done
+		read -r lo m hi <<<"$(diff_mmm tracked-dummy tracked "$reps")"
+		printf "   program, %-15s %+6.0f ns (%+.0f / %+.0f): the switch path without --offcpu\n" \
+			"dummy - tracked" "$m" "$lo" "$hi"
+		read -r lo m hi <<<"$(diff_mmm tracked-offcpu tracked-dummy "$reps")"
+		printf "   program, %-15s %+6.0f ns (%+.0f / %+.0f): the stacks\n" \
+			"offcpu - dummy" "$m" "$lo" "$hi"
+		unset val
 	done
 }
 

@@ -35,6 +35,12 @@
  *     -R N    instead: the main thread renames itself N times in a row (r-0,
  *             r-1, ...), then sleeps 50 ms; prints "renamed T r-<N-1> NS" (the
  *             time the renames took)
+ *     -O MS   instead: off-CPU stacks for MS ms: thread "offcpu-long" sleeps
+ *             20 ms at a time in offcpu_long(), "offcpu-short" 5 ms in
+ *             offcpu_short(), "offcpu-reader" blocks in offcpu_read() on a
+ *             pipe that "offcpu-writer" writes every 10 ms in offcpu_write();
+ *             prints "offcpu T NAME" per thread (built with frame pointers,
+ *             each function noinline: a stack walk names it)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <fcntl.h>
@@ -302,13 +308,110 @@ static int rename_loop(long n)
 	return 0;
 }
 
+/* A sleep one frame below its caller: the frame pointer walk from the syscall names the caller. */
+static __attribute__((noinline)) void offcpu_nap(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+static long offcpu_until_ns;
+static int offcpu_pipe[2];
+
+static long offcpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static __attribute__((noinline)) void offcpu_long(void)
+{
+	offcpu_nap(20);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void offcpu_short(void)
+{
+	offcpu_nap(5);
+	__asm__ volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) ssize_t offcpu_pipe_read(char *b)
+{
+	ssize_t n = read(offcpu_pipe[0], b, 1);
+
+	__asm__ volatile("" ::: "memory");
+	return n;
+}
+
+static __attribute__((noinline)) int offcpu_read(void)
+{
+	char b;
+	int r = offcpu_pipe_read(&b) == 1 && b == 'x';
+
+	__asm__ volatile("" ::: "memory");
+	return r;
+}
+
+static __attribute__((noinline)) void offcpu_write(void)
+{
+	if (write(offcpu_pipe[1], "x", 1) != 1)
+		exit(1);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *offcpu_thread(void *arg)
+{
+	const char *name = arg;
+
+	prctl(PR_SET_NAME, name);
+	printf("offcpu %ld %s\n", (long)syscall(SYS_gettid), name);
+	while (offcpu_now() < offcpu_until_ns) {
+		if (!strcmp(name, "offcpu-long"))
+			offcpu_long();
+		else if (!strcmp(name, "offcpu-short"))
+			offcpu_short();
+		else if (!strcmp(name, "offcpu-reader"))
+			offcpu_read();
+		else {
+			offcpu_nap(10);
+			offcpu_write();
+		}
+	}
+	if (!strcmp(name, "offcpu-writer"))
+		offcpu_write(); /* the reader's last read */
+	return NULL;
+}
+
+static int run_offcpu(long ms)
+{
+	static const char *names[] = { "offcpu-long", "offcpu-short", "offcpu-reader",
+				       "offcpu-writer" };
+	pthread_t th[4];
+	int i;
+
+	if (pipe(offcpu_pipe))
+		return 1;
+	offcpu_until_ns = offcpu_now() + ms * 1000000L;
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&th[i], NULL, offcpu_thread, (void *)names[i]))
+			return 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
-	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0;
+	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0, offcpu_ms = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -337,6 +440,9 @@ int main(int argc, char **argv)
 		case 'F':
 			flip_ms = atol(optarg);
 			break;
+		case 'O':
+			offcpu_ms = atol(optarg);
+			break;
 		case 'T':
 			use_vdso = 1;
 			break;
@@ -354,7 +460,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS]\n");
 			return 2;
 		}
 	}
@@ -368,6 +474,8 @@ int main(int argc, char **argv)
 	}
 	if (pair)
 		return run_pair();
+	if (offcpu_ms)
+		return run_offcpu(offcpu_ms);
 	if (nrenames)
 		return rename_loop(nrenames);
 	if (nwrites)

@@ -19,6 +19,7 @@
 #include "symtab.h"
 #include "schedsum.h"
 #include "show.h"
+#include "offcpu.h"
 #include "timeline.h"
 #include "tracedata.h"
 
@@ -95,6 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			tl.nsrcs = 1;
 			rk_timeline__add_sched(&tl, &bf);
 			rk_timeline__add_samples(&tl, &bf, 0, NULL, &tpf);
+			/* sched --offcpu, export --folded: the stacks it holds. */
+			{
+				size_t lines;
+
+				rk_offcpu_print(null, &tl, 0);
+				rk_offcpu_folded(&tl, RK_FOLD_OFFCPU | RK_FOLD_ONCPU, null, &lines);
+			}
 			rk_sched_print(null, &tl, 0);
 			rk_sched_print(null, &tl, 1);
 			tl.srcs = NULL;

@@ -87,6 +87,33 @@ int main(int argc, char **argv)
 		sw.time = (__u64)i;
 		put(bf, &sw, sizeof(sw));
 	}
+	/* record --offcpu: a switch-out into a sleep, its stack, then a switch-in. */
+	{
+		struct {
+			struct rk_stack_record r;
+			__u64 chain[5];
+			__u32 pid, tid;
+			__u64 time;
+			__u32 cpu, res;
+			__u64 id;
+		} st = { { { RK_RECORD_STACK, 0, sizeof(st) }, RK_STACK_OF_SWITCH, 0, 5 },
+			 { (__u64)PERF_CONTEXT_KERNEL, 0xffffffff81000000ull,
+			   (__u64)PERF_CONTEXT_USER, 0x401000, 0x402000 },
+			 7,
+			 7,
+			 150,
+			 1,
+			 0,
+			 RK_SCHED_ID };
+
+		sw.h.misc = PERF_RECORD_MISC_SWITCH_OUT;
+		sw.time = 150;
+		put(bf, &sw, sizeof(sw));
+		put(bf, &st, sizeof(st));
+		sw.h.misc = 0;
+		sw.time = 160;
+		put(bf, &sw, sizeof(sw));
+	}
 	/* A history ends with a crash record, then a crash record cut short. */
 	{
 		struct {

@@ -352,3 +352,106 @@ Test(swring, bad_geometry_is_refused)
 	odd.size = 3 * 64;
 	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &odd), -EINVAL);
 }
+
+/* record --offcpu's stack rings, beside the switch rings. */
+#define ST_SLOTS 4
+static struct rk_stack stk[NCPU * ST_SLOTS];
+static const struct rk_stack *seen_stack[64];
+static __u64 seen_time[64];
+static size_t nseen;
+
+static void collect_stack(void *ctx, const struct rk_signal *s)
+{
+	const struct rk_stack *st = rk_swring_stack(ctx);
+
+	cr_assert_lt(nseen, 64);
+	seen_stack[nseen] = st;
+	seen_time[nseen] = st ? st->time_ns : 0;
+	nseen++;
+	(void)s;
+}
+
+/* What offcpu_stack() does before the record's commit: a stack for (@t, @tid), flagged. */
+static void bpf_put_stack(__u32 cpu, __u64 t, __u32 tid, __u64 tag_t)
+{
+	__u64 h = pos[2 * cpu].st_pos;
+	struct rk_stack *s = &stk[cpu * ST_SLOTS + (h & (ST_SLOTS - 1))];
+	struct rk_swrec *r;
+
+	cr_assert_lt(h - pos[2 * cpu + 1].st_pos, ST_SLOTS,
+		     "BPF writes only into a ring with room");
+	memset(s, 0, sizeof(*s));
+	s->time_ns = tag_t;
+	s->tid = tid;
+	s->nr_kernel = 2;
+	s->nr_user = 3;
+	pos[2 * cpu].st_pos = h + 1;
+	bpf_put(cpu, t, tid, RK_SIG_SWITCH_OUT);
+	r = &ring[cpu * SLOTS + ((pos[2 * cpu].pos - 1) & (SLOTS - 1))];
+	r->flags = RK_SIGF_STACK;
+}
+
+/*
+ * Flagged records take their CPU's stacks in order, across the stack
+ * ring's wrap; unflagged ones have none; a stack that is not its record's
+ * (time or tid) is counted lost and not handed out; the stack tail follows.
+ */
+Test(swring, stacks_follow_their_records)
+{
+	struct rk_swring w;
+	size_t i;
+
+	memset(ring, 0, sizeof(ring));
+	memset(pos, 0, sizeof(pos));
+	memset(stk, 0, sizeof(stk));
+	rb_cons = rb_prod = 0;
+	nseen = 0;
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	cr_assert_eq(rk_swring_set_stacks(&w, stk, 3), -EINVAL, "not a power of two");
+	cr_assert_eq(rk_swring_set_stacks(&w, stk, ST_SLOTS), 0);
+	for (i = 0; i < 3; i++) {
+		bpf_put_stack(1, 100 + 10 * i, 7, 100 + 10 * i);
+		bpf_put(1, 105 + 10 * i, 7, RK_SIG_SWITCH_IN);
+	}
+	rk_swring_snapshot(&w, 1000);
+	rk_swring_merge(&w, collect_stack, &w);
+	cr_assert_eq(nseen, 6);
+	for (i = 0; i < 6; i++)
+		cr_assert_eq(!!seen_stack[i], !(i & 1), "record %zu", i);
+	cr_assert_eq(seen_time[0], 100);
+	cr_assert_eq(seen_time[4], 120);
+	cr_assert_eq(pos[3].st_pos, 3, "the stack tail follows what was handed out");
+	/* Past the stack ring's end, and one stack that is not its record's. */
+	nseen = 0;
+	bpf_put_stack(1, 200, 7, 200);
+	bpf_put_stack(1, 210, 7, 999);
+	rk_swring_snapshot(&w, 1000);
+	rk_swring_merge(&w, collect_stack, &w);
+	cr_assert_eq(nseen, 2);
+	cr_assert_not_null(seen_stack[0]);
+	cr_assert_eq(seen_time[0], 200);
+	cr_assert_null(seen_stack[1], "a stack tagged for another record was handed out");
+	cr_assert_eq(w.st_lost, 1);
+	cr_assert_eq(pos[3].st_pos, 5);
+	rk_swring_free(&w);
+}
+
+/* Without stack rings (a session recorded without --offcpu), a flagged record is counted, not read. */
+Test(swring, flagged_record_without_stack_rings)
+{
+	struct rk_swring w;
+
+	memset(ring, 0, sizeof(ring));
+	memset(pos, 0, sizeof(pos));
+	rb_cons = rb_prod = 0;
+	nseen = 0;
+	cr_assert_eq(rk_swring_init(&w, ring, pos, NCPU, SLOTS, &rb), 0);
+	bpf_put(0, 50, 9, RK_SIG_SWITCH_OUT);
+	ring[0].flags = RK_SIGF_STACK;
+	rk_swring_snapshot(&w, 1000);
+	rk_swring_merge(&w, collect_stack, &w);
+	cr_assert_eq(nseen, 1);
+	cr_assert_null(seen_stack[0]);
+	cr_assert_eq(w.st_lost, 1);
+	rk_swring_free(&w);
+}

@@ -2,6 +2,7 @@
 /* cmd_export.c - ringkeeper export: a session or core as perf.data or a Perfetto trace. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 #include "cmd.h"
 #include "export.h"
+#include "offcpu.h"
 #include "perfetto.h"
 #include "schedsum.h"
 #include "timeline.h"
@@ -127,6 +129,60 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 	return err ? 1 : 0;
 }
 
+/*
+ * export --folded: off-CPU time by blocking stack and/or the -e samples'
+ * stacks, folded, for flamegraph.pl, speedscope and Perfetto (@out "-":
+ * stdout; a file is written whole and renamed into place).
+ */
+static int export_folded(const struct from *f, const char *out, int what, struct twin *tw)
+{
+	struct rk_timeline tl;
+	char tmp[PATH_MAX];
+	size_t lines = 0;
+	FILE *o = stdout;
+	int err, fd = -1;
+
+	err = rk_timeline__load(&tl, f->dir, (__u32)f->tid, (__u32)f->pid, what & RK_FOLD_ONCPU);
+	if (err == -ENOENT)
+		rk_err("%s: no thread to export", f->core ? f->core : f->dir);
+	if (err)
+		return 1;
+	if (tw->set) {
+		twin_resolve(tw, rk_sched_end(&tl));
+		rk_timeline__clip(&tl, tw->lo, tw->hi);
+	}
+	if (strcmp(out, "-")) {
+		snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out);
+		fd = mkostemp(tmp, O_CLOEXEC);
+		o = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!o) {
+			rk_err("cannot create %s: %s (a writable directory is needed)", tmp,
+			       strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			rk_timeline__free(&tl);
+			return 1;
+		}
+	}
+	err = rk_offcpu_folded(&tl, what, o, &lines);
+	if (o != stdout && (fclose(o) || err || rename(tmp, out))) {
+		rk_err("cannot write %s: %s", out, strerror(err ? -err : errno));
+		unlink(tmp);
+		err = err ? err : -EIO;
+	}
+	if (!err)
+		fprintf(stderr, "ringkeeper: wrote %s: %zu folded stacks (%s)%s\n",
+			strcmp(out, "-") ? out : "stdout", lines,
+			!(what & RK_FOLD_ONCPU)	 ? "off-CPU ns" :
+			!(what & RK_FOLD_OFFCPU) ? "on-CPU samples by period" :
+						   "off-CPU ns, then on-CPU samples by period",
+			lines || !(what & RK_FOLD_OFFCPU) || tl.nstacks ?
+				"" :
+				"; no off-CPU stacks: record with --offcpu");
+	rk_timeline__free(&tl);
+	return err ? 1 : 0;
+}
+
 /* export --perf-data: f's threads. */
 static int export_perf(const struct from *f, const char *out, struct twin *tw, int common)
 {
@@ -166,6 +222,11 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw, i
 			"out\n",
 			es.outside);
 	export_wraps_note(&wr, common);
+	if (es.offcpu_samples)
+		fprintf(stderr,
+			"ringkeeper: %llu offcpu-time samples (off-CPU stretches with their "
+			"stack, period in ns, as perf record --off-cpu writes them)\n",
+			es.offcpu_samples);
 	export_crash_note(&es);
 	return 0;
 }
@@ -173,7 +234,8 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw, i
 int cmd_export(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE) [--tid T | --pid P]\n"
+		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE | --folded FILE)\n"
+		"                         [--fold offcpu|oncpu|both] [--tid T | --pid P]\n"
 		"                         [--time S,E | --last D] [--common-window]\n"
 		"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
 		"\n"
@@ -195,6 +257,18 @@ int cmd_export(int argc, char **argv)
 		"         stacks (the flame graph), tracepoints as instants with their fields;\n"
 		"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
 		"         record --wakeups)\n"
+		"  --folded FILE\n"
+		"         folded stacks ('comm;frame;...;frame VALUE', root first, user then\n"
+		"         kernel frames, one line per distinct stack) for flamegraph.pl,\n"
+		"         speedscope and Perfetto; '-' for stdout. What --fold says:\n"
+		"  --fold offcpu|oncpu|both\n"
+		"         offcpu (the default): off-CPU time in ns by the stack each sleep\n"
+		"         began in (record --offcpu), from the switch-out to the next switch-in,\n"
+		"         as bcc's offcputime -f; oncpu: the -e samples with call chains (-g),\n"
+		"         weighted by their period (ns for cpu-clock); both: the two, off-CPU\n"
+		"         stacks ending in an '[off-cpu]' frame\n"
+		"  --fold-user-only\n"
+		"         off-CPU stacks without their kernel frames (as offcputime -U)\n"
 		"  --time START,END\n"
 		"         only the switches and samples timed within it (seconds of the recorded\n"
 		"         clock, as show prints them; either may be left out); the sideband\n"
@@ -212,7 +286,10 @@ int cmd_export(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
-		{ "common-window", no_argument, NULL, 'W' },
+		{ "common-window", no_argument, NULL, 'M' },
+		{ "folded", required_argument, NULL, 'F' },
+		{ "fold", required_argument, NULL, 'W' },
+		{ "fold-user-only", no_argument, NULL, 'U' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -221,7 +298,7 @@ int cmd_export(int argc, char **argv)
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	const char *out = NULL;
-	int c, r, perfetto = 0, common = 0;
+	int c, r, perfetto = 0, common = 0, folded = 0, fold = 0, fold_user = 0;
 
 	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
@@ -235,7 +312,7 @@ int cmd_export(int argc, char **argv)
 		case 'o':
 		case 'f':
 			if (out) {
-				rk_err("give one of --perf-data and --perfetto");
+				rk_err("give one of --perf-data, --perfetto and --folded");
 				return 2;
 			}
 			out = optarg;
@@ -251,8 +328,29 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'W':
+		case 'M':
 			common = 1;
+			break;
+		case 'F':
+			if (out) {
+				rk_err("give one of --perf-data, --perfetto and --folded");
+				return 2;
+			}
+			out = optarg;
+			folded = 1;
+			break;
+		case 'W':
+			fold = !strcmp(optarg, "offcpu") ? RK_FOLD_OFFCPU :
+			       !strcmp(optarg, "oncpu")	 ? RK_FOLD_ONCPU :
+			       !strcmp(optarg, "both")	 ? RK_FOLD_OFFCPU | RK_FOLD_ONCPU :
+							   0;
+			if (!fold) {
+				rk_err("--fold %s: offcpu, oncpu or both", optarg);
+				return 2;
+			}
+			break;
+		case 'U':
+			fold_user = RK_FOLD_NO_KERNEL;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -263,8 +361,17 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (!out) {
-		rk_err("export: no output: give --perf-data FILE (-o) or --perfetto FILE "
-		       "(ringkeeper export --help)");
+		rk_err("export: no output: give --perf-data FILE (-o), --perfetto FILE or --folded "
+		       "FILE (ringkeeper export --help)");
+		return 2;
+	}
+	if (fold_user && !(fold & RK_FOLD_OFFCPU) && fold) {
+		rk_err("--fold-user-only applies to off-CPU stacks");
+		return 2;
+	}
+	fold |= fold_user;
+	if (fold && !folded) {
+		rk_err("--fold applies to --folded");
 		return 2;
 	}
 	if (optind != argc || (f.core && f.session)) {
@@ -279,7 +386,11 @@ int cmd_export(int argc, char **argv)
 		from_close(&f);
 		return 1;
 	}
-	r = perfetto ? export_perfetto(&f, out, &tw, common) : export_perf(&f, out, &tw, common);
+	if (!(fold & (RK_FOLD_OFFCPU | RK_FOLD_ONCPU)))
+		fold |= RK_FOLD_OFFCPU;
+	r = folded   ? export_folded(&f, out, fold, &tw) :
+	    perfetto ? export_perfetto(&f, out, &tw, common) :
+		       export_perf(&f, out, &tw, common);
 	from_close(&f);
 	return r;
 }

@@ -300,6 +300,13 @@ static int o_wakeups(struct rec_args *a, const char *v)
 	return 0;
 }
 
+static int o_offcpu(struct rec_args *a, const char *v)
+{
+	(void)v;
+	a->o.offcpu = 1;
+	return 0;
+}
+
 static int o_on_exit(struct rec_args *a, const char *v)
 {
 	if (strcmp(v, "keep") && strcmp(v, "drop"))
@@ -709,6 +716,12 @@ static const struct rec_opt opts[] = {
 	{ "trigger-gap", 0, "MS", o_trigger_gap, "1000",
 	  "at most one snapshot per MS; triggers in between are\n"
 	  "recorded in the histories and counted as dropped" },
+	{ "offcpu", 0, NULL, o_offcpu, NULL,
+	  "also record where a thread blocked: its user and kernel\n"
+	  "stacks (frame pointers) at each switch-out into a sleep,\n"
+	  "and with --wakeups the waker's at each wakeup (show,\n"
+	  "sched --offcpu, export --folded); kernel frames only in\n"
+	  "root-only files unless perf_event_paranoid <= 1" },
 	{ "on-exit", 0, "keep|drop", o_on_exit, "keep",
 	  "keep an exited thread's files, or remove them when it\n"
 	  "exits (the RFC's truncate)" },
@@ -898,6 +911,13 @@ static int check_args(struct rec_args *a)
 		rk_err("-F, -c, -g and --exclude-kernel apply to -e events: none given");
 		return 2;
 	}
+	/*
+	 * Off-CPU stacks' user frames resolve through the process's mappings,
+	 * which the sideband of an -e source records: a dummy event (no
+	 * samples) gives it when no source was asked for.
+	 */
+	if (a->o.offcpu && !a->events)
+		a->events = "dummy";
 	if (a->events && rk_evsel_parse(a->events, &a->eo, a->o.evs, RK_MAX_SRC - 1, &a->o.nev, msg,
 					sizeof(msg))) {
 		rk_err("-e: %s", msg);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cmd.h"
+#include "offcpu.h"
 #include "schedsum.h"
 #include "timeline.h"
 #include "util.h"
@@ -76,9 +77,9 @@ static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 int cmd_sched(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper sched [--json] [--sort KEY] [--top N] [--by thread|process|comm]\n"
-		"                        [--all] [--wide] [--hist] [--time S,E | --last D]\n"
-		"                        [--tid T | --pid P] [--root DIR]\n"
+		"Usage: ringkeeper sched [--json | --offcpu] [--sort KEY] [--top N]\n"
+		"                        [--by thread|process|comm] [--all] [--wide] [--hist]\n"
+		"                        [--time S,E | --last D] [--tid T | --pid P] [--root DIR]\n"
 		"                        [SESSION | --session S | --core CORE | --bundle FILE]\n"
 		"\n"
 		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
@@ -115,6 +116,10 @@ int cmd_sched(int argc, char **argv)
 		"         recorded clock, as show prints them; either may be left out)\n"
 		"  --last DURATION   only the last DURATION (500ms, 2s, 10m, 1h) before the\n"
 		"         newest event\n"
+		"  --offcpu  instead: off-CPU time by the stack each sleep began in (record\n"
+		"         --offcpu), from the switch-out to the next switch-in, ranked per\n"
+		"         thread and per process (stacks root first: comm;user;kernel)\n"
+		"  --top N   with --offcpu: the N heaviest stacks of each (default 10)\n"
 		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -124,6 +129,7 @@ int cmd_sched(int argc, char **argv)
 		{ "all", no_argument, NULL, 'A' },
 		{ "wide", no_argument, NULL, 'W' },
 		{ "hist", no_argument, NULL, 'H' },
+		{ "offcpu", no_argument, NULL, 'O' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
@@ -133,7 +139,7 @@ int cmd_sched(int argc, char **argv)
 	struct from f = { .root = RK_DEFAULT_ROOT };
 	struct twin tw = { 0 };
 	struct rk_timeline tl;
-	int c, r;
+	int c, r, offcpu = 0;
 
 	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
 		r = from_opt(&f, c, optarg);
@@ -146,6 +152,9 @@ int cmd_sched(int argc, char **argv)
 		if (r)
 			continue;
 		switch (c) {
+		case 'O':
+			offcpu = 1;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -156,6 +165,10 @@ int cmd_sched(int argc, char **argv)
 	}
 	if (optind < argc && !f.session && !f.core)
 		f.session = argv[optind++];
+	if (offcpu && o.json) {
+		rk_err("--offcpu has no --json (export --folded gives the stacks as data)");
+		return 2;
+	}
 	if (optind != argc || (f.core && f.session) || (f.tid && f.pid)) {
 		fputs(usage, stderr);
 		return 2;
@@ -176,6 +189,13 @@ int cmd_sched(int argc, char **argv)
 	if (r)
 		return 1;
 	twin_resolve(&tw, rk_sched_end(&tl));
+	if (offcpu) {
+		if (tw.set)
+			rk_timeline__clip(&tl, tw.lo, tw.hi);
+		r = rk_offcpu_print(stdout, &tl, o.top ? (size_t)o.top : 10);
+		rk_timeline__free(&tl);
+		return r ? 1 : 0;
+	}
 	o.lo = tw.lo;
 	o.hi = tw.hi;
 	r = rk_sched_report(stdout, &tl, &o);

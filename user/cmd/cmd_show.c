@@ -423,9 +423,8 @@ int cmd_show(int argc, char **argv)
 		rk_bufile__free(bf);
 		return r;
 	}
-	/* Addresses resolve through the sideband of the thread's process. */
-	if (bf->pmu->attr.sample_type & PERF_SAMPLE_IP)
-		syms = thread_symbols(path, bf);
+	/* Addresses (samples', and sched's off-CPU stacks) resolve through the process's sideband. */
+	syms = thread_symbols(path, bf);
 	twin_resolve(&show_twin, show_twin.last ? rk_show_end(bf) : 0);
 	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), &counts,
 			    show_twin.lo, show_twin.hi);

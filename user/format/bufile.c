@@ -788,6 +788,42 @@ int rk_sample_parse(__u64 st, const struct perf_event_header *h, struct rk_sampl
 	return 0;
 }
 
+int rk_stack_parse(const struct perf_event_header *h, size_t id_size, struct rk_stack_rec *s)
+{
+	const __u8 *p = (const __u8 *)h + sizeof(struct rk_stack_record);
+	struct rk_stack_record r;
+	__u64 *into = NULL, v, i;
+	__u32 *n = NULL;
+
+	s->nr_kernel = s->nr_user = 0;
+	s->nr = 0;
+	s->chain = NULL;
+	if (h->type != RK_RECORD_STACK || h->size < sizeof(r) + id_size)
+		return -EBADMSG;
+	memcpy(&r, h, sizeof(r));
+	if (r.nr > (h->size - sizeof(r) - id_size) / 8)
+		return -EBADMSG;
+	s->of = r.of;
+	s->flags = r.flags;
+	s->nr = r.nr;
+	s->chain = p;
+	for (i = 0; i < r.nr; i++) {
+		memcpy(&v, p + i * 8, 8);
+		if (v == (__u64)PERF_CONTEXT_KERNEL) {
+			into = s->kip;
+			n = &s->nr_kernel;
+		} else if (v == (__u64)PERF_CONTEXT_USER) {
+			into = s->uip;
+			n = &s->nr_user;
+		} else if (v >= (__u64)PERF_CONTEXT_MAX || !n || *n >= RK_STACK_READ_MAX) {
+			return -EBADMSG;
+		} else {
+			into[(*n)++] = v;
+		}
+	}
+	return 0;
+}
+
 size_t rk_sample_id_size(__u64 st)
 {
 	size_t n = 0;

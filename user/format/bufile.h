@@ -146,6 +146,63 @@ struct rk_wakeup_record {
 	__u32 flags;
 };
 
+/*
+ * record --offcpu: stacks, in a sched ring right after the record they
+ * belong to (the same sample_id): the thread's own at a switch-out into a
+ * sleep (where it blocked; never at a preemption or its final switch-out),
+ * and with --wakeups the waker's at a wakeup (who let it go). struct
+ * rk_stack_record, then @nr u64s laid out as perf's PERF_SAMPLE_CALLCHAIN
+ * (PERF_CONTEXT_KERNEL and the kernel frames, leaf first, then
+ * PERF_CONTEXT_USER and the user frames, leaf first; a marker only before
+ * frames of its kind), then the sample_id.
+ */
+#define RK_RECORD_STACK 0x524d
+#define RK_STACK_OF_SWITCH 1u /* rk_stack_record.of: the thread's, at the switch-out before it */
+#define RK_STACK_OF_WAKEUP 2u /* the waker's, at the wakeup record before it */
+/*
+ * rk_stack_record.flags: kernel frames withheld: the file is its thread's
+ * user's and perf_event_paranoid > 1 (perf would give that user no kernel
+ * call chain); root-only files keep them (docs/trust.md).
+ */
+#define RK_STACKF_KERNEL_HIDDEN 1u
+/* ... the waker's user frames withheld: another user's task, where its wakeup hides it. */
+#define RK_STACKF_USER_HIDDEN 2u
+/* Frames a reader takes at most per kind (what the recorder writes, RK_STACK_*_MAX, and more). */
+#define RK_STACK_READ_MAX 256
+
+/**
+ * struct rk_stack_record - RK_RECORD_STACK.
+ * @of: RK_STACK_OF_*. @flags: RK_STACKF_*.
+ * @nr: the call chain's u64s that follow (markers included).
+ */
+struct rk_stack_record {
+	struct perf_event_header h;
+	__u32 of;
+	__u32 flags;
+	__u64 nr;
+};
+
+/**
+ * struct rk_stack_rec - an RK_RECORD_STACK parsed (rk_stack_parse()).
+ * @kip, @uip: kernel and user frames, leaf first; @chain: the call chain
+ * as recorded (@nr u64s, markers included), pointing into the record.
+ */
+struct rk_stack_rec {
+	__u32 of, flags;
+	__u32 nr_kernel, nr_user;
+	__u64 kip[RK_STACK_READ_MAX], uip[RK_STACK_READ_MAX];
+	__u64 nr;
+	const __u8 *chain;
+};
+
+/**
+ * rk_stack_parse() - @h (an RK_RECORD_STACK whose sample_id is @id_size
+ * bytes) into @s. Return: 0; -EBADMSG if it is not one, is too short for
+ * what it says, has a frame before any marker, an unknown marker, or more
+ * than RK_STACK_READ_MAX frames of a kind.
+ */
+int rk_stack_parse(const struct perf_event_header *h, size_t id_size, struct rk_stack_rec *s);
+
 /**
  * struct rk_page_ext - the RFC's extension of perf_event_mmap_page,
  * directly after it (offset 1088).

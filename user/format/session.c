@@ -171,7 +171,10 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(snapshot_errors, "  snapshots not written (error)")  \
 	X(snapshot_bytes, "  their bytes")                     \
 	X(snapshots_removed, "  older snapshots removed")      \
-	X(oom_candidate, "recorder an OOM-killer candidate")
+	X(oom_candidate, "recorder an OOM-killer candidate")   \
+	X(stacks, "off-CPU stacks recorded")                   \
+	X(stack_drops, "  stacks dropped (stack rings full)")  \
+	X(stacks_lost, "  stacks lost (not their record's)")
 
 static void put_escaped(FILE *f, const char *s)
 {

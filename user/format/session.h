@@ -177,6 +177,12 @@ struct rk_session_stat {
 	__u64 snapshots_removed; /* older bundles removed for --snapshot-max(-size) */
 	/* 1: the recorder's oom_score_adj could not be set to -1000 (0 in older stat files) */
 	__u64 oom_candidate;
+	/* record --offcpu (0 in older stat files) */
+	__u64 stacks; /* stack records written */
+	__u64 stack_drops; /* stacks not taken: their CPU's stack ring full (BPF) */
+	__u64 stacks_lost; /* flagged records whose stack was not theirs (never, by our BPF) */
+	__u32 offcpu_on; /* record --offcpu */
+	__u32 pad_offcpu;
 };
 
 /* rk_session_stat.trigger_flags */

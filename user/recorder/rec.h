@@ -96,6 +96,8 @@ struct rk_rec {
 	struct rk_swring sw;
 	void *sw_ring_map, *sw_pos_map, *rb_cons_map, *rb_prod_map; /* NULL: not mapped */
 	size_t sw_ring_len, sw_pos_len, rb_prod_len;
+	void *st_ring_map; /* record --offcpu: the stack rings, read only (NULL: none) */
+	size_t st_ring_len;
 	struct rk_pin_pool *pool;
 	struct rk_thread *buckets[NBUCKETS];
 	struct rk_thread *all;

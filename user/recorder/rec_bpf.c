@@ -87,6 +87,8 @@ int rec_bpf_load(struct rk_rec *r)
 		o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS) :
 				   1);
 	err = sw_size(r, o->ringbuf_size);
+	if (!err)
+		err = rec_offcpu_size(r);
 	if (err)
 		return err;
 	err = ringkeeper_bpf__load(r->skel);
@@ -107,6 +109,8 @@ int rec_bpf_load(struct rk_rec *r)
 	if (!err)
 		err = rec_swring_map(r, dup(bpf_map__fd(r->skel->maps.swring)),
 				     dup(bpf_map__fd(r->skel->maps.swpos)));
+	if (!err)
+		err = rec_offcpu_map(r, dup(bpf_map__fd(r->skel->maps.stkring)));
 	if (err) {
 		rk_err("cannot map pin_asked, traced or the switch rings: %s", strerror(-err));
 		return err;
@@ -171,6 +175,73 @@ static int sw_size(struct rk_rec *r, uint64_t bytes)
 	bpf_map__set_max_entries(r->skel->maps.swring, slots * (__u32)ncpu);
 	bpf_map__set_max_entries(r->skel->maps.swpos, 2 * (__u32)ncpu);
 	return 0;
+}
+
+int rec_offcpu_size(struct rk_rec *r)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t want;
+	__u32 slots = 64;
+
+	if (ncpu <= 0) {
+		rk_err("cannot count the possible CPUs: %s", strerror(-ncpu));
+		return ncpu ? ncpu : -EINVAL;
+	}
+	r->skel->rodata->cfg_offcpu = r->o->offcpu ? 1 : 0;
+	if (!r->o->offcpu) {
+		bpf_map__set_max_entries(r->skel->maps.stkring, 1);
+		return 0;
+	}
+	want = r->o->ringbuf_size / (uint64_t)ncpu / sizeof(struct rk_stack);
+	while ((uint64_t)slots * 2 <= want && (uint64_t)slots * 2 * (uint64_t)ncpu <= (1u << 20))
+		slots *= 2;
+	r->skel->rodata->cfg_st_slots = slots;
+	r->skel->rodata->cfg_st_wake = slots / 4;
+	bpf_map__set_max_entries(r->skel->maps.stkring, slots * (__u32)ncpu);
+	return 0;
+}
+
+int rec_offcpu_map(struct rk_rec *r, int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+	void *p;
+
+	if (fd < 0)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	else if (ncpu <= 0 || info.value_size != sizeof(struct rk_stack) ||
+		 !(info.map_flags & BPF_F_MMAPABLE))
+		err = -EINVAL;
+	/* One slot in all (recorded without --offcpu): nothing to read, whatever the CPUs. */
+	else if (info.max_entries > 1 && info.max_entries % (__u32)ncpu)
+		err = -EINVAL;
+	/* One slot in all: recorded without --offcpu, nothing to read. */
+	if (!err && info.max_entries > (__u32)ncpu) {
+		r->st_ring_len = (size_t)info.max_entries * sizeof(struct rk_stack);
+		p = mmap(NULL, r->st_ring_len, PROT_READ, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			err = -errno;
+		} else {
+			r->st_ring_map = p;
+			err = rk_swring_set_stacks(&r->sw, p, info.max_entries / (__u32)ncpu);
+		}
+	}
+	close(fd);
+	if (err)
+		rk_err("cannot map the stack rings (record --offcpu): %s", strerror(-err));
+	return err;
+}
+
+void rec_offcpu_unmap(struct rk_rec *r)
+{
+	if (r->st_ring_map)
+		munmap(r->st_ring_map, r->st_ring_len);
+	r->st_ring_map = NULL;
+	r->st_ring_len = 0;
 }
 
 /* The signal ringbuf (r->sig_fd) mapped as libbpf's consumer maps one, into @rb. */
@@ -263,6 +334,7 @@ void rec_swring_unmap(struct rk_rec *r)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+	rec_offcpu_unmap(r);
 	rk_swring_free(&r->sw);
 	if (r->sw_ring_map)
 		munmap(r->sw_ring_map, r->sw_ring_len);
@@ -418,9 +490,9 @@ void rec_unpin_links(void)
 }
 
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
-static const char *const pinned_maps[] = { "pmu_info", "counters",  "signals",
-					   "self",     "pin_asked", "traced",
-					   "swring",   "swpos",	    "renames_held" };
+static const char *const pinned_maps[] = { "pmu_info",	   "counters", "signals", "self",
+					   "pin_asked",	   "traced",   "swring",  "swpos",
+					   "renames_held", "stkring" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -483,6 +555,7 @@ int rec_pin_maps(struct rk_rec *r)
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
 		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
 		r->skel->maps.swring,	r->skel->maps.swpos,	 r->skel->maps.renames_held,
+		r->skel->maps.stkring,
 	};
 	char path[128];
 	size_t i;

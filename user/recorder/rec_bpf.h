@@ -25,6 +25,23 @@ void rec_find_progs(struct rk_rec *r);
 
 int rec_bpf_load(struct rk_rec *r);
 
+/*
+ * rec_offcpu_size() - before the BPF object loads: --offcpu on or off in
+ * its constants, and the stack rings' size (as many 1 KiB stacks per
+ * possible CPU as --ringbuf-size over all CPUs holds, a power of two, at
+ * least 64; one slot in all without --offcpu). Return: 0, -errno.
+ */
+int rec_offcpu_size(struct rk_rec *r);
+
+/*
+ * rec_offcpu_map() - map the stack rings (@fd, taken; -1: none, as in a
+ * session recorded without --offcpu or by an older version) and read them
+ * from their tails. Call after the switch rings are mapped. Return: 0
+ * (also for none), -errno.
+ */
+int rec_offcpu_map(struct rk_rec *r, int fd);
+void rec_offcpu_unmap(struct rk_rec *r);
+
 int rec_adopt_config(struct rk_rec *r);
 
 /*

@@ -30,6 +30,7 @@
 #include "rec_trigger.h"
 #include "rec_target.h"
 #include "rec_bpf.h"
+#include "rec_offcpu.h"
 /* One signal, in time order (a ringbuf record or a switch ring's). */
 static void on_signal(void *ctx, const struct rk_signal *s)
 {
@@ -53,10 +54,12 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 		in.ptid = s->tid;
 		in.time_ns = s->time_ns;
 		rec_handle_signal(r, &out);
+		rec_offcpu_put(r, &out);
 		rec_handle_signal(r, &in);
 		return;
 	}
 	rec_handle_signal(r, s);
+	rec_offcpu_put(r, s);
 }
 
 /*

@@ -90,6 +90,7 @@ struct rk_record_opts {
 	uint64_t ringbuf_size;
 	int inherit;
 	int wakeups; /* --wakeups */
+	int offcpu; /* --offcpu: stacks at switch-outs into a sleep (and wakeups) */
 	int keep;
 	uint64_t duration_ns;
 	int ready_fd;

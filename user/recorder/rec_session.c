@@ -87,6 +87,10 @@ void rec_publish(struct rk_rec *r)
 		case RK_CNT_CREDS_HELD:
 			r->st->creds_held = sum;
 			break;
+		case RK_CNT_STACK_DROPS:
+			r->st->stack_drops = sum;
+			r->st->stacks_lost = r->sw.st_lost;
+			break;
 		}
 	}
 	rec_prog_stats(r);
@@ -248,6 +252,9 @@ int rec_resume_session(struct rk_rec *r)
 	/* The switch rings: read on from where the killed recorder stopped. */
 	sw_err = rec_swring_map(r, bpf_obj_get(RK_BPFFS_DIR "/swring"),
 				bpf_obj_get(RK_BPFFS_DIR "/swpos"));
+	/* record --offcpu's stacks (none pinned: recorded without, or by an older version). */
+	if (!sw_err)
+		sw_err = rec_offcpu_map(r, bpf_obj_get(RK_BPFFS_DIR "/stkring"));
 	if (r->pmu_fd >= 0 && r->cnt_fd >= 0 && r->sig_fd >= 0 &&
 	    (!r->traced.b || r->self_fd < 0 || sw_err)) {
 		rk_err("session %s's programs are an older ringkeeper's (no traced, self or switch "

@@ -195,6 +195,7 @@ static void stat_fill(struct rk_rec *r)
 	st->inherit = !!o->inherit;
 	st->wakeups_on = !!o->wakeups;
 	st->oom_candidate = r->oom_err != 0;
+	st->offcpu_on = !!o->offcpu;
 	st->nev = (__u32)o->nev;
 	st->max_threads = o->max_threads;
 	st->max_shm = o->max_shm;

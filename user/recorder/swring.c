@@ -35,6 +35,7 @@ int rk_swring_init(struct rk_swring *w, const struct rk_swrec *ring, struct rk_s
 
 void rk_swring_free(struct rk_swring *w)
 {
+	free(w->st_cur);
 	free(w->cur);
 	free(w->heads);
 	free(w->heap);
@@ -132,6 +133,61 @@ static const struct rk_swrec *rec_at(const struct rk_swring *w, __u32 c, __u64 n
 	return &w->ring[(size_t)c * w->slots + (n & (w->slots - 1))];
 }
 
+int rk_swring_set_stacks(struct rk_swring *w, const struct rk_stack *ring, __u32 slots)
+{
+	__u32 c;
+
+	if (!ring || !slots || (slots & (slots - 1)) || !w->ncpu)
+		return -EINVAL;
+	free(w->st_cur);
+	w->st_cur = calloc(w->ncpu, sizeof(*w->st_cur));
+	if (!w->st_cur)
+		return -ENOMEM;
+	w->st_ring = ring;
+	w->st_slots = slots;
+	for (c = 0; c < w->ncpu; c++)
+		w->st_cur[c] = __atomic_load_n(&w->pos[2 * c + 1].st_pos, __ATOMIC_RELAXED);
+	return 0;
+}
+
+const struct rk_stack *rk_swring_stack(const struct rk_swring *w)
+{
+	return w->has_stack ? &w->stack : NULL;
+}
+
+/*
+ * CPU @c's record @r was flagged with a stack: its CPU's next one, copied
+ * (the slot is BPF's again once the stack tail passes it). BPF writes a
+ * stack only below that tail, and before the record's head add (fully
+ * ordered, read with acquire at the snapshot): the copy is whole. One that
+ * is not the record's (a ring lost, a head mended) is counted, not used.
+ */
+static void take_stack(struct rk_swring *w, __u32 c, const struct rk_swrec *r)
+{
+	const struct rk_stack *s;
+
+	if (!w->st_ring) {
+		w->st_lost++;
+		return;
+	}
+	s = &w->st_ring[(size_t)c * w->st_slots + (w->st_cur[c] & (w->st_slots - 1))];
+	w->stack = *s;
+	w->st_cur[c]++;
+	if (w->stack.time_ns != r->time_ns || w->stack.tid != r->tid ||
+	    w->stack.nr_kernel > RK_STACK_KERNEL_MAX || w->stack.nr_user > RK_STACK_USER_MAX) {
+		w->st_lost++;
+		return;
+	}
+	w->has_stack = 1;
+}
+
+/* Give back CPU @c's stacks up to what was handed out (release: our copies came first). */
+static void st_give_back(struct rk_swring *w, __u32 c)
+{
+	if (w->st_cur)
+		__atomic_store_n(&w->pos[2 * c + 1].st_pos, w->st_cur[c], __ATOMIC_RELEASE);
+}
+
 /* The ringbuf's record in hand during a merge. */
 struct rb_next {
 	struct rk_signal s;
@@ -213,8 +269,11 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 			s.time_ns = r.time_ns;
 			s.next_tgid = r.next_tgid;
 			w->cur[id - 1]++;
+			if (r.flags & RK_SIGF_STACK)
+				take_stack(w, id - 1, &r);
 		}
 		fn(ctx, &s);
+		w->has_stack = 0;
 		done++;
 		/*
 		 * Given back after each record, as libbpf's consumer does: a
@@ -225,6 +284,8 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 			__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);
 		else
 			__atomic_store_n(&w->pos[2 * id - 1].pos, w->cur[id - 1], __ATOMIC_RELEASE);
+		if (id != 0)
+			st_give_back(w, id - 1);
 		got = next_of(w, id, &h[0], &rn);
 		busy |= got < 0;
 		if (got <= 0)
@@ -232,8 +293,10 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 		sift_down(h, n, 0);
 	}
 	/* Also past what was skipped, not handed out (discarded records, bad heads). */
-	for (c = 0; c < w->ncpu; c++)
+	for (c = 0; c < w->ncpu; c++) {
 		__atomic_store_n(&w->pos[2 * c + 1].pos, w->cur[c], __ATOMIC_RELEASE);
+		st_give_back(w, c);
+	}
 	__atomic_store_n(w->rb.cons, w->rb_pos, __ATOMIC_RELEASE);
 	return done;
 }

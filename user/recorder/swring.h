@@ -70,6 +70,14 @@ struct rk_swring {
 	/* Records not read: beyond a ring's size, or not a signal (never from our BPF). */
 	__u64 lost;
 	struct rk_swsrc *heap; /* the merge's sources, ncpu + 1 (allocated once) */
+	/* record --offcpu: the stack rings (struct rk_stack), NULL without */
+	const struct rk_stack *st_ring; /* ncpu * st_slots, read only */
+	__u32 st_slots; /* a power of two */
+	__u64 *st_cur; /* per CPU: the next stack to read (its tail: pos[2c + 1].st_pos) */
+	struct rk_stack stack; /* the stack of the record being handed out, a copy */
+	int has_stack; /* ... if it has one */
+	/* Flagged records whose stack was not there (no ring, or not theirs: time or tid). */
+	__u64 st_lost;
 };
 
 /*
@@ -99,6 +107,18 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx);
  * record (committed ones may follow it: not looked at).
  */
 int rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx);
+/*
+ * rk_swring_set_stacks() - read @ring (@slots stacks per CPU, a power of
+ * two), the stack rings of record --offcpu, from their tails: a record
+ * flagged RK_SIGF_STACK takes its CPU's next stack. Return: 0, -EINVAL,
+ * -ENOMEM.
+ */
+int rk_swring_set_stacks(struct rk_swring *w, const struct rk_stack *ring, __u32 slots);
+/*
+ * rk_swring_stack() - during the callback of a merge, the stack of the
+ * record handed out (a copy, valid until the callback returns), or NULL.
+ */
+const struct rk_stack *rk_swring_stack(const struct rk_swring *w);
 /* Records the switch rings ever took (the sum of their heads at the snapshot). */
 __u64 rk_swring_written(const struct rk_swring *w);
 

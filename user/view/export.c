@@ -117,6 +117,17 @@ struct exp {
 	const struct rk_thread_ident *cur_id;
 	/* reading a sched file; it had a COMM record, and the first was not an exec's */
 	int cur_sched, cur_comm, cur_named;
+	/*
+	 * record --offcpu: the offcpu-time attr (-1: none yet), and the
+	 * current sched file's switch-out with a stack, until its switch-in
+	 */
+	int offcpu_attr;
+	__u64 off_time;
+	int off_have;
+	__u64 off_chain[2 + 2 * RK_STACK_READ_MAX];
+	__u64 off_nr;
+	__u32 off_kernel;
+	__u8 off_rec[64 + 8 * (2 + 2 * RK_STACK_READ_MAX)] __attribute__((aligned(8)));
 };
 
 static __u64 attr_sample_type(const __u8 *attr)
@@ -244,6 +255,119 @@ static int note_sw(struct exp *e, const struct perf_event_header *h, __u64 time)
 	return 0;
 }
 
+/* The offcpu-time event, as perf record --off-cpu names and lays it out (once). Return: its index. */
+static int offcpu_attr(struct exp *e)
+{
+	struct rk_perf_event_attr *a;
+
+	if (e->offcpu_attr >= 0)
+		return e->offcpu_attr;
+	if (e->nattr == MAX_ATTRS)
+		return -E2BIG;
+	a = (struct rk_perf_event_attr *)e->attrs[e->nattr];
+	memset(a, 0, EXPORT_ATTR_SIZE);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_BPF_OUTPUT;
+	a->size = EXPORT_ATTR_SIZE;
+	a->freq = 1;
+	a->sample_freq = 1;
+	/* Within perf's OFFCPU_SAMPLE_TYPES; PERIOD is the time off CPU in ns. */
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			 PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
+			 PERF_SAMPLE_CALLCHAIN;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	snprintf(e->names[e->nattr], sizeof(e->names[0]), "offcpu-time");
+	e->offcpu_attr = (int)e->nattr++;
+	return e->offcpu_attr;
+}
+
+/*
+ * A sched file's stretch off CPU with a stack (a switch-out into a sleep,
+ * its RK_RECORD_STACK, the next switch-in) as one offcpu-time sample, as
+ * perf's --off-cpu writes its direct ones: at the switch-in, PERIOD the ns
+ * off CPU, the call chain the stack's (kernel frames too, where the file
+ * has them), IP its leaf.
+ */
+static int offcpu_sample(struct exp *e, __u64 t, __u32 cpu)
+{
+	struct {
+		struct perf_event_header h;
+		__u64 id, ip;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 period, nr;
+	} s;
+	unsigned int attr = e->cur_attr;
+	__u64 st = e->cur_sample_type, i;
+	int idx = offcpu_attr(e), err;
+
+	if (idx < 0)
+		return idx;
+	memset(&s, 0, sizeof(s));
+	s.h.type = PERF_RECORD_SAMPLE;
+	s.h.misc = e->off_kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER;
+	s.h.size = (__u16)(sizeof(s) + e->off_nr * 8);
+	for (i = 0; i < e->off_nr && !s.ip; i++)
+		if (e->off_chain[i] < (__u64)PERF_CONTEXT_MAX)
+			s.ip = e->off_chain[i];
+	s.pid = e->cur_id->tgid;
+	s.tid = e->cur_id->tid;
+	s.time = t;
+	s.cpu = cpu;
+	s.period = t - e->off_time;
+	s.nr = e->off_nr;
+	/* The chain follows the fixed part: one record in one buffer. */
+	memcpy(e->off_rec, &s, sizeof(s));
+	memcpy(e->off_rec + sizeof(s), e->off_chain, e->off_nr * 8);
+	e->cur_attr = (unsigned int)idx;
+	e->cur_sample_type = attr_sample_type(e->attrs[idx]);
+	err = push(e, (const struct perf_event_header *)e->off_rec, NULL, 0, t, 1);
+	e->cur_attr = attr;
+	e->cur_sample_type = st;
+	e->st->offcpu_samples += !err;
+	return err;
+}
+
+/* A sched file's record, for the offcpu-time samples: a switch-out's stack kept until the switch-in. */
+static int offcpu_note(struct exp *e, const struct perf_event_header *h, __u64 t)
+{
+	static struct rk_stack_rec r;
+	__u32 cpu = 0, res, i;
+
+	if (h->type == RK_RECORD_STACK) {
+		if (rk_stack_parse(h, rk_sample_id_size(e->cur_sample_type), &r) ||
+		    r.of != RK_STACK_OF_SWITCH || e->off_time != t)
+			return 0;
+		e->off_nr = 0;
+		if (r.nr_kernel)
+			e->off_chain[e->off_nr++] = (__u64)PERF_CONTEXT_KERNEL;
+		for (i = 0; i < r.nr_kernel; i++)
+			e->off_chain[e->off_nr++] = r.kip[i];
+		if (r.nr_user)
+			e->off_chain[e->off_nr++] = (__u64)PERF_CONTEXT_USER;
+		for (i = 0; i < r.nr_user; i++)
+			e->off_chain[e->off_nr++] = r.uip[i];
+		e->off_kernel = r.nr_kernel;
+		e->off_have = 1;
+		return 0;
+	}
+	if (h->type != PERF_RECORD_SWITCH)
+		return 0;
+	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
+		e->off_time = t;
+		e->off_have = 0;
+		return 0;
+	}
+	rk_record_cpu(e->cur_sample_type, h, &cpu, &res);
+	if (!e->off_have)
+		return 0;
+	e->off_have = 0;
+	return offcpu_sample(e, t, cpu);
+}
+
 static int on_record(const struct perf_event_header *h, void *ctx)
 {
 	struct exp *e = ctx;
@@ -272,9 +396,14 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 	if (e->cur_sched) {
 		int err = note_sw(e, h, t);
 
+		if (!err)
+			err = offcpu_note(e, h, t);
 		if (err)
 			return err;
 	}
+	/* perf knows no record of ours: the stacks became offcpu-time samples (offcpu_note). */
+	if (h->type == RK_RECORD_STACK)
+		return 0;
 	/* perf has no record for a wakeup: it becomes a sched_waking sample (sched_samples). */
 	if (h->type == RK_RECORD_WAKEUP)
 		return 0;
@@ -476,6 +605,7 @@ static int add_file(struct exp *e, const char *src, const char *path, int sideba
 	e->cur_sched = !sideband && !strcmp(src, RK_SCHED_DIR);
 	e->cur_comm = 0;
 	e->cur_named = 0;
+	e->off_have = 0;
 	if (!sideband && bf->aux_size) {
 		err = add_aux(e, path, bf);
 		if (err) {
@@ -1197,6 +1327,7 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 	e->o = o;
 	e->st = st;
 	e->tracking = -1;
+	e->offcpu_attr = -1;
 	d = opendir(o->session_dir);
 	if (!d) {
 		err = -errno;

@@ -37,6 +37,8 @@ struct rk_export_stats {
 	/* RK_RECORD_WAKEUP records left out: this machine has no sched_waking format for them */
 	unsigned long long wakeups;
 	unsigned long long outside; /* samples and switches outside the window, left out */
+	/* record --offcpu: stretches off CPU with a stack, as offcpu-time samples */
+	unsigned long long offcpu_samples;
 	unsigned int attrs;
 };
 

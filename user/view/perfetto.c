@@ -16,6 +16,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "offcpu.h"
 #include "perfetto.h"
 #include "util.h"
 
@@ -164,6 +165,7 @@ enum {
 	AN_SIGNAL,
 	AN_CRASHING_TID,
 	AN_FIELDS,
+	AN_STACK,
 	AN_NR,
 };
 static const char *const annotation_names[AN_NR] = {
@@ -175,6 +177,7 @@ static const char *const annotation_names[AN_NR] = {
 	[AN_SIGNAL] = "signal",
 	[AN_CRASHING_TID] = "crashing_tid",
 	[AN_FIELDS] = "fields",
+	[AN_STACK] = "blocking_stack",
 };
 /* debug_annotation_string_values: the off-CPU state names, 1 + enum rk_offcpu. */
 #define SV_STATE(s) (1u + (__u32)(s))
@@ -380,6 +383,8 @@ struct item {
 	__u32 kind;
 	__u32 a, b;
 	__u64 seq;
+	__u32 stack; /* IT_OFF: 1 + its blocking stack's index in tl->stacks, 0: none */
+	__u32 pad;
 };
 
 static int cmp_item(const void *x, const void *y)
@@ -415,6 +420,7 @@ static int plan_add(struct plan *p, __u64 time, size_t thread, __u32 kind, __u32
 	it->kind = kind;
 	it->a = a;
 	it->b = b;
+	it->stack = 0;
 	it->seq = p->n++;
 	return 0;
 }
@@ -439,10 +445,17 @@ static int plan_thread(struct plan *p, const struct rk_tl_thread *t, size_t ti)
 			else if (!err && rk_offcpu_of(e->arg) != RK_OFF_DEAD)
 				err = plan_add(p, e->time, ti, IT_OFF, rk_offcpu_of(e->arg),
 					       e->cpu);
+			/* record --offcpu: where it blocked, the switch-out's stack after it. */
+			if (!err && e->kind == RK_TL_OUT && i + 1 < t->nev &&
+			    t->ev[i + 1].kind == RK_TL_STACK &&
+			    t->ev[i + 1].arg2 == RK_STACK_OF_SWITCH)
+				p->v[p->n - 1].stack = t->ev[i + 1].arg + 1;
 			open = e->kind == RK_TL_IN || rk_offcpu_of(e->arg) != RK_OFF_DEAD;
 			break;
 		case RK_TL_WAKEUP:
 			break; /* the scheduler's view draws it (ftrace sched_waking) */
+		case RK_TL_STACK:
+			break; /* the off-CPU slice it follows carries it (blocking_stack) */
 		default:
 			err = plan_add(p, e->time, ti, IT_INSTANT, (__u32)i, 0);
 		}
@@ -575,6 +588,22 @@ static void instant(struct rk_buf *b, const struct rk_tl_thread *t, const struct
 	annotation_u64(b, AN_CPU, e->cpu);
 }
 
+/*
+ * record --offcpu: a sleeping or blocked slice's stack, where the thread
+ * blocked, as a folded line (root first: user frames, then the kernel's).
+ */
+static void blocking_stack(struct rk_buf *b, const struct rk_timeline *tl, const struct item *it)
+{
+	struct rk_offcpu_span sp = { .thread = it->thread, .stack = it->stack - 1, .comm = "" };
+	char buf[4096];
+
+	if (sp.stack >= tl->nstacks)
+		return;
+	rk_offcpu_folded_stack(tl, &sp, 1, buf, sizeof(buf));
+	/* Without the comm (the track says whose): from the first frame on. */
+	annotation_str(b, AN_STACK, buf[0] == ';' ? buf + 1 : buf);
+}
+
 static void track_events(struct out *o, const struct rk_timeline *tl, const struct plan *p)
 {
 	size_t i;
@@ -611,6 +640,8 @@ static void track_events(struct out *o, const struct rk_timeline *tl, const stru
 				end(&o->pkt, d);
 			}
 			annotation_u64(&o->pkt, AN_LEFT_CPU, it->b);
+			if (it->stack)
+				blocking_stack(&o->pkt, tl, it);
 			o->st->slices++;
 			break;
 		case IT_INSTANT:
@@ -791,233 +822,289 @@ static __u64 *timebase_counts(const struct rk_timeline *tl, const __u64 *stack_o
  * keyed by a hash of their frame ids, checked against the frames themselves
  * on a hit.
  */
-static int perf_samples(struct out *o, const struct rk_timeline *tl)
-{
-	struct intern frames = { 0 }, names = { 0 }, files = { 0 }, stacks = { 0 }, bids = { 0 },
-		      maps = { 0 };
-	struct rk_buf fn = { 0 }, mp = { 0 }, mm = { 0 }, fr = { 0 }, cs = { 0 }, bi = { 0 };
-	__u64 map_iid = 0;
-	__u64 *frame_of = NULL, *stack_of = NULL, *stack_first = NULL, *count = NULL;
-	size_t i, j, k, nstack_first = 0, any = 0;
-	__u8 *has = NULL;
-	int made, err = 0;
+/* The interning tables and interned-data fields of the samples' call stacks, built once. */
+struct stacks_out {
+	struct intern frames, names, files, stacks, bids, maps;
+	struct rk_buf fn, mp, mm, fr, cs, bi;
+	__u64 *frame_of; /* per tl->frames: its frame iid */
+	__u64 *stack_of; /* per sample: its callstack iid, 0: none */
+	__u64 *stack_first; /* per callstack (by iid - 1): the first sample that has it */
+	size_t nstack_first;
+};
 
-	frame_of = calloc(tl->nframes + 1, sizeof(*frame_of));
-	stack_of = calloc(tl->nsamples + 1, sizeof(*stack_of));
-	stack_first = calloc(tl->nsamples + 1, sizeof(*stack_first));
-	if (!frame_of || !stack_of || !stack_first) {
-		err = -ENOMEM;
-		goto out;
+static void stacks_out_free(struct stacks_out *so)
+{
+	intern_free(&so->frames);
+	intern_free(&so->names);
+	intern_free(&so->files);
+	intern_free(&so->stacks);
+	intern_free(&so->bids);
+	intern_free(&so->maps);
+	free(so->fn.p);
+	free(so->bi.p);
+	free(so->mp.p);
+	free(so->mm.p);
+	free(so->fr.p);
+	free(so->cs.p);
+	free(so->frame_of);
+	free(so->stack_of);
+	free(so->stack_first);
+}
+
+/* @f's function name and file path, interned once each. Return: 0, -ENOMEM. */
+static int intern_name_and_file(struct stacks_out *so, const struct rk_timeline *tl,
+				const struct rk_tl_frame *f)
+{
+	int made;
+	size_t m;
+
+	if (!intern_id(&so->names, f->sym + 1, &made))
+		return -ENOMEM;
+	if (made) {
+		m = begin(&so->fn, ID_FUNCTION_NAMES);
+		f_u64(&so->fn, IS_IID, f->sym + 1);
+		f_str(&so->fn, IS_STR, rk_tl_str(tl, f->sym));
+		end(&so->fn, m);
 	}
-	for (i = 0; i < tl->nsamples && !err; i++) {
+	if (!intern_id(&so->files, f->dso + 1, &made))
+		return -ENOMEM;
+	if (made) {
+		const char *path = rk_tl_str(tl, f->dso);
+
+		/* The reader joins the path's components with '/' after a '/'. */
+		m = begin(&so->mp, ID_MAPPING_PATHS);
+		f_u64(&so->mp, IS_IID, f->dso + 1);
+		f_str(&so->mp, IS_STR, path[0] == '/' ? path + 1 : path);
+		end(&so->mp, m);
+	}
+	return 0;
+}
+
+/* @f's file's build id, once (raw bytes, as Perfetto's own profilers intern them). */
+static int intern_build_id(struct stacks_out *so, const struct rk_timeline *tl,
+			   const struct rk_tl_frame *f)
+{
+	const char *hex;
+	__u8 raw[64];
+	size_t nb = 0, m;
+	int made;
+
+	if (f->build_id == ~0u)
+		return 0;
+	if (!intern_id(&so->bids, (__u64)f->build_id + 1, &made))
+		return -ENOMEM;
+	if (!made)
+		return 0;
+	hex = rk_tl_str(tl, f->build_id);
+	for (; hex[2 * nb] && hex[2 * nb + 1] && nb < sizeof(raw); nb++) {
+		unsigned int byte;
+
+		if (sscanf(hex + 2 * nb, "%2x", &byte) != 1)
+			break;
+		raw[nb] = (__u8)byte;
+	}
+	m = begin(&so->bi, ID_BUILD_IDS);
+	f_u64(&so->bi, IS_IID, (__u64)f->build_id + 1);
+	f_bytes(&so->bi, IS_STR, raw, nb);
+	end(&so->bi, m);
+	return 0;
+}
+
+/* @f's mapping: the file's range where it was mapped, once per (file, start). Return: its iid. */
+static __u64 intern_mapping(struct stacks_out *so, const struct rk_tl_frame *f)
+{
+	int made;
+	__u64 iid = intern_id(&so->maps, mix((__u64)f->dso << 40 ^ f->map_start) | 1, &made);
+	size_t m;
+
+	if (!iid || !made)
+		return iid;
+	m = begin(&so->mm, ID_MAPPINGS);
+	f_u64(&so->mm, MAP_IID, iid);
+	f_u64(&so->mm, MAP_PATH_IDS, f->dso + 1);
+	if (f->map_len) {
+		f_u64(&so->mm, MAP_START, f->map_start);
+		f_u64(&so->mm, MAP_END, f->map_start + f->map_len);
+		f_u64(&so->mm, MAP_EXACT_OFFSET, f->map_pgoff);
+		f_u64(&so->mm, MAP_START_OFFSET, 0);
+	}
+	if (f->build_id != ~0u)
+		f_u64(&so->mm, MAP_BUILD_ID, (__u64)f->build_id + 1);
+	end(&so->mm, m);
+	return iid;
+}
+
+/* tl->frames[@j] as an interned frame (with its name, file, build id, mapping). Return: 0, -ENOMEM. */
+static int intern_frame(struct stacks_out *so, const struct rk_timeline *tl, size_t j)
+{
+	const struct rk_tl_frame *f = &tl->frames[j];
+	__u64 fid, map;
+	int made;
+	size_t m;
+
+	fid = intern_id(&so->frames, (__u64)(f->sym + 1) << 32 | (f->dso + 1), &made);
+	if (!fid)
+		return -ENOMEM;
+	so->frame_of[j] = fid;
+	if (!made)
+		return 0;
+	if (intern_name_and_file(so, tl, f) || intern_build_id(so, tl, f))
+		return -ENOMEM;
+	map = intern_mapping(so, f);
+	if (!map)
+		return -ENOMEM;
+	m = begin(&so->fr, ID_FRAMES);
+	f_u64(&so->fr, FR_IID, fid);
+	f_u64(&so->fr, FR_FUNCTION, f->sym + 1);
+	f_u64(&so->fr, FR_MAPPING, map);
+	/* The pc in the file: from the mapping's start, plus its offset in the file. */
+	f_u64(&so->fr, FR_REL_PC, f->map_len ? f->ip - f->map_start + f->map_pgoff : f->ip);
+	end(&so->fr, m);
+	return 0;
+}
+
+/*
+ * Sample @i's frames as one interned callstack (root first). A hash hit is
+ * the same stack only if its frames are; a collision gets an id of its own,
+ * past every hashed one. Return: 0, -ENOMEM.
+ */
+static int intern_callstack(struct stacks_out *so, const struct rk_timeline *tl, size_t i)
+{
+	const struct rk_tl_sample *s = &tl->samples[i];
+	__u64 h = 0x9e3779b97f4a7c15ull, id;
+	size_t j;
+	int made;
+
+	for (j = s->frame0; j < s->frame0 + s->nframes; j++)
+		h = mix(h ^ so->frame_of[j]) + j - s->frame0;
+	id = intern_id(&so->stacks, h | 1, &made);
+	if (!id)
+		return -ENOMEM;
+	if (!made) {
+		const struct rk_tl_sample *t = &tl->samples[so->stack_first[id - 1]];
+
+		if (t->nframes != s->nframes ||
+		    memcmp(&so->frame_of[t->frame0], &so->frame_of[s->frame0],
+			   s->nframes * sizeof(*so->frame_of)))
+			made = 2;
+	}
+	if (made == 2)
+		id = tl->nsamples + 1 + i;
+	if (made) {
+		size_t m = begin(&so->cs, ID_CALLSTACKS);
+
+		if (made == 1)
+			so->stack_first[so->nstack_first++] = i;
+		f_u64(&so->cs, CSK_IID, id);
+		/* Root first: our frames are leaf first. */
+		for (j = s->nframes; j-- > 0;)
+			f_u64(&so->cs, CSK_FRAMES, so->frame_of[s->frame0 + j]);
+		end(&so->cs, m);
+	}
+	so->stack_of[i] = id;
+	return 0;
+}
+
+/* Every sampled call stack interned. Return: 1 if a sample has one, 0 if none, -ENOMEM. */
+static int intern_samples(struct stacks_out *so, const struct rk_timeline *tl)
+{
+	size_t i, j;
+	int any = 0;
+
+	so->frame_of = calloc(tl->nframes + 1, sizeof(*so->frame_of));
+	so->stack_of = calloc(tl->nsamples + 1, sizeof(*so->stack_of));
+	so->stack_first = calloc(tl->nsamples + 1, sizeof(*so->stack_first));
+	if (!so->frame_of || !so->stack_of || !so->stack_first)
+		return -ENOMEM;
+	for (i = 0; i < tl->nsamples; i++) {
 		const struct rk_tl_sample *s = &tl->samples[i];
-		__u64 h = 0x9e3779b97f4a7c15ull, id;
 
 		if (tl->src_is_tp[s->src] || !s->nframes)
 			continue;
 		any = 1;
-		for (j = s->frame0; j < s->frame0 + s->nframes; j++) {
-			const struct rk_tl_frame *f = &tl->frames[j];
-			__u64 fid =
-				intern_id(&frames, (__u64)(f->sym + 1) << 32 | (f->dso + 1), &made);
-			size_t m;
-
-			if (!fid) {
-				err = -ENOMEM;
-				break;
-			}
-			frame_of[j] = fid;
-			if (!made)
-				continue;
-			if (!intern_id(&names, f->sym + 1, &made)) {
-				err = -ENOMEM;
-				break;
-			}
-			if (made) {
-				m = begin(&fn, ID_FUNCTION_NAMES);
-				f_u64(&fn, IS_IID, f->sym + 1);
-				f_str(&fn, IS_STR, rk_tl_str(tl, f->sym));
-				end(&fn, m);
-			}
-			/* Its file's path, once. */
-			if (!intern_id(&files, f->dso + 1, &made)) {
-				err = -ENOMEM;
-				break;
-			}
-			if (made) {
-				const char *path = rk_tl_str(tl, f->dso);
-
-				/* The reader joins the path's components with '/' after a '/'. */
-				m = begin(&mp, ID_MAPPING_PATHS);
-				f_u64(&mp, IS_IID, f->dso + 1);
-				f_str(&mp, IS_STR, path[0] == '/' ? path + 1 : path);
-				end(&mp, m);
-			}
-			/* Its build id, once (raw bytes, as Perfetto's own profilers intern them). */
-			if (f->build_id != ~0u) {
-				if (!intern_id(&bids, (__u64)f->build_id + 1, &made)) {
-					err = -ENOMEM;
-					break;
-				}
-				if (made) {
-					const char *hex = rk_tl_str(tl, f->build_id);
-					__u8 raw[64];
-					size_t nb = 0;
-
-					for (; hex[2 * nb] && hex[2 * nb + 1] && nb < sizeof(raw);
-					     nb++) {
-						unsigned int byte;
-
-						if (sscanf(hex + 2 * nb, "%2x", &byte) != 1)
-							break;
-						raw[nb] = (__u8)byte;
-					}
-					m = begin(&bi, ID_BUILD_IDS);
-					f_u64(&bi, IS_IID, (__u64)f->build_id + 1);
-					f_bytes(&bi, IS_STR, raw, nb);
-					end(&bi, m);
-				}
-			}
-			/* Its mapping: the file's range where it was mapped, once per (file, start). */
-			map_iid = intern_id(&maps, mix((__u64)f->dso << 40 ^ f->map_start) | 1,
-					    &made);
-			if (!map_iid) {
-				err = -ENOMEM;
-				break;
-			}
-			if (made) {
-				m = begin(&mm, ID_MAPPINGS);
-				f_u64(&mm, MAP_IID, map_iid);
-				f_u64(&mm, MAP_PATH_IDS, f->dso + 1);
-				if (f->map_len) {
-					f_u64(&mm, MAP_START, f->map_start);
-					f_u64(&mm, MAP_END, f->map_start + f->map_len);
-					f_u64(&mm, MAP_EXACT_OFFSET, f->map_pgoff);
-					f_u64(&mm, MAP_START_OFFSET, 0);
-				}
-				if (f->build_id != ~0u)
-					f_u64(&mm, MAP_BUILD_ID, (__u64)f->build_id + 1);
-				end(&mm, m);
-			}
-			m = begin(&fr, ID_FRAMES);
-			f_u64(&fr, FR_IID, fid);
-			f_u64(&fr, FR_FUNCTION, f->sym + 1);
-			f_u64(&fr, FR_MAPPING, map_iid);
-			/* The pc in the file: from the mapping's start, plus its offset in the file. */
-			f_u64(&fr, FR_REL_PC,
-			      f->map_len ? f->ip - f->map_start + f->map_pgoff : f->ip);
-			end(&fr, m);
-		}
-		if (err)
-			break;
 		for (j = s->frame0; j < s->frame0 + s->nframes; j++)
-			h = mix(h ^ frame_of[j]) + j - s->frame0;
-		/* A hash hit is the same stack only if its frames are (else: a stack of its own). */
-		id = intern_id(&stacks, h | 1, &made);
-		if (!id) {
-			err = -ENOMEM;
-			break;
-		}
-		if (!made) {
-			const struct rk_tl_sample *t = &tl->samples[stack_first[id - 1]];
-
-			if (t->nframes != s->nframes ||
-			    memcmp(&frame_of[t->frame0], &frame_of[s->frame0],
-				   s->nframes * sizeof(*frame_of)))
-				made = 2;
-		}
-		if (made == 2) {
-			/* Colliding: a fresh id past every hashed one. */
-			id = tl->nsamples + 1 + i;
-		}
-		if (made) {
-			size_t m = begin(&cs, ID_CALLSTACKS);
-
-			if (made == 1)
-				stack_first[nstack_first++] = i;
-			f_u64(&cs, CSK_IID, id);
-			/* Root first: our frames are leaf first. */
-			for (j = s->nframes; j-- > 0;)
-				f_u64(&cs, CSK_FRAMES, frame_of[s->frame0 + j]);
-			end(&cs, m);
-		}
-		stack_of[i] = id;
+			if (intern_frame(so, tl, j))
+				return -ENOMEM;
+		if (intern_callstack(so, tl, i))
+			return -ENOMEM;
 	}
-	if (err || !any)
-		goto out;
-	if (fn.err || bi.err || mp.err || mm.err || fr.err || cs.err) {
-		err = -ENOMEM;
-		goto out;
+	if (so->fn.err || so->bi.err || so->mp.err || so->mm.err || so->fr.err || so->cs.err)
+		return -ENOMEM;
+	return any;
+}
+
+/*
+ * Source @k's samples on a sequence of its own: Perfetto takes a sample's
+ * counter (its name, the per-CPU track of its count) from its sequence's
+ * defaults, and interned data is per sequence, so each gets the whole table.
+ */
+static void source_samples(struct out *o, const struct rk_timeline *tl, const struct stacks_out *so,
+			   const __u64 *count, size_t k)
+{
+	__u32 seq = SEQ_ID + 1 + (__u32)k;
+	size_t d, i;
+
+	pkt_start_on(o, 0, seq, SEQ_INCREMENTAL_STATE_CLEARED);
+	timebase_defaults(&o->pkt, tl, k);
+	d = begin(&o->pkt, TP_INTERNED_DATA);
+	rk_buf_put(&o->pkt, so->fn.p, so->fn.len);
+	rk_buf_put(&o->pkt, so->bi.p, so->bi.len);
+	rk_buf_put(&o->pkt, so->mp.p, so->mp.len);
+	rk_buf_put(&o->pkt, so->mm.p, so->mm.len);
+	rk_buf_put(&o->pkt, so->fr.p, so->fr.len);
+	rk_buf_put(&o->pkt, so->cs.p, so->cs.len);
+	end(&o->pkt, d);
+	pkt_flush(o);
+	for (i = 0; i < tl->nsamples && !o->err; i++) {
+		const struct rk_tl_sample *s = &tl->samples[i];
+
+		if (s->src != k || !so->stack_of[i])
+			continue;
+		pkt_start_on(o, s->time, seq, SEQ_NEEDS_INCREMENTAL_STATE);
+		d = begin(&o->pkt, TP_PERF_SAMPLE);
+		f_u64(&o->pkt, PS_CPU, s->cpu);
+		f_u64(&o->pkt, PS_PID, s->tgid);
+		f_u64(&o->pkt, PS_TID, s->tid);
+		f_u64(&o->pkt, PS_CALLSTACK, so->stack_of[i]);
+		f_u64(&o->pkt, PS_TIMEBASE_COUNT, count[i]);
+		end(&o->pkt, d);
+		pkt_flush(o);
+		o->st->samples++;
 	}
-	count = timebase_counts(tl, stack_of);
+}
+
+static int perf_samples(struct out *o, const struct rk_timeline *tl)
+{
+	struct stacks_out so;
+	__u64 *count = NULL;
+	__u8 *has = NULL;
+	size_t i, k;
+	int err;
+
+	/* Step 1: the frames and call stacks, interned. */
+	memset(&so, 0, sizeof(so));
+	err = intern_samples(&so, tl);
+	if (err <= 0)
+		goto out;
+	err = 0;
+	/* Step 2: each sample's count of its timebase, and which sources have samples. */
+	count = timebase_counts(tl, so.stack_of);
 	has = calloc(tl->nsrcs + 1, 1);
 	if (!count || !has) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < tl->nsamples; i++)
-		if (stack_of[i])
+		if (so.stack_of[i])
 			has[tl->samples[i].src] = 1;
-	/*
-	 * A sequence per source: Perfetto takes a sample's counter (its name,
-	 * the per-CPU track of its count) from its sequence's defaults, and
-	 * interned data is per sequence, so each gets the whole table.
-	 */
-	for (k = 0; k < tl->nsrcs && !o->err; k++) {
-		__u32 seq = SEQ_ID + 1 + (__u32)k;
-
-		if (!has[k])
-			continue;
-		pkt_start_on(o, 0, seq, SEQ_INCREMENTAL_STATE_CLEARED);
-		timebase_defaults(&o->pkt, tl, k);
-		{
-			size_t d = begin(&o->pkt, TP_INTERNED_DATA);
-
-			rk_buf_put(&o->pkt, fn.p, fn.len);
-			rk_buf_put(&o->pkt, bi.p, bi.len);
-			rk_buf_put(&o->pkt, mp.p, mp.len);
-			rk_buf_put(&o->pkt, mm.p, mm.len);
-			rk_buf_put(&o->pkt, fr.p, fr.len);
-			rk_buf_put(&o->pkt, cs.p, cs.len);
-			end(&o->pkt, d);
-		}
-		pkt_flush(o);
-		for (i = 0; i < tl->nsamples && !o->err; i++) {
-			const struct rk_tl_sample *s = &tl->samples[i];
-			size_t d;
-
-			if (s->src != k || !stack_of[i])
-				continue;
-			pkt_start_on(o, s->time, seq, SEQ_NEEDS_INCREMENTAL_STATE);
-			d = begin(&o->pkt, TP_PERF_SAMPLE);
-			f_u64(&o->pkt, PS_CPU, s->cpu);
-			f_u64(&o->pkt, PS_PID, s->tgid);
-			f_u64(&o->pkt, PS_TID, s->tid);
-			f_u64(&o->pkt, PS_CALLSTACK, stack_of[i]);
-			f_u64(&o->pkt, PS_TIMEBASE_COUNT, count[i]);
-			end(&o->pkt, d);
-			pkt_flush(o);
-			o->st->samples++;
-		}
-	}
+	/* Step 3: a sequence per source. */
+	for (k = 0; k < tl->nsrcs && !o->err; k++)
+		if (has[k])
+			source_samples(o, tl, &so, count, k);
 out:
 	free(count);
 	free(has);
-	intern_free(&frames);
-	intern_free(&names);
-	intern_free(&files);
-	intern_free(&stacks);
-	intern_free(&bids);
-	intern_free(&maps);
-	free(fn.p);
-	free(bi.p);
-	free(mp.p);
-	free(mm.p);
-	free(fr.p);
-	free(cs.p);
-	free(frame_of);
-	free(stack_of);
-	free(stack_first);
+	stacks_out_free(&so);
 	return err;
 }
 

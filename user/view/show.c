@@ -4,6 +4,7 @@
  * says what sample_id every record carries.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "show.h"
 #include "timeline.h"
@@ -43,6 +44,7 @@ struct walk {
 	const struct rk_tp_format *tpf;
 	int nrec_json; /* records printed into the JSON "records" array */
 	__u64 lo, hi; /* only records timed within (0, ~0: all) */
+	struct rec_desc *desc; /* the record being described (8 KiB: not on the stack) */
 };
 
 /* Between two records of the JSON array: a comma. */
@@ -159,6 +161,8 @@ static const char *type_name(__u32 type)
 		return "RINGKEEPER_WAKEUP";
 	case RK_RECORD_TRIGGER:
 		return "RINGKEEPER_TRIGGER";
+	case RK_RECORD_STACK:
+		return "RINGKEEPER_STACK";
 	}
 	return "PERF_RECORD_UNKNOWN";
 }
@@ -248,192 +252,284 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 	return 0;
 }
 
+/* What one record says, beyond its sample_id: the text, and the fields JSON names. */
+struct rec_desc {
+	char detail[160];
+	int have_crash, have_wake, have_stack;
+	struct rk_crash_record crash;
+	struct rk_wakeup_record wake;
+	struct rk_stack_rec stack;
+};
+
+/* Records outside --time / --last are counted, not shown. Return: 1 if @h is shown. */
+static int in_window(struct walk *w, const struct perf_event_header *h)
+{
+	__u64 t;
+
+	if (!w->lo && w->hi == ~0ull)
+		return 1;
+	t = rk_record_time(w->bf->pmu->attr.sample_type, h);
+	if (t < w->lo || t > w->hi) {
+		w->c.outside++;
+		return 0;
+	}
+	return 1;
+}
+
+/* A sample, or why it is not shown. */
+static void sample_rec(struct walk *w, const struct perf_event_header *h)
+{
+	int err = show_sample(w, h);
+
+	if (!err)
+		return;
+	w->c.other++;
+	if (w->json)
+		json_sep(w);
+	fprintf(w->out,
+		w->json ? "{\"type\":\"PERF_RECORD_SAMPLE\",\"error\":\"%s\"}\n" :
+			  "# sample not shown: %s\n",
+		err == -EOPNOTSUPP ? "sample_type not supported by show" : "truncated");
+}
+
+/* A switch: in, or out and why it left (where the recorder kept it). */
+static void describe_switch(struct walk *w, const struct perf_event_header *h, const struct sid *s,
+			    struct rec_desc *d)
+{
+	enum rk_offcpu why = rk_offcpu_of(s->res);
+
+	if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT)) {
+		w->c.switch_in++;
+		snprintf(d->detail, sizeof(d->detail), "IN");
+		return;
+	}
+	w->c.switch_out++;
+	/* A preemption says so already. */
+	snprintf(d->detail, sizeof(d->detail), "OUT%s%s",
+		 h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? " preempt" : "",
+		 why == RK_OFF_UNKNOWN || why == RK_OFF_PREEMPTED ? "" :
+		 why == RK_OFF_SLEEPING				  ? " sleeping" :
+		 why == RK_OFF_BLOCKED				  ? " blocked" :
+		 why == RK_OFF_IDLE				  ? " idle" :
+		 why == RK_OFF_STOPPED				  ? " stopped" :
+								    " dead");
+}
+
+/* The kernel's records of a perf ring (and ours of the same layout): LOST, MMAP2, FORK, ... */
+static void describe_perf(struct walk *w, const struct perf_event_header *h, struct rec_desc *d)
+{
+	const __u8 *b = (const __u8 *)h + sizeof(*h);
+	__u64 v[3];
+	__u32 u[4];
+
+	w->c.other++;
+	if (h->type == PERF_RECORD_COMM && h->size >= sizeof(*h) + 8 + RK_COMM_LEN) {
+		memcpy(w->comm, b + 8, RK_COMM_LEN);
+		w->comm[RK_COMM_LEN - 1] = '\0';
+		if (!w->json)
+			rk_strip_controls(w->comm);
+		snprintf(d->detail, sizeof(d->detail), "%s%s", w->comm,
+			 h->misc & PERF_RECORD_MISC_COMM_EXEC ? " (exec)" : "");
+	} else if (h->type == PERF_RECORD_COMM) {
+		snprintf(d->detail, sizeof(d->detail), "%s", w->comm);
+	} else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
+		memcpy(v, b + 8, 8);
+		w->c.lost += v[0];
+		snprintf(d->detail, sizeof(d->detail), "lost %llu", (unsigned long long)v[0]);
+	} else if (h->type == PERF_RECORD_MMAP2 && h->size > sizeof(*h) + 72) {
+		const char *name = rk_mmap2_name(h);
+
+		memcpy(v, b + 8, 16);
+		snprintf(d->detail, sizeof(d->detail), "[0x%llx(0x%llx)]: %.50s",
+			 (unsigned long long)v[0], (unsigned long long)v[1], name ? name : "?");
+	} else if ((h->type == PERF_RECORD_FORK || h->type == PERF_RECORD_EXIT) &&
+		   h->size >= sizeof(*h) + 16) {
+		memcpy(u, b, sizeof(u));
+		snprintf(d->detail, sizeof(d->detail), "(%u:%u):(%u:%u)", u[0], u[2], u[1], u[3]);
+	} else if (h->type == PERF_RECORD_AUX && h->size >= sizeof(*h) + 24) {
+		memcpy(v, b, sizeof(v));
+		/* Offsets in this file's AUX area, as the loader rewrote them. */
+		snprintf(d->detail, sizeof(d->detail), "offset %#llx size %#llx flags %#llx%s%s",
+			 (unsigned long long)v[0], (unsigned long long)v[1],
+			 (unsigned long long)v[2],
+			 v[2] & PERF_AUX_FLAG_TRUNCATED ? " [truncated]" : "",
+			 v[2] & PERF_AUX_FLAG_PARTIAL ? " [partial]" : "");
+	} else if (h->type == PERF_RECORD_ITRACE_START && h->size >= sizeof(*h) + 8) {
+		memcpy(u, b, 8);
+		snprintf(d->detail, sizeof(d->detail), "pid %u tid %u", u[0], u[1]);
+	}
+}
+
+/* Who woke it, from where (the record's cpu), and where it last ran. */
+static void describe_wakeup(struct walk *w, const struct perf_event_header *h, struct rec_desc *d)
+{
+	w->c.wakeups++;
+	if (h->size < sizeof(d->wake))
+		return;
+	memcpy(&d->wake, h, sizeof(d->wake));
+	d->have_wake = 1;
+	if (d->wake.flags & RK_WAKEUP_HIDDEN)
+		snprintf(d->detail, sizeof(d->detail),
+			 "woken%s by another user's task (not shown at "
+			 "perf_event_paranoid > -1), target cpu %u",
+			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", d->wake.target_cpu);
+	else
+		snprintf(d->detail, sizeof(d->detail), "woken%s by tid %u (pid %u), target cpu %u",
+			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", d->wake.waker_tid,
+			 d->wake.waker_pid, d->wake.target_cpu);
+}
+
+/* record --offcpu's stacks: whose, how many frames, what was withheld (frames print after). */
+static void describe_stack(struct walk *w, const struct perf_event_header *h, struct rec_desc *d)
+{
+	struct rk_stack_rec *st = &d->stack;
+
+	w->c.stacks++;
+	if (rk_stack_parse(h, rk_sample_id_size(w->bf->pmu->attr.sample_type), st)) {
+		snprintf(d->detail, sizeof(d->detail), "does not parse (size %u)", h->size);
+		return;
+	}
+	d->have_stack = 1;
+	snprintf(d->detail, sizeof(d->detail), "%s: %u kernel, %u user frames%s%s",
+		 st->of == RK_STACK_OF_WAKEUP ? "the waker's" : "where it blocked", st->nr_kernel,
+		 st->nr_user,
+		 st->flags & RK_STACKF_KERNEL_HIDDEN ? " (kernel's withheld: perf_event_paranoid)" :
+						       "",
+		 st->flags & RK_STACKF_USER_HIDDEN ? " (user's withheld: another user's task)" :
+						     "");
+}
+
+/* Ours: a crash, a wakeup, stacks, a trigger; or a type nobody knows. */
+static void describe_ours(struct walk *w, const struct perf_event_header *h, struct rec_desc *d)
+{
+	if (h->type == RK_RECORD_WAKEUP) {
+		describe_wakeup(w, h, d);
+	} else if (h->type == RK_RECORD_STACK) {
+		describe_stack(w, h, d);
+	} else if (h->type == RK_RECORD_TRIGGER) {
+		w->c.other++;
+		trigger_detail(h, d->detail, sizeof(d->detail));
+	} else if (h->type == RK_RECORD_CRASH) {
+		w->c.other++;
+		if (h->size < sizeof(d->crash))
+			return;
+		memcpy(&d->crash, h, sizeof(d->crash));
+		d->have_crash = 1;
+		snprintf(d->detail, sizeof(d->detail), "signal %d (SIG%s) delivered to tid %u",
+			 d->crash.signo, sigabbrev_np(d->crash.signo) ?: "?", d->crash.crash_tid);
+	} else {
+		w->c.other++;
+		snprintf(d->detail, sizeof(d->detail), "type %u size %u", h->type, h->size);
+	}
+}
+
+/* A stack's frames, leaf first, kernel then user (as perf script prints a call chain). */
+static void print_stack(struct walk *w, const struct rk_stack_rec *st)
+{
+	__u32 i;
+
+	for (i = 0; i < st->nr_kernel; i++)
+		print_addr(w, st->kip[i], "\t", !i);
+	if (w->json && st->nr_kernel)
+		fprintf(w->out, "],\"user\":[");
+	for (i = 0; i < st->nr_user; i++)
+		print_addr(w, st->uip[i], "\t", !i);
+}
+
+static void print_json_rec(struct walk *w, const struct perf_event_header *h, const struct sid *s,
+			   const struct rec_desc *d)
+{
+	json_sep(w);
+	fprintf(w->out, "{\"type\":\"%s\",\"misc\":%u,\"size\":%u", type_name(h->type), h->misc,
+		h->size);
+	if (s->have_tid)
+		fprintf(w->out, ",\"pid\":%u,\"tid\":%u", s->pid, s->tid);
+	if (s->have_time)
+		fprintf(w->out, ",\"time\":%llu", (unsigned long long)s->time);
+	if (s->have_cpu)
+		fprintf(w->out, ",\"cpu\":%u", s->cpu);
+	if (d->have_crash)
+		fprintf(w->out, ",\"signal\":%d,\"crash_tid\":%u", d->crash.signo,
+			d->crash.crash_tid);
+	if (d->have_wake)
+		fprintf(w->out,
+			",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s,"
+			"\"waker_hidden\":%s",
+			d->wake.waker_pid, d->wake.waker_tid, d->wake.target_cpu,
+			d->wake.flags & RK_WAKEUP_NEW ? "true" : "false",
+			d->wake.flags & RK_WAKEUP_HIDDEN ? "true" : "false");
+	if (d->have_stack) {
+		fprintf(w->out,
+			",\"stack_of\":\"%s\",\"kernel_hidden\":%s,\"user_hidden\":%s,\"kernel\":[",
+			d->stack.of == RK_STACK_OF_WAKEUP ? "waker" : "switch-out",
+			d->stack.flags & RK_STACKF_KERNEL_HIDDEN ? "true" : "false",
+			d->stack.flags & RK_STACKF_USER_HIDDEN ? "true" : "false");
+		if (!d->stack.nr_kernel)
+			fprintf(w->out, "],\"user\":[");
+		print_stack(w, &d->stack);
+		fprintf(w->out, "]");
+	}
+	fprintf(w->out, ",\"detail\":");
+	rk_json_str(w->out, d->detail);
+	fprintf(w->out, "}\n");
+}
+
+/* perf script's layout: comm tid [cpu] secs.nsecs: record details; a stack's frames below. */
+static void print_text_rec(struct walk *w, const struct perf_event_header *h, const struct sid *s,
+			   const struct rec_desc *d)
+{
+	fprintf(w->out, "%16s %6u [%03u] %llu.%09llu: %s %s\n", w->comm, s->have_tid ? s->tid : 0,
+		s->have_cpu ? s->cpu : 0, (unsigned long long)(s->time / 1000000000ull),
+		(unsigned long long)(s->time % 1000000000ull), type_name(h->type), d->detail);
+	if (d->have_stack)
+		print_stack(w, &d->stack);
+}
+
 static int on_rec(const struct perf_event_header *h, void *ctx)
 {
 	struct walk *w = ctx;
-	char detail[96] = "";
-	struct rk_crash_record crash;
-	struct rk_wakeup_record wake;
-	int have_crash = 0, have_wake = 0;
+	struct rec_desc *d = w->desc;
 	struct sid s;
 
-	if (w->lo || w->hi != ~0ull) {
-		__u64 t = rk_record_time(w->bf->pmu->attr.sample_type, h);
-
-		if (t < w->lo || t > w->hi) {
-			w->c.outside++;
-			return 0;
-		}
-	}
+	/* Step 1: in the window, and a sample has a layout of its own. */
+	if (!in_window(w, h))
+		return 0;
 	w->c.records++;
 	if (h->type == PERF_RECORD_SAMPLE) {
-		int err = show_sample(w, h);
-
-		if (!err)
-			return 0;
-		w->c.other++;
-		if (w->json)
-			json_sep(w);
-		fprintf(w->out,
-			w->json ? "{\"type\":\"PERF_RECORD_SAMPLE\",\"error\":\"%s\"}\n" :
-				  "# sample not shown: %s\n",
-			err == -EOPNOTSUPP ? "sample_type not supported by show" : "truncated");
+		sample_rec(w, h);
 		return 0;
 	}
+	/* Step 2: whose record, when, where. */
 	parse_sample_id(w->bf, h, &s);
 	if (s.have_tid && s.tid != w->bf->ident->tid)
 		w->c.foreign++;
-	switch (h->type) {
-	case PERF_RECORD_SWITCH:
-		if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
-			w->c.switch_out++;
-			enum rk_offcpu why = rk_offcpu_of(s.res);
-
-			/* Why it left, where the recorder kept it (a preemption says so already). */
-			snprintf(detail, sizeof(detail), "OUT%s%s",
-				 h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? " preempt" : "",
-				 why == RK_OFF_UNKNOWN || why == RK_OFF_PREEMPTED ? "" :
-				 why == RK_OFF_SLEEPING				  ? " sleeping" :
-				 why == RK_OFF_BLOCKED				  ? " blocked" :
-				 why == RK_OFF_IDLE				  ? " idle" :
-				 why == RK_OFF_STOPPED				  ? " stopped" :
-										    " dead");
-		} else {
-			w->c.switch_in++;
-			snprintf(detail, sizeof(detail), "IN");
-		}
-		break;
-	case PERF_RECORD_COMM:
-		w->c.other++;
-		if (h->size >= sizeof(*h) + 8 + RK_COMM_LEN) {
-			memcpy(w->comm, (const __u8 *)h + sizeof(*h) + 8, RK_COMM_LEN);
-			w->comm[RK_COMM_LEN - 1] = '\0';
-			if (!w->json)
-				rk_strip_controls(w->comm);
-		}
-		snprintf(detail, sizeof(detail), "%s%s", w->comm,
-			 h->misc & PERF_RECORD_MISC_COMM_EXEC ? " (exec)" : "");
-		break;
-	case PERF_RECORD_LOST:
-		w->c.other++;
-		if (h->size >= sizeof(*h) + 16) {
-			__u64 n;
-
-			memcpy(&n, (const __u8 *)h + sizeof(*h) + 8, 8);
-			w->c.lost += n;
-			snprintf(detail, sizeof(detail), "lost %llu", (unsigned long long)n);
-		}
-		break;
-	case PERF_RECORD_MMAP2:
-		w->c.other++;
-		if (h->size > sizeof(*h) + 72) {
-			const char *name = rk_mmap2_name(h);
-			__u64 a, l;
-
-			memcpy(&a, (const __u8 *)h + sizeof(*h) + 8, 8);
-			memcpy(&l, (const __u8 *)h + sizeof(*h) + 16, 8);
-			snprintf(detail, sizeof(detail), "[0x%llx(0x%llx)]: %.50s",
-				 (unsigned long long)a, (unsigned long long)l, name ? name : "?");
-		}
-		break;
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-		w->c.other++;
-		if (h->size >= sizeof(*h) + 16) {
-			__u32 v[4];
-
-			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
-			snprintf(detail, sizeof(detail), "(%u:%u):(%u:%u)", v[0], v[2], v[1], v[3]);
-		}
-		break;
-	case PERF_RECORD_AUX:
-		w->c.other++;
-		if (h->size >= sizeof(*h) + 24) {
-			__u64 v[3];
-
-			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
-			/* Offsets in this file's AUX area, as the loader rewrote them. */
-			snprintf(detail, sizeof(detail), "offset %#llx size %#llx flags %#llx%s%s",
-				 (unsigned long long)v[0], (unsigned long long)v[1],
-				 (unsigned long long)v[2],
-				 v[2] & PERF_AUX_FLAG_TRUNCATED ? " [truncated]" : "",
-				 v[2] & PERF_AUX_FLAG_PARTIAL ? " [partial]" : "");
-		}
-		break;
-	case PERF_RECORD_ITRACE_START:
-		w->c.other++;
-		if (h->size >= sizeof(*h) + 8) {
-			__u32 v[2];
-
-			memcpy(v, (const __u8 *)h + sizeof(*h), sizeof(v));
-			snprintf(detail, sizeof(detail), "pid %u tid %u", v[0], v[1]);
-		}
-		break;
-	case RK_RECORD_CRASH:
-		w->c.other++;
-		if (h->size >= sizeof(crash)) {
-			memcpy(&crash, h, sizeof(crash));
-			have_crash = 1;
-			snprintf(detail, sizeof(detail), "signal %d (SIG%s) delivered to tid %u",
-				 crash.signo, sigabbrev_np(crash.signo) ?: "?", crash.crash_tid);
-		}
-		break;
-	case RK_RECORD_WAKEUP:
-		w->c.wakeups++;
-		if (h->size >= sizeof(wake)) {
-			memcpy(&wake, h, sizeof(wake));
-			have_wake = 1;
-			/* Who woke it, from where (the record's cpu), and where it last ran. */
-			if (wake.flags & RK_WAKEUP_HIDDEN)
-				snprintf(detail, sizeof(detail),
-					 "woken%s by another user's task (not shown at "
-					 "perf_event_paranoid > -1), target cpu %u",
-					 wake.flags & RK_WAKEUP_NEW ? " (new)" : "",
-					 wake.target_cpu);
-			else
-				snprintf(detail, sizeof(detail),
-					 "woken%s by tid %u (pid %u), target cpu %u",
-					 wake.flags & RK_WAKEUP_NEW ? " (new)" : "", wake.waker_tid,
-					 wake.waker_pid, wake.target_cpu);
-		}
-		break;
-	case RK_RECORD_TRIGGER:
-		trigger_detail(h, detail, sizeof(detail));
-		break;
-	default:
-		w->c.other++;
-		snprintf(detail, sizeof(detail), "type %u size %u", h->type, h->size);
-	}
-	if (w->json) {
-		json_sep(w);
-		fprintf(w->out, "{\"type\":\"%s\",\"misc\":%u,\"size\":%u", type_name(h->type),
-			h->misc, h->size);
-		if (s.have_tid)
-			fprintf(w->out, ",\"pid\":%u,\"tid\":%u", s.pid, s.tid);
-		if (s.have_time)
-			fprintf(w->out, ",\"time\":%llu", (unsigned long long)s.time);
-		if (s.have_cpu)
-			fprintf(w->out, ",\"cpu\":%u", s.cpu);
-		if (have_crash)
-			fprintf(w->out, ",\"signal\":%d,\"crash_tid\":%u", crash.signo,
-				crash.crash_tid);
-		if (have_wake)
-			fprintf(w->out,
-				",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s,"
-				"\"waker_hidden\":%s",
-				wake.waker_pid, wake.waker_tid, wake.target_cpu,
-				wake.flags & RK_WAKEUP_NEW ? "true" : "false",
-				wake.flags & RK_WAKEUP_HIDDEN ? "true" : "false");
-		fprintf(w->out, ",\"detail\":");
-		rk_json_str(w->out, detail);
-		fprintf(w->out, "}\n");
-		return 0;
-	}
-	/* perf script's layout: comm tid [cpu] secs.usecs: record details */
-	fprintf(w->out, "%16s %6u [%03u] %llu.%09llu: %s %s\n", w->comm, s.have_tid ? s.tid : 0,
-		s.have_cpu ? s.cpu : 0, (unsigned long long)(s.time / 1000000000ull),
-		(unsigned long long)(s.time % 1000000000ull), type_name(h->type), detail);
+	/* Step 3: what it says. */
+	d->detail[0] = '\0';
+	d->have_crash = d->have_wake = d->have_stack = 0;
+	if (h->type == PERF_RECORD_SWITCH)
+		describe_switch(w, h, &s, d);
+	else if (h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_LOST ||
+		 h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_FORK ||
+		 h->type == PERF_RECORD_EXIT || h->type == PERF_RECORD_AUX ||
+		 h->type == PERF_RECORD_ITRACE_START)
+		describe_perf(w, h, d);
+	else
+		describe_ours(w, h, d);
+	/* Step 4: printed. */
+	if (w->json)
+		print_json_rec(w, h, &s, d);
+	else
+		print_text_rec(w, h, &s, d);
 	return 0;
+}
+
+/* The summary's mention of stacks (record --offcpu), only where there are. */
+static const char *stacks_note(unsigned long long n)
+{
+	static __thread char b[48];
+
+	snprintf(b, sizeof(b), " (%llu of them stacks)", n);
+	return b;
 }
 
 static int end_of(const struct perf_event_header *h, void *ctx)
@@ -533,7 +629,11 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 			a->context_switch ? " context_switch" : "", a->clockid,
 			bf->pmu->info.pmu_descsz);
 	}
+	w.desc = malloc(sizeof(*w.desc));
+	if (!w.desc)
+		return -ENOMEM;
 	err = rk_bufile__for_each(bf, on_rec, &w);
+	free(w.desc);
 	if (counts)
 		*counts = w.c;
 	if (json)
@@ -541,9 +641,10 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 	if (!json)
 		fprintf(out,
 			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu wakeups, "
-			"%llu other%s\n",
+			"%llu other%s%s\n",
 			w.c.records, w.c.samples, w.c.switch_in, w.c.switch_out, w.c.wakeups,
-			w.c.other, w.c.outside ? " (in the time window)" : "");
+			w.c.other, w.c.outside ? " (in the time window)" : "",
+			w.c.stacks ? stacks_note(w.c.stacks) : "");
 	if (!json && w.c.outside)
 		fprintf(out, "# %llu records outside the time window, not shown\n", w.c.outside);
 	return err;

@@ -19,6 +19,7 @@ struct rk_show_counts {
 	unsigned long long lost; /* sum of PERF_RECORD_LOST counts */
 	unsigned long long outside; /* records outside the window (--time, --last), not shown */
 	unsigned long long wakeups; /* RK_RECORD_WAKEUP: woken by another task */
+	unsigned long long stacks; /* RK_RECORD_STACK (record --offcpu) */
 };
 
 /**

@@ -99,6 +99,7 @@ struct tl_walk {
 	__u32 src;
 	struct rk_symbols *syms;
 	const struct rk_tp_format *tpf;
+	struct rk_stack_rec *stack; /* sched files: a parsed stack (4 KiB: not on the stack) */
 	int err;
 };
 
@@ -237,6 +238,38 @@ static int add_ev(struct tl_walk *w, __u32 kind, __u64 time, __u32 cpu, __u32 ar
 	return 0;
 }
 
+/* An RK_RECORD_STACK: its addresses kept (symbolized when the session's are), an event for it. */
+static int add_stack(struct tl_walk *w, const struct perf_event_header *h, __u64 time, __u32 cpu)
+{
+	struct rk_timeline *tl = w->tl;
+	struct rk_stack_rec *r = w->stack;
+	struct rk_tl_stack *s;
+
+	if (rk_stack_parse(h, rk_sample_id_size(w->bf->pmu->attr.sample_type), r))
+		return 0; /* not ours to end the walk: the record's size was good */
+	if (grow((void **)&tl->stacks, &tl->stacks_cap, tl->nstacks + 1, sizeof(*tl->stacks)) ||
+	    grow((void **)&tl->stack_ips, &tl->stack_ips_cap,
+		 tl->nstack_ips + r->nr_kernel + r->nr_user, sizeof(*tl->stack_ips)))
+		return -ENOMEM;
+	s = &tl->stacks[tl->nstacks];
+	memset(s, 0, sizeof(*s));
+	s->time = time;
+	s->tid = w->t->id.tid;
+	s->tgid = w->t->id.tgid;
+	s->of = r->of;
+	s->flags = r->flags;
+	s->nkernel = r->nr_kernel;
+	s->nuser = r->nr_user;
+	s->ip0 = tl->nstack_ips;
+	if (r->nr_kernel) /* (an empty array may be no array at all) */
+		memcpy(&tl->stack_ips[tl->nstack_ips], r->kip, r->nr_kernel * sizeof(__u64));
+	if (r->nr_user)
+		memcpy(&tl->stack_ips[tl->nstack_ips + r->nr_kernel], r->uip,
+		       r->nr_user * sizeof(__u64));
+	tl->nstack_ips += r->nr_kernel + r->nr_user;
+	return add_ev(w, RK_TL_STACK, time, cpu, (__u32)tl->nstacks++, r->of);
+}
+
 static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 {
 	struct tl_walk *w = ctx;
@@ -285,6 +318,9 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 						(wr.flags & RK_WAKEUP_NEW ? RK_TL_WAKEUP_NEW : 0));
 		}
 		break;
+	case RK_RECORD_STACK:
+		w->err = add_stack(w, h, time, cpu);
+		break;
 	case RK_RECORD_CRASH:
 		if (h->size >= sizeof(struct rk_crash_record)) {
 			struct rk_crash_record c;
@@ -315,6 +351,46 @@ static __u32 build_id_of(struct rk_timeline *tl, __u32 dso)
 		tl->nbids++;
 	}
 	return v;
+}
+
+/* @a symbolized through @syms (NULL: "[unknown]") as the next of tl->frames. Return: 0, -ENOMEM. */
+static int add_frame(struct rk_timeline *tl, struct rk_symbols *syms, __u64 a)
+{
+	char sym[256];
+	struct rk_sym_map map;
+	const char *dso = "[unknown]";
+	struct rk_tl_frame *f;
+
+	if (grow((void **)&tl->frames, &tl->frames_cap, tl->nframes + 1, sizeof(*tl->frames)))
+		return -ENOMEM;
+	memset(&map, 0, sizeof(map));
+	if (syms) {
+		char *off;
+
+		rk_symbols_resolve_map(syms, a, sym, sizeof(sym), &dso, &map);
+		/*
+		 * The function alone, as a profiler groups frames: its
+		 * offset is in the frame's address (show prints both).
+		 */
+		off = strstr(sym, "+0x");
+		if (off)
+			*off = '\0';
+	} else {
+		snprintf(sym, sizeof(sym), "[unknown]");
+	}
+	f = &tl->frames[tl->nframes];
+	memset(f, 0, sizeof(*f));
+	f->ip = a;
+	f->sym = intern(tl, sym);
+	f->dso = intern(tl, dso);
+	if (f->sym == ~0u || f->dso == ~0u)
+		return -ENOMEM;
+	f->map_start = map.start;
+	f->map_len = map.len;
+	f->map_pgoff = map.pgoff;
+	f->build_id = map.len ? build_id_of(tl, f->dso) : ~0u;
+	tl->nframes++;
+	return 0;
 }
 
 /* A PERF_RECORD_SAMPLE of our sources (show.c's layout): time, tid, cpu, ip, chain, raw. */
@@ -352,46 +428,14 @@ static int on_sample_rec(const struct perf_event_header *h, void *ctx)
 	s->fields = ~0u;
 	/* Leaf first: the chain (without its context markers), else the ip alone. */
 	for (i = 0; i < (chain ? nr : (st & PERF_SAMPLE_IP ? 1 : 0)); i++) {
-		char sym[256];
-		struct rk_sym_map map;
-		const char *dso = "[unknown]";
-		struct rk_tl_frame *f;
 		__u64 a = ip;
 
 		if (chain)
 			memcpy(&a, chain + i * 8, 8);
 		if (a >= (__u64)PERF_CONTEXT_MAX)
 			continue;
-		if (grow((void **)&tl->frames, &tl->frames_cap, tl->nframes + 1,
-			 sizeof(*tl->frames)))
+		if (add_frame(tl, w->syms, a))
 			return w->err = -ENOMEM;
-		memset(&map, 0, sizeof(map));
-		if (w->syms) {
-			char *off;
-
-			rk_symbols_resolve_map(w->syms, a, sym, sizeof(sym), &dso, &map);
-			/*
-			 * The function alone, as a profiler groups frames: its
-			 * offset is in the frame's address (show prints both).
-			 */
-			off = strstr(sym, "+0x");
-			if (off)
-				*off = '\0';
-		} else {
-			snprintf(sym, sizeof(sym), "[unknown]");
-		}
-		f = &tl->frames[tl->nframes];
-		memset(f, 0, sizeof(*f));
-		f->ip = a;
-		f->sym = intern(tl, sym);
-		f->dso = intern(tl, dso);
-		if (f->sym == ~0u || f->dso == ~0u)
-			return w->err = -ENOMEM;
-		f->map_start = map.start;
-		f->map_len = map.len;
-		f->map_pgoff = map.pgoff;
-		f->build_id = map.len ? build_id_of(tl, f->dso) : ~0u;
-		tl->nframes++;
 		nf++;
 	}
 	s->nframes = nf;
@@ -440,7 +484,11 @@ int rk_timeline__add_sched(struct rk_timeline *tl, const struct rk_bufile *bf)
 	t->id = *bf->ident;
 	t->id.comm[RK_COMM_LEN - 1] = '\0';
 	w.t = t;
+	w.stack = malloc(sizeof(*w.stack));
+	if (!w.stack)
+		return -ENOMEM;
 	err = rk_bufile__for_each(bf, on_sched_rec, &w);
+	free(w.stack);
 	if (w.err)
 		return w.err;
 	t->broken = err == -EBADMSG;
@@ -660,6 +708,46 @@ static int load_samples(struct rk_timeline *tl, const char *session_dir, __u32 t
 	return err;
 }
 
+/*
+ * The stacks' frames, each process's through its sideband (one symbol
+ * table per process, made when its first stack comes). Return: 0, -ENOMEM.
+ */
+static int symbolize_stacks(struct rk_timeline *tl, const char *session_dir)
+{
+	struct {
+		__u32 tgid;
+		struct rk_symbols *syms;
+	} *procs = NULL;
+	size_t nprocs = 0, cap = 0, i, j, k;
+	int err = 0;
+
+	for (i = 0; i < tl->nstacks && !err; i++) {
+		struct rk_tl_stack *s = &tl->stacks[i];
+		char sb[PATH_MAX + 100];
+
+		for (j = 0; j < nprocs && procs[j].tgid != s->tgid; j++)
+			;
+		if (j == nprocs) {
+			if (grow((void **)&procs, &cap, nprocs + 1, sizeof(*procs))) {
+				err = -ENOMEM;
+				break;
+			}
+			rk_sideband_path(session_dir, s->tgid, sb, sizeof(sb));
+			procs[j].tgid = s->tgid;
+			procs[j].syms = rk_symbols__new(sb);
+			nprocs++;
+		}
+		s->frame0 = tl->nframes;
+		for (k = 0; k < (size_t)s->nkernel + s->nuser && !err; k++)
+			err = add_frame(tl, procs[j].syms, tl->stack_ips[s->ip0 + k]);
+		s->nframes = s->nkernel + s->nuser;
+	}
+	for (j = 0; j < nprocs; j++)
+		rk_symbols__free(procs[j].syms);
+	free(procs);
+	return err;
+}
+
 int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid, __u32 pid,
 		      int with_samples)
 {
@@ -670,6 +758,8 @@ int rk_timeline__load(struct rk_timeline *tl, const char *session_dir, __u32 tid
 	if (intern(tl, "") == ~0u)
 		return -ENOMEM;
 	err = load_sched(tl, session_dir, tid, pid);
+	if (!err && tl->nstacks)
+		err = symbolize_stacks(tl, session_dir);
 	if (!err && with_samples)
 		err = load_samples(tl, session_dir, tid, pid);
 	free(tl->str_slot);
@@ -730,6 +820,8 @@ void rk_timeline__free(struct rk_timeline *tl)
 	free(tl->src_tb);
 	free(tl->samples);
 	free(tl->frames);
+	free(tl->stacks);
+	free(tl->stack_ips);
 	free(tl->strs);
 	free(tl->str_slot);
 	free(tl->bids);

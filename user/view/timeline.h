@@ -30,6 +30,12 @@ enum rk_tl_kind {
 	 * the target CPU | RK_TL_WAKEUP_NEW for a new thread's first wakeup
 	 */
 	RK_TL_WAKEUP,
+	/*
+	 * record --offcpu's stacks, right after the OUT (@arg2
+	 * RK_STACK_OF_SWITCH: where it blocked) or WAKEUP (RK_STACK_OF_WAKEUP:
+	 * the waker's) they belong to: @arg the index in rk_timeline.stacks
+	 */
+	RK_TL_STACK,
 };
 
 #define RK_TL_WAKEUP_NEW 0x80000000u
@@ -61,6 +67,25 @@ struct rk_tl_sample {
 	size_t frame0; /* its frames: frames[frame0 .. frame0 + nframes), leaf first */
 	__u32 nframes;
 	__u32 fields; /* tracepoints: offset of its "name=value ..." text in strs; else ~0 */
+};
+
+/**
+ * struct rk_tl_stack - one RK_RECORD_STACK of a sched file.
+ * @of, @flags: as the record's (RK_STACK_OF_*, RK_STACKF_*).
+ * @ip0: its addresses in rk_timeline.stack_ips, @nkernel kernel ones then
+ *	@nuser user ones, each leaf first (what perf.data's call chain takes).
+ * @frame0, @nframes: the same symbolized, in rk_timeline.frames (0 frames
+ *	when loaded without a session: rk_timeline__add_sched()).
+ */
+struct rk_tl_stack {
+	__u64 time;
+	__u32 tid, tgid;
+	__u32 of, flags;
+	__u32 nkernel, nuser;
+	size_t ip0;
+	size_t frame0;
+	__u32 nframes;
+	__u32 pad;
 };
 
 /** struct rk_tl_frame - a symbolized address: offsets of its strings in strs. */
@@ -97,13 +122,17 @@ struct rk_timeline {
 	size_t nsamples;
 	struct rk_tl_frame *frames;
 	size_t nframes;
+	struct rk_tl_stack *stacks; /* record --offcpu, in the order of the files' records */
+	size_t nstacks;
+	__u64 *stack_ips;
+	size_t nstack_ips;
 	char *strs; /* NUL-terminated strings, interned */
 	size_t strs_len;
 	unsigned long long skipped; /* files that did not open or parse (reported) */
 	/* private: the interning table while loading, capacities */
 	__u32 *str_slot;
 	size_t str_nslot, str_n, str_cap;
-	size_t threads_cap, samples_cap, frames_cap;
+	size_t threads_cap, samples_cap, frames_cap, stacks_cap, stack_ips_cap;
 	int oom;
 	/* the build ids found, per file (its path's offset in strs -> its hex's, ~0u: none) */
 	__u32 (*bids)[2];
