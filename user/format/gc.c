@@ -349,9 +349,10 @@ int rk_rm_session(const char *root, const char *name, int dry_run, int quiet)
 		if (!rm_removed)
 			rk_err("rm: nothing of session %s removed: %s%s", name,
 			       strerror(rm_errno ? rm_errno : EIO),
-			       rm_errno == EACCES || rm_errno == EPERM ? " (its files are root's: run "
-									  "rm as root)" :
-									  "");
+			       rm_errno == EACCES || rm_errno == EPERM ?
+				       " (its files are root's: run "
+				       "rm as root)" :
+				       "");
 		else
 			rk_err("rm: %s is only partly removed (%lu entries removed)", sdir,
 			       rm_removed);
