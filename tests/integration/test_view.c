@@ -433,7 +433,7 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 {
 	char *a5[] = { (char *)rk_bin, "sched", "--sort", "size", NULL };
 	char *a6[] = { (char *)rk_bin, "sched", "--by", "cpu", NULL };
-	char *a7[] = { (char *)rk_bin, "sched", "--top", "0", NULL };
+	char *a7[] = { (char *)rk_bin, "sched", "--top", "x", NULL };
 	char *a1[] = { (char *)rk_bin, "sched", "--root", root, "nosuch", NULL };
 	char *a2[] = { (char *)rk_bin, "sched", "--frobnicate", NULL };
 	char *a3[] = { (char *)rk_bin, "sched", "--tid", "x", NULL };
@@ -452,7 +452,7 @@ Test(view, sched_says_what_is_wrong_with_exit_codes)
 	expect_error(a4, 1, "no thread with that --tid");
 	expect_error(a5, 2, "--sort: 'size' is not one of tid, on-cpu, delay, off-cpu, runs");
 	expect_error(a6, 2, "--by: 'cpu' is not one of thread, process, comm");
-	expect_error(a7, 2, "--top: '0' is not a number of rows (1 or more)");
+	expect_error(a7, 2, "--top: 'x' is not a number of rows (0: all)");
 }
 
 /*
@@ -552,7 +552,9 @@ Test(view, errors_say_why_and_once)
 
 	expect_error(pmu, 2, "pmu: unexpected argument 'extra'");
 	expect_error(core, 2, "coredump: unknown option '--bogus'");
-	expect_error(exp, 2, "export: no output: give --perf-data FILE (-o) or --perfetto FILE");
+	expect_error(
+		exp, 2,
+		"export: no output: give --perf-data FILE (-o), --perfetto FILE or --folded FILE");
 	if (system("command -v setpriv >/dev/null 2>&1"))
 		cr_skip_test("no setpriv (util-linux) to read as another user");
 	snprintf(cmd, sizeof(cmd),

@@ -31,6 +31,9 @@ static int pick(const char *opt, const char *arg, const char *const *names, int 
 }
 
 /* sched's own options. Return: 1 taken, 0 not ours, -1 a bad value (said). */
+/* --top was given (--offcpu takes 10 without it; 0 is all for both). */
+static int top_given;
+
 static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 {
 	static const char *const sorts[] = { "tid", "on-cpu", "delay", "off-cpu", "runs" };
@@ -55,11 +58,12 @@ static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 		o->by = k;
 		return 1;
 	case 'N':
-		if (rk_parse_uint(arg, INT_MAX, &v) || !v) {
-			rk_err("--top: '%s' is not a number of rows (1 or more)", arg);
+		if (rk_parse_uint(arg, INT_MAX, &v)) {
+			rk_err("--top: '%s' is not a number of rows (0: all)", arg);
 			return -1;
 		}
 		o->top = v;
+		top_given = 1;
 		return 1;
 	case 'A':
 		o->all = 1;
@@ -119,7 +123,7 @@ int cmd_sched(int argc, char **argv)
 		"  --offcpu  instead: off-CPU time by the stack each sleep began in (record\n"
 		"         --offcpu), from the switch-out to the next switch-in, ranked per\n"
 		"         thread and per process (stacks root first: comm;user;kernel)\n"
-		"  --top N   with --offcpu: the N heaviest stacks of each (default 10)\n"
+		"  --top N   with --offcpu: the N heaviest stacks of each (default 10, 0: all)\n"
 		"Exit status: 0, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -192,7 +196,7 @@ int cmd_sched(int argc, char **argv)
 	if (offcpu) {
 		if (tw.set)
 			rk_timeline__clip(&tl, tw.lo, tw.hi);
-		r = rk_offcpu_print(stdout, &tl, o.top ? (size_t)o.top : 10);
+		r = rk_offcpu_print(stdout, &tl, top_given ? (size_t)o.top : 10);
 		rk_timeline__free(&tl);
 		return r ? 1 : 0;
 	}
