@@ -231,58 +231,59 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw, i
 	return 0;
 }
 
+static const char export_usage[] =
+	"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE | --folded FILE)\n"
+	"                         [--fold offcpu|oncpu|both] [--tid T | --pid P]\n"
+	"                         [--time S,E | --last D] [--common-window]\n"
+	"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
+	"\n"
+	"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
+	"core dump's RINGKEEPER notes (--core, from ringkeeper coredump) or a snapshot\n"
+	"bundle (--bundle, the same option; from ringkeeper snapshot, its symbols from\n"
+	"the bundle where the files here are absent or differ):\n"
+	"  -o, --perf-data FILE\n"
+	"         as a perf.data file sorted by time, with the sideband of their\n"
+	"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"
+	"         source (sched, every -e event) becomes one attr, and sched's switches\n"
+	"         and wakeups also sched:sched_switch / sched_waking samples (perf sched\n"
+	"         timehist, latency, map read them)\n"
+	"  --perfetto FILE\n"
+	"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
+	"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
+	"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
+	"         exec, renames, exit and crash as instants; -e samples with their call\n"
+	"         stacks (the flame graph), tracepoints as instants with their fields;\n"
+	"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
+	"         record --wakeups)\n"
+	"  --folded FILE\n"
+	"         folded stacks ('comm;frame;...;frame VALUE', root first, user then\n"
+	"         kernel frames, one line per distinct stack) for flamegraph.pl,\n"
+	"         speedscope and Perfetto; '-' for stdout. What --fold says:\n"
+	"  --fold offcpu|oncpu|both\n"
+	"         offcpu (the default): off-CPU time in ns by the stack each sleep\n"
+	"         began in (record --offcpu), from the switch-out to the next switch-in,\n"
+	"         as bcc's offcputime -f; oncpu: the -e samples with call chains (-g),\n"
+	"         weighted by their period (ns for cpu-clock); both: the two, off-CPU\n"
+	"         stacks ending in an '[off-cpu]' frame\n"
+	"  --fold-user-only\n"
+	"         off-CPU stacks without their kernel frames (as offcputime -U)\n"
+	"  --time START,END\n"
+	"         only the switches and samples timed within it (seconds of the recorded\n"
+	"         clock, as show prints them; either may be left out); the sideband\n"
+	"         (mappings, names, forks) goes whole\n"
+	"  --last DURATION\n"
+	"         only the last DURATION (500ms, 2s, 10m, 1h) before the newest switch\n"
+	"  --common-window\n"
+	"         only what lies where every thread's history is whole: from the latest\n"
+	"         first record of a buffer whose ring wrapped (overwrote its oldest\n"
+	"         records) on. Without it, an export of wrapped rings says how many\n"
+	"         threads wrapped and from when all are whole (a busy thread's older\n"
+	"         samples are gone: perf report would count less for it than for a\n"
+	"         quiet one)\n"
+	"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
+
 int cmd_export(int argc, char **argv)
 {
-	static const char usage[] =
-		"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE | --folded FILE)\n"
-		"                         [--fold offcpu|oncpu|both] [--tid T | --pid P]\n"
-		"                         [--time S,E | --last D] [--common-window]\n"
-		"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
-		"\n"
-		"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
-		"core dump's RINGKEEPER notes (--core, from ringkeeper coredump) or a snapshot\n"
-		"bundle (--bundle, the same option; from ringkeeper snapshot, its symbols from\n"
-		"the bundle where the files here are absent or differ):\n"
-		"  -o, --perf-data FILE\n"
-		"         as a perf.data file sorted by time, with the sideband of their\n"
-		"         processes, for 'perf script -i FILE' and 'perf report -i FILE'; each\n"
-		"         source (sched, every -e event) becomes one attr, and sched's switches\n"
-		"         and wakeups also sched:sched_switch / sched_waking samples (perf sched\n"
-		"         timehist, latency, map read them)\n"
-		"  --perfetto FILE\n"
-		"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
-		"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
-		"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
-		"         exec, renames, exit and crash as instants; -e samples with their call\n"
-		"         stacks (the flame graph), tracepoints as instants with their fields;\n"
-		"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
-		"         record --wakeups)\n"
-		"  --folded FILE\n"
-		"         folded stacks ('comm;frame;...;frame VALUE', root first, user then\n"
-		"         kernel frames, one line per distinct stack) for flamegraph.pl,\n"
-		"         speedscope and Perfetto; '-' for stdout. What --fold says:\n"
-		"  --fold offcpu|oncpu|both\n"
-		"         offcpu (the default): off-CPU time in ns by the stack each sleep\n"
-		"         began in (record --offcpu), from the switch-out to the next switch-in,\n"
-		"         as bcc's offcputime -f; oncpu: the -e samples with call chains (-g),\n"
-		"         weighted by their period (ns for cpu-clock); both: the two, off-CPU\n"
-		"         stacks ending in an '[off-cpu]' frame\n"
-		"  --fold-user-only\n"
-		"         off-CPU stacks without their kernel frames (as offcputime -U)\n"
-		"  --time START,END\n"
-		"         only the switches and samples timed within it (seconds of the recorded\n"
-		"         clock, as show prints them; either may be left out); the sideband\n"
-		"         (mappings, names, forks) goes whole\n"
-		"  --last DURATION\n"
-		"         only the last DURATION (500ms, 2s, 10m, 1h) before the newest switch\n"
-		"  --common-window\n"
-		"         only what lies where every thread's history is whole: from the latest\n"
-		"         first record of a buffer whose ring wrapped (overwrote its oldest\n"
-		"         records) on. Without it, an export of wrapped rings says how many\n"
-		"         threads wrapped and from when all are whole (a busy thread's older\n"
-		"         samples are gone: perf report would count less for it than for a\n"
-		"         quiet one)\n"
-		"Exit status: 0 written, 1 nothing matched or an error, 2 usage.\n";
 	static const struct option lo[] = {
 		{ "perf-data", required_argument, NULL, 'o' },
 		{ "perfetto", required_argument, NULL, 'f' },
@@ -353,10 +354,10 @@ int cmd_export(int argc, char **argv)
 			fold_user = RK_FOLD_NO_KERNEL;
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			fputs(export_usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			fputs(export_usage, stderr);
 			return 2;
 		}
 	}
@@ -375,7 +376,7 @@ int cmd_export(int argc, char **argv)
 		return 2;
 	}
 	if (optind != argc || (f.core && f.session)) {
-		fputs(usage, stderr);
+		fputs(export_usage, stderr);
 		return 2;
 	}
 	if (f.tid && f.pid) {
