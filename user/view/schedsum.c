@@ -392,7 +392,9 @@ static void p99s(struct report *r)
 	for (i = 0; i < r->nrows; i++) {
 		struct row *row = &r->rows[i];
 
-		row->s.p99_delay_ns = r->dfail ? 0 : rk_sched_p99(r->rowd + row->d0, row->dn);
+		/* No delay at all: no array (NULL + 0 is no pointer arithmetic C allows). */
+		row->s.p99_delay_ns =
+			r->dfail || !r->rowd ? 0 : rk_sched_p99(r->rowd + row->d0, row->dn);
 	}
 	if (r->dfail)
 		r->tot.p99_delay_ns = 0;
