@@ -141,7 +141,7 @@ Test(offcpu, show_names_where_each_thread_blocked_and_who_woke_it)
 			cr_assert_gt(wakes, 5);
 			cr_assert_geq(wstacks, wakes, "%d waker stacks for %d wakeups", wstacks,
 				      wakes);
-			cr_assert_geq(count_of(s, "anon_pipe_write"), wakes - 1,
+			cr_assert_geq(count_of(s, "pipe_write"), wakes - 1,
 				      "the writer's stack is not in the pipe's write path:\n%s", s);
 		}
 		free(s);
