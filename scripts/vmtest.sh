@@ -50,6 +50,31 @@ if [ ! -x "$vm/venv/bin/vng" ]; then
 fi
 export PATH="$vm/venv/bin:$PATH"
 
+# The kernel's headers next to its modules, for bcc (offcpu's peer test
+# compiles offcputime against them): linux-headers-KVER and what it depends
+# on of the kernel's own (-common, linux-kbuild-*), extracted into the same
+# tree, build and source pointed there (the guest sees the host's paths).
+# Without them that one test skips and says why; nothing else needs them.
+headers() {
+	local kver=$1 kdir=$2 deps d
+	[ -f "$kdir/.headers" ] && return 0
+	deps=$(apt-cache depends "linux-headers-$kver" 2>/dev/null |
+		awk '/Depends: linux-(headers|kbuild)-/ {print $2}')
+	mkdir -p "$vm/debs/headers-$kver"
+	if ! (cd "$vm/debs/headers-$kver" && apt-get download "linux-headers-$kver" $deps) \
+		>"$vm/headers.log" 2>&1; then
+		echo "vmtest: no headers for $kver (see $vm/headers.log): bcc's test will skip there"
+		return 0
+	fi
+	for d in "$vm/debs/headers-$kver"/*.deb; do
+		dpkg-deb -x "$d" "$kdir" || return 0
+	done
+	ln -sfn "$kdir/usr/src/linux-headers-$kver" "$kdir/lib/modules/$kver/build"
+	d=$(readlink "$kdir/lib/modules/$kver/source" 2>/dev/null)
+	[ -n "$d" ] && ln -sfn "$kdir$d" "$kdir/lib/modules/$kver/source"
+	touch "$kdir/.headers"
+}
+
 # --- kernels ------------------------------------------------------------------
 if [ -n "${VMTEST_KERNELS:-}" ]; then
 	kernels=$VMTEST_KERNELS
@@ -73,6 +98,7 @@ else
 			dpkg-deb -x "$vm/debs/${pkg}"_*.deb "$kdir" || skip "cannot extract $pkg"
 			depmod -b "$kdir" "$kver" || skip "depmod failed for $kver"
 		fi
+		headers "$kver" "$kdir"
 		kernels="$kernels $kdir/boot/vmlinuz-$kver"
 	done
 fi

@@ -40,7 +40,9 @@
  *             offcpu_short(), "offcpu-reader" blocks in offcpu_read() on a
  *             pipe that "offcpu-writer" writes every 10 ms in offcpu_write();
  *             prints "offcpu T NAME" per thread (built with frame pointers,
- *             each function noinline: a stack walk names it)
+ *             each function noinline: a stack walk names it), then "offcpu
+ *             done"; with -w FD, waits for a second byte on FD before exiting
+ *             (so that a tool reading the stacks at its end finds the process)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <fcntl.h>
@@ -474,8 +476,15 @@ int main(int argc, char **argv)
 	}
 	if (pair)
 		return run_pair();
-	if (offcpu_ms)
-		return run_offcpu(offcpu_ms);
+	if (offcpu_ms) {
+		char b;
+
+		err = run_offcpu(offcpu_ms);
+		printf("offcpu done\n");
+		if (wait_fd >= 0 && read(wait_fd, &b, 1) < 0)
+			return 1;
+		return err;
+	}
 	if (nrenames)
 		return rename_loop(nrenames);
 	if (nwrites)
