@@ -138,8 +138,10 @@ static void one_thread(struct rk_timeline *tl, struct rk_tl_event *ev, size_t ne
 
 /*
  * A span runs from a switch-out with a stack to the next switch-in (a
- * wakeup between them changes nothing); a switch-out with no stack, or no
- * switch-in after it, makes none; the folded line is root first.
+ * wakeup between them changes nothing); a sleep whose stack is missing
+ * (dropped when the stack rings were full) is a span of "[missed-stack]",
+ * never left out; a preemption, or a switch-out with no switch-in after it,
+ * makes none; the folded line is root first.
  */
 Test(offcpu, spans_and_folded_lines)
 {
@@ -147,7 +149,8 @@ Test(offcpu, spans_and_folded_lines)
 		{ 100, RK_TL_IN, 0, 0, 0 },    { 200, RK_TL_OUT, 0, 0x80000001, 0 },
 		{ 200, RK_TL_STACK, 0, 0, 1 }, { 250, RK_TL_WAKEUP, 1, 5, 0 },
 		{ 300, RK_TL_IN, 0, 0, 0 },    { 400, RK_TL_OUT, 0, 0x80000001, 0 },
-		{ 500, RK_TL_IN, 0, 0, 0 },    { 600, RK_TL_OUT, 0, 0x80000001, 0 },
+		{ 500, RK_TL_IN, 0, 0, 0 },    { 550, RK_TL_OUT, 0, 0x80000000, 0 },
+		{ 560, RK_TL_IN, 0, 0, 0 },    { 600, RK_TL_OUT, 0, 0x80000001, 0 },
 		{ 600, RK_TL_STACK, 0, 0, 1 },
 	};
 	struct rk_offcpu_span *sp;
@@ -158,18 +161,29 @@ Test(offcpu, spans_and_folded_lines)
 
 	one_thread(&tl, ev, sizeof(ev) / sizeof(ev[0]));
 	cr_assert_eq(rk_offcpu_spans(&tl, &sp, &n), 0);
-	cr_assert_eq(n, 1);
+	cr_assert_eq(n, 2, "%zu spans", n);
 	cr_assert_eq(sp[0].out, 200);
 	cr_assert_eq(sp[0].in, 300);
 	rk_offcpu_folded_stack(&tl, &sp[0], 1, line, sizeof(line));
 	cr_assert_str_eq(line, "sleeper;main;do_sleep;a_kernel");
 	rk_offcpu_folded_stack(&tl, &sp[0], 0, line, sizeof(line));
 	cr_assert_str_eq(line, "sleeper;main;do_sleep");
+	cr_assert_eq(sp[1].out, 400);
+	cr_assert_eq(sp[1].in, 500);
+	cr_assert_eq(sp[1].stack, RK_OFFCPU_MISSED);
+	rk_offcpu_folded_stack(&tl, &sp[1], 1, line, sizeof(line));
+	cr_assert_str_eq(line, "sleeper;[missed-stack]");
 	free(sp);
 	m = open_memstream(&text, &len);
 	cr_assert_eq(rk_offcpu_folded(&tl, RK_FOLD_OFFCPU, m, &lines), 0);
 	fclose(m);
-	cr_assert_str_eq(text, "sleeper;main;do_sleep;a_kernel 100\n");
-	cr_assert_eq(lines, 1);
+	cr_assert_str_eq(text, "sleeper;[missed-stack] 100\nsleeper;main;do_sleep;a_kernel 100\n");
+	cr_assert_eq(lines, 2);
 	free(text);
+
+	/* A timeline with no stacks at all (no --offcpu): no spans. */
+	tl.nstacks = 0;
+	cr_assert_eq(rk_offcpu_spans(&tl, &sp, &n), 0);
+	cr_assert_eq(n, 0);
+	free(sp);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* offcpu.c - off-CPU time by stack (see offcpu.h). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "offcpu.h"
@@ -18,20 +19,40 @@ static const char *name_at(const struct rk_tl_thread *t, size_t upto)
 	return n;
 }
 
-/* One thread's spans: an OUT with a switch-out's stack right after it, until the next IN. */
+/*
+ * The stack of the switch-out at @t->ev[@i]: the index of the switch stack
+ * right after it, RK_OFFCPU_MISSED for a sleep whose stack is not there
+ * (dropped, lost; in a session that has stacks), SIZE_MAX for none to have
+ * (a preemption, the final switch-out, a session without --offcpu).
+ */
+static size_t out_stack(const struct rk_timeline *tl, const struct rk_tl_thread *t, size_t i)
+{
+	const struct rk_tl_event *s = i + 1 < t->nev ? &t->ev[i + 1] : NULL;
+	enum rk_offcpu why = rk_offcpu_of(t->ev[i].arg);
+
+	if (s && s->kind == RK_TL_STACK && s->arg2 == RK_STACK_OF_SWITCH && s->arg < tl->nstacks)
+		return s->arg;
+	if (!tl->nstacks || why == RK_OFF_PREEMPTED || why == RK_OFF_DEAD || why == RK_OFF_UNKNOWN)
+		return SIZE_MAX;
+	return RK_OFFCPU_MISSED;
+}
+
+/*
+ * One thread's spans: a switch-out with a stack (or whose stack was missed)
+ * until the next IN.
+ */
 static int thread_spans(const struct rk_timeline *tl, size_t ti, struct rk_offcpu_span **v,
 			size_t *n, size_t *cap)
 {
 	const struct rk_tl_thread *t = &tl->threads[ti];
-	size_t i, j;
+	size_t i, j, stack;
 
 	for (i = 0; i + 1 < t->nev; i++) {
-		const struct rk_tl_event *e = &t->ev[i], *s = &t->ev[i + 1];
+		const struct rk_tl_event *e = &t->ev[i];
 
-		if (e->kind != RK_TL_OUT || s->kind != RK_TL_STACK ||
-		    s->arg2 != RK_STACK_OF_SWITCH || s->arg >= tl->nstacks)
+		if (e->kind != RK_TL_OUT || (stack = out_stack(tl, t, i)) == SIZE_MAX)
 			continue;
-		for (j = i + 2;
+		for (j = i + 1;
 		     j < t->nev && t->ev[j].kind != RK_TL_IN && t->ev[j].kind != RK_TL_OUT; j++)
 			;
 		if (j == t->nev || t->ev[j].kind != RK_TL_IN)
@@ -46,7 +67,7 @@ static int thread_spans(const struct rk_timeline *tl, size_t ti, struct rk_offcp
 			*cap = c;
 		}
 		(*v)[*n] = (struct rk_offcpu_span){ .thread = ti,
-						    .stack = s->arg,
+						    .stack = stack,
 						    .out = e->time,
 						    .in = t->ev[j].time,
 						    .comm = name_at(t, i) };
@@ -85,11 +106,16 @@ static void put_frame(char *buf, size_t len, size_t *at, const char *s, int sep)
 size_t rk_offcpu_folded_stack(const struct rk_timeline *tl, const struct rk_offcpu_span *sp,
 			      int kernel, char *buf, size_t len)
 {
-	const struct rk_tl_stack *s = &tl->stacks[sp->stack];
+	const struct rk_tl_stack *s;
 	size_t at = 0, i;
 
 	buf[0] = '\0';
 	put_frame(buf, len, &at, sp->comm, 0);
+	if (sp->stack == RK_OFFCPU_MISSED) {
+		put_frame(buf, len, &at, "[missed-stack]", 1);
+		return at;
+	}
+	s = &tl->stacks[sp->stack];
 	/* Root first: user frames from the outermost, then the kernel's. */
 	for (i = s->nuser; i-- > 0;)
 		put_frame(buf, len, &at,

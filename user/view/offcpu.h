@@ -15,7 +15,8 @@
 
 /**
  * struct rk_offcpu_span - one stretch off CPU with its blocking stack.
- * @thread: index in tl->threads; @stack: index in tl->stacks.
+ * @thread: index in tl->threads; @stack: index in tl->stacks, or
+ *	RK_OFFCPU_MISSED.
  * @out, @in: the switch-out and the next switch-in (CLOCK_MONOTONIC ns).
  * @comm: the thread's name then (offset in tl->strs is not kept: a pointer
  *	into the thread's names).
@@ -26,10 +27,16 @@ struct rk_offcpu_span {
 	const char *comm;
 };
 
+/* A span's @stack when its sleep's stack is not in the files (bcc: "[Missed User Stack]"). */
+#define RK_OFFCPU_MISSED ((size_t)-2)
+
 /**
  * rk_offcpu_spans() - every switch-out of @tl's threads that has a stack
  * (a sleep, recorded with --offcpu) and a switch-in after it, oldest first
- * per thread, into *@spans (malloc'd, *@n of them; NULL if none).
+ * per thread, into *@spans (malloc'd, *@n of them; NULL if none). In a
+ * timeline that has stacks, a sleep whose stack is missing (the stack rings
+ * were full, or the stack was lost) is a span too, its @stack
+ * RK_OFFCPU_MISSED: its time is never left out.
  * Return: 0, -ENOMEM.
  */
 int rk_offcpu_spans(const struct rk_timeline *tl, struct rk_offcpu_span **spans, size_t *n);
@@ -38,6 +45,7 @@ int rk_offcpu_spans(const struct rk_timeline *tl, struct rk_offcpu_span **spans,
  * rk_offcpu_folded_stack() - span @sp's stack as folded frames, root
  * first: "comm;user...;kernel..." (bcc offcputime -f's order), into @buf.
  * A ';' or space in a name becomes '_'. @kernel 0: the user frames only.
+ * A missed stack is the one frame "[missed-stack]".
  * Return: the length (truncated at @len - 1).
  */
 size_t rk_offcpu_folded_stack(const struct rk_timeline *tl, const struct rk_offcpu_span *sp,
