@@ -3,7 +3,9 @@
 """Read a Perfetto trace with the official protos (PyPI's perfetto package)
 and print what the tests check, as one JSON object:
 
-  threads:   {tid: {name, pid, running, off, instants: {name: n}, tp}}
+  threads:   {tid: {name, pid, running, off, instants: {name: n}, tp,
+              blocking: {n, ns, funcs: {frame: n}} of its off-CPU slices
+              that carry a blocking_stack (record --offcpu)}}
   processes: {pid: name}
   perf_samples, tp_samples: counts
   functions: {function: samples whose stack holds it}
@@ -37,6 +39,8 @@ Usage: perfetto_check.py TRACE [checks]
   --wakings TID:N           TID was woken N times (sched_waking + wakeup_new)
   --mapping NAME            a mapping of a file named NAME has its range and
                             its build id
+  --blocking TID:N:NS:FUNC  TID has N off-CPU slices with a blocking_stack,
+                            NS ns long in all, each stack holding FUNC
   --sched                   the scheduler's view is there (switches, the
                             kernel named) and agrees with the slices
 Always checked: no dangling id, no time going back on a track, no slice
@@ -113,7 +117,8 @@ def read(path):
                 t = td.thread
                 tracks[td.uuid] = t.tid
                 threads[t.tid] = dict(name=t.thread_name, pid=t.pid, running=0, off=0,
-                                      instants={}, tp=0)
+                                      instants={}, tp=0,
+                                      blocking=dict(n=0, ns=0, funcs={}))
             elif td.HasField("process"):
                 tracks[td.uuid] = None
                 processes[td.process.pid] = td.process.process_name
@@ -198,6 +203,7 @@ def read(path):
             a[n] = v
         return a
 
+    opened = {}  # uuid -> [(begin ts, blocking_stack or None)] of open slices
     for ts, te in pending:
         uuid = te.track_uuid
         if uuid not in tracks:
@@ -214,6 +220,7 @@ def read(path):
             name = ""
         if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
             depth[uuid] = depth.get(uuid, 0) + 1
+            opened.setdefault(uuid, []).append((ts, annotations.get("blocking_stack")))
             if t is not None:
                 if name == "Running":
                     t["running"] += 1
@@ -224,6 +231,13 @@ def read(path):
                 out["unbalanced"] += 1
             else:
                 depth[uuid] -= 1
+                begun, stack = opened[uuid].pop()
+                if stack is not None and t is not None:
+                    b = t["blocking"]
+                    b["n"] += 1
+                    b["ns"] += ts - begun
+                    for fn in stack.split(";"):
+                        b["funcs"][fn] = b["funcs"].get(fn, 0) + 1
         elif te.type == pb.TrackEvent.TYPE_INSTANT and t is not None:
             if "fields" in annotations:
                 t["tp"] += 1
@@ -257,6 +271,7 @@ def main():
     ap.add_argument("--wakings", action="append", default=[])
     ap.add_argument("--sched", action="store_true")
     ap.add_argument("--mapping", action="append", default=[])
+    ap.add_argument("--blocking", action="append", default=[])
     a = ap.parse_args()
     out = read(a.trace)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -294,6 +309,15 @@ def main():
             bad.append("tid %s has no %s instant" % (tid, word))
     if out["frames_outside"]:
         bad.append("%d frames outside their mapping" % out["frames_outside"])
+    for spec in a.blocking:
+        tid, n, ns, fn = spec.split(":")
+        b = th.get(int(tid), {}).get("blocking", dict(n=0, ns=0, funcs={}))
+        if (b["n"], b["ns"]) != (int(n), int(ns)):
+            bad.append("tid %s: %d slices with a blocking stack, %d ns; want %s, %s ns" %
+                       (tid, b["n"], b["ns"], n, ns))
+        if b["funcs"].get(fn, 0) != b["n"]:
+            bad.append("tid %s: %d of %d blocking stacks hold %s" %
+                       (tid, b["funcs"].get(fn, 0), b["n"], fn))
     for name in a.mapping:
         if not any(m["path"].endswith("/" + name) and m["end"] > m["start"] and m["build_id"]
                    for m in out["mappings"]):

@@ -277,6 +277,79 @@ static int count_stacks(const struct perf_event_header *h, void *ctx)
 }
 
 /*
+ * The same spans in the other exports: export --perf-data's offcpu-time
+ * samples (perf's --off-cpu layout, read by this machine's perf script) and
+ * export --perfetto's off-CPU slices with their blocking_stack (read with
+ * the official protos): per thread of workload -O, as many samples as
+ * slices, their periods and the slices' lengths summed to the folded
+ * export's total to the ns, and every one's stack holding the function the
+ * thread sleeps in.
+ */
+Test(offcpu, perf_data_and_perfetto_carry_every_span_and_its_stack)
+{
+	static const char *const fn[][2] = { { "offcpu-long", "offcpu_long" },
+					     { "offcpu-short", "offcpu_short" },
+					     { "offcpu-reader", "offcpu_read.isra.0" },
+					     { "offcpu-writer", "offcpu_thread" } };
+	const char *py = getenv("RK_PERFETTO_PY");
+	struct oc_threads th;
+	char cmd[2048], repo[256], *out, *folded, *s;
+	size_t i, k;
+	int st;
+
+	if (access("/usr/bin/perf", X_OK))
+		cr_skip_test("perf is not installed");
+	if (!py || access(py, X_OK))
+		cr_skip_test("no python with PyPI's perfetto protos (RK_PERFETTO_PY)");
+	source_tree(repo, sizeof(repo), NULL, 0);
+	out = record_offcpu("px", "400");
+	oc_threads_of(out, &th);
+	free(out);
+	folded = rk_out("export --session px --folded - 2>/dev/null");
+	snprintf(cmd, sizeof(cmd), "export --session px --perf-data %s/px.data >/dev/null 2>&1",
+		 root);
+	free(rk_out(cmd));
+	snprintf(cmd, sizeof(cmd), "export --session px --perfetto %s/px.pftrace >/dev/null 2>&1",
+		 root);
+	free(rk_out(cmd));
+	for (i = 0; i < th.n; i++) {
+		unsigned long long f = folded_sum(folded, th.name[i]), ns = 0;
+		unsigned int n = 0, with_fn = 0;
+
+		for (k = 0; k < 4 && strcmp(fn[k][0], th.name[i]); k++)
+			;
+		cr_assert_lt(k, 4);
+		/* perf script: each offcpu-time sample's tid and period, then its chain. */
+		snprintf(
+			cmd, sizeof(cmd),
+			"cd %s && perf script -i px.data -F tid,event,period 2>/dev/null | awk "
+			"'$1 == %u && $3 == \"offcpu-time:\" {n++; s += $2} END {printf \"%%d %%d\", "
+			"n, s}'; echo; perf script -i px.data -F tid,event,ip,sym 2>/dev/null | awk "
+			"'/offcpu-time:/ {cur = ($1 == %u); hit = 0; next} /^$/ {cur = 0} cur && "
+			"!hit && $2 == \"%s\" {h++; hit = 1} END {print h + 0}'",
+			root, th.tid[i], th.tid[i], fn[k][1]);
+		s = sh_out(cmd, &st);
+		cr_assert_eq(sscanf(s, "%u %llu %u", &n, &ns, &with_fn), 3, "%s", s);
+		free(s);
+		cr_assert_gt(n, 5, "%s: %u offcpu-time samples", th.name[i], n);
+		cr_assert_eq(ns, f, "%s: offcpu-time periods %llu ns, folded %llu ns", th.name[i],
+			     ns, f);
+		cr_assert_eq(with_fn, n, "%s: %u of %u samples' chains hold %s", th.name[i],
+			     with_fn, n, fn[k][1]);
+		snprintf(cmd, sizeof(cmd),
+			 "%s %s/tests/perfetto_check.py %s/px.pftrace --blocking %u:%u:%llu:%s "
+			 ">/dev/null 2>%s/pc.err || { cat %s/pc.err; %s %s/tests/perfetto_check.py "
+			 "%s/px.pftrace --blocking %u:%u:%llu:%s | tail -5; }",
+			 py, repo, root, th.tid[i], n, ns, fn[k][1], root, root, py, repo, root,
+			 th.tid[i], n, ns, fn[k][1]);
+		s = sh_out(cmd, &st);
+		cr_assert_eq(st, 0, "%s: %s", th.name[i], s);
+		free(s);
+	}
+	free(folded);
+}
+
+/*
  * Kernel frames as perf would give them: a thread of nobody's, whose sched
  * file nobody reads, has stacks without kernel frames (flagged withheld) at
  * perf_event_paranoid > 1, and with them at <= 1 (root-only files keep
