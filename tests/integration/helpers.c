@@ -140,11 +140,24 @@ pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
 	return pid;
 }
 
+/*
+ * A bound against a hang of @ms, four times longer in an emulated guest
+ * (RK_SLOW: make vmtest boots its kernels side by side under QEMU TCG, where
+ * a crash test that takes 36 s alone took over 60).
+ */
+static unsigned int hang_ms(unsigned int ms)
+{
+	return getenv("RK_SLOW") ? ms * 4 : ms;
+}
+
 /* Wait for @pid at most @ms; returns its wait status, or fails the test. */
 int wait_for(pid_t pid, unsigned int ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end;
 	int st;
+
+	ms = hang_ms(ms);
+	end = now_ms() + ms;
 
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
@@ -434,7 +447,7 @@ int read_line_within(int fd, char *buf, size_t len, unsigned int ms)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	ssize_t n;
 
-	if (poll(&p, 1, (int)ms) != 1)
+	if (poll(&p, 1, (int)hang_ms(ms)) != 1)
 		return -ETIMEDOUT;
 	n = read(fd, buf, len - 1);
 	if (n <= 0)

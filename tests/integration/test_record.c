@@ -1002,6 +1002,45 @@ Test(record, the_recorder_is_exempt_from_the_oom_killer_and_cmd_is_not)
 }
 
 /*
+ * The event loop and every pin worker run SCHED_FIFO (--realtime, default
+ * 1; field 41 of /proc/PID/task/TID/stat), the command they launch does not
+ * (SCHED_RESET_ON_FORK), and a workload that keeps both CPUs busy loses no
+ * signal. make vmtest runs it on 6.12 PREEMPT_RT too, where the loop's locks
+ * (priority-inheriting: util::mutexes_inherit_priority_...) matter most.
+ */
+Test(record, the_loop_and_pin_workers_run_sched_fifo_and_the_command_does_not)
+{
+	char cmd[800], *s, *p;
+	int st, fifo = 0, other = 0, cmd_policy = -1;
+	struct rk_session_stat stat;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s record --root %s --session rt -- /bin/sh -c 'for t in /proc/$PPID/task/*; "
+		 "do echo \"rk $(cut -d\" \" -f41 $t/stat)\"; done; echo \"cmd $(cut -d\" \" -f41 "
+		 "/proc/self/stat)\"; %s -t 4 -i 300 -s 100 -l 2000 >/dev/null' 2>/dev/null",
+		 rk_bin, root, workload);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	for (p = s; (p = strstr(p, "rk ")); p += 3) {
+		int pol = atoi(p + 3);
+
+		fifo += pol == 1;
+		other += pol != 1;
+	}
+	p = strstr(s, "cmd ");
+	cr_assert_not_null(p, "%s", s);
+	cmd_policy = atoi(p + 4);
+	/* The loop and one worker per CPU at least, none left at SCHED_OTHER. */
+	cr_assert_geq(fifo, 2, "%d of the recorder's threads SCHED_FIFO:\n%s", fifo, s);
+	cr_assert_eq(other, 0, "%d of the recorder's threads not SCHED_FIFO:\n%s", other, s);
+	cr_assert_eq(cmd_policy, 0, "the command's policy %d, not SCHED_OTHER", cmd_policy);
+	free(s);
+	read_stat("rt", &stat);
+	cr_assert_eq(stat.bpf_drops, 0);
+	cr_assert_gt(stat.signals, 1000);
+}
+
+/*
  * record --wakeups: the wakeup programs load and attach (on each kernel
  * vmtest boots, too), and every thread's file carries its wakeups in time
  * order among its switches: each worker sleeps -i times, so it is woken at

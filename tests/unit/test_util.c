@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,4 +384,42 @@ Test(util, time_window_and_duration)
 	cr_assert_eq(rk_parse_duration_ns("ms", &ns), -EINVAL);
 	cr_assert_eq(rk_parse_duration_ns("", &ns), -EINVAL);
 	cr_assert_eq(rk_parse_duration_ns("0.1ns", &ns), -EINVAL, "less than a ns");
+}
+
+/* glibc's internal kind bit of a PI mutex (nptl/pthreadP.h), not in its headers. */
+#define GLIBC_MUTEX_PRIO_INHERIT 32
+
+static pthread_mutex_t pi_m;
+static pthread_cond_t pi_c = PTHREAD_COND_INITIALIZER;
+static int pi_flag;
+
+static void *pi_waker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pi_m);
+	pi_flag = 1;
+	pthread_cond_signal(&pi_c);
+	pthread_mutex_unlock(&pi_m);
+	return NULL;
+}
+
+/*
+ * The recorder's locks inherit priority (glibc marks the mutex's kind
+ * PTHREAD_MUTEX_PRIO_INHERIT_NP, 32: its lock is then a PI futex), and a condition
+ * variable waits on one as on a plain mutex.
+ */
+Test(util, mutexes_inherit_priority_and_work_with_condition_variables)
+{
+	pthread_t t;
+
+	cr_assert_eq(rk_mutex_init_pi(&pi_m), 0);
+	cr_assert(pi_m.__data.__kind & GLIBC_MUTEX_PRIO_INHERIT, "kind %#x",
+		  (unsigned int)pi_m.__data.__kind);
+	pthread_mutex_lock(&pi_m);
+	cr_assert_eq(pthread_create(&t, NULL, pi_waker, NULL), 0);
+	while (!pi_flag)
+		cr_assert_eq(pthread_cond_wait(&pi_c, &pi_m), 0);
+	pthread_mutex_unlock(&pi_m);
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&pi_m);
 }

@@ -453,3 +453,19 @@ int rk_fmt_utc(uint64_t ns, const char *fmt, char *buf, size_t len)
 	snprintf(buf, len, "%s", tmp);
 	return 0;
 }
+
+int rk_mutex_init_pi(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int err = pthread_mutexattr_init(&a);
+
+	if (!err) {
+		err = pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+		if (!err)
+			err = pthread_mutex_init(m, &a);
+		pthread_mutexattr_destroy(&a);
+	}
+	if (err)
+		pthread_mutex_init(m, NULL);
+	return -err;
+}

@@ -3,6 +3,7 @@
 #ifndef RK_UTIL_H
 #define RK_UTIL_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -126,5 +127,16 @@ const char *rk_tracefs_dir(void);
 int rk_write_sparse(int fd, const void *buf, size_t len);
 /** rk_proc_vmlck_kb() - VmLck of a process from /proc/PID/status, or -errno. */
 int64_t rk_proc_vmlck_kb(int pid);
+
+/**
+ * rk_mutex_init_pi() - a mutex with priority inheritance: the recorder's
+ * loop and pin workers run SCHED_FIFO, the snapshot writer and callers of
+ * the pool may not; a holder below them inherits the waiter's priority
+ * rather than being starved by a third thread (PREEMPT_RT makes such waits
+ * likelier: docs/design.md).
+ * Return: 0; or -errno where the system has no PI futexes, @m then a plain
+ * mutex (still usable).
+ */
+int rk_mutex_init_pi(pthread_mutex_t *m);
 
 #endif /* RK_UTIL_H */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "pinpool.h"
+#include "util.h"
 
 /* By default, a pin request older than this is served before newer ones. */
 #define RK_PIN_MAX_WAIT_NS (10 * 1000000ull)
@@ -517,7 +518,7 @@ struct rk_pin_pool *rk_pin_pool__new(const struct rk_pin_opts *opts)
 
 		p->nworkers = n > 0 ? (unsigned int)n : 1;
 	}
-	pthread_mutex_init(&p->lock, NULL);
+	(void)rk_mutex_init_pi(&p->lock);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->idle, NULL);
 	p->workers = calloc(p->nworkers, sizeof(*p->workers));

@@ -177,7 +177,7 @@ int rec_trigger_start(struct rk_rec *r)
 		free(g);
 		return err;
 	}
-	pthread_mutex_init(&g->lock, NULL);
+	(void)rk_mutex_init_pi(&g->lock);
 	pthread_cond_init(&g->cond, NULL);
 	err = -pthread_create(&g->writer, NULL, writer, g);
 	if (err) {
