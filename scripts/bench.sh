@@ -8,6 +8,7 @@
 #   RUNS=5 ROUNDS=100000 AB_ROUNDS=300000 AB_SEG=3000 NTHREADS="16 256 4096" SNAP_TRIGGERS=20 \
 #   SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu" \
 #       scripts/bench.sh
+#   SECTIONS=servers scripts/bench.sh     redis, nginx, postgres (scripts/bench-servers.sh)
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
 set -u
@@ -99,6 +100,9 @@ start_recorder() {
 	wait_ready "$ROOT/$name.ready" "$ROOT/$name.err"
 }
 stop_bg() { kill -INT "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+# Real servers (SECTIONS=servers; not in the default list: ~10 minutes).
+. "$PWD/scripts/bench-servers.sh"
 
 echo "ringkeeper benchmarks: $(uname -r), $NCPU CPUs, $(perf --version), $(date -u +%F)"
 echo "perf_event_mlock_kb $(cat /proc/sys/kernel/perf_event_mlock_kb)," \
