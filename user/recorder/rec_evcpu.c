@@ -124,8 +124,18 @@ static int bpf_traced(struct rk_rec *r, __u32 tid)
 
 struct rk_thread *rec_evcpu_sample(struct rk_rec *r, __u32 pid, __u32 tid, __u64 time)
 {
-	struct rk_thread *t = rec_thread_find(r, tid);
+	struct rk_thread *t;
 
+	if (tid == (__u32)-1) {
+		/*
+		 * A task past exit_notify(): its pid released, it still runs to
+		 * its last switch and the kernel says -1. A per-task event had
+		 * left it at perf_event_exit_task(), before: never sampled there.
+		 */
+		r->st->perf_untraced++;
+		return NULL;
+	}
+	t = rec_thread_find(r, tid);
 	if (t && t->refused)
 		return NULL;
 	if (t && !t->dead)

@@ -48,8 +48,10 @@ int rec_evcpu_task(struct rk_rec *r, __u32 tid, char *msg, size_t len);
  * rec_evcpu_sample() - the thread a per-CPU sample (or throttle record) of
  * @pid/@tid at @time goes to: a live traced one; one BPF traces that we do
  * not know yet (its file made now, as for an inherited task). NULL: not
- * ours (counted in perf_untraced), or a thread already finished whose late
- * record is counted lost, or refused by a limit (counted then).
+ * ours (counted in perf_untraced; so is a tid of -1, an exiting task the
+ * kernel no longer names, which per-task events never sampled), or a
+ * thread already finished whose late record is counted lost, or refused by
+ * a limit (counted then).
  */
 struct rk_thread *rec_evcpu_sample(struct rk_rec *r, __u32 pid, __u32 tid, __u64 time);
 

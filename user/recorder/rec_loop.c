@@ -641,7 +641,7 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 	case PERF_RECORD_SAMPLE:
 	case PERF_RECORD_THROTTLE:
 	case PERF_RECORD_UNTHROTTLE:
-		if (!ev || tid == (__u32)-1) {
+		if (!ev || (tid == (__u32)-1 && !r->evcpu)) {
 			r->st->lost++;
 			return;
 		}
