@@ -1067,3 +1067,78 @@ Test(system, cgroup_opens_events_per_cpu_and_cgroup)
 	cr_assert_eq(st.lost, 0);
 	cr_assert_eq(st.perf_lost, 0);
 }
+
+static int fork_fn(const struct perf_event_header *h, void *ctx)
+{
+	if (h->type == PERF_RECORD_FORK)
+		memcpy(ctx, (const __u8 *)h + 8 + 16, 8); /* pid, ppid, tid, ptid, time */
+	return 0;
+}
+
+/* A file's FORK time (0: none), its start_ns and tgid. */
+static __u64 fork_time(const char *path, __u64 *start_ns, __u32 *tgid)
+{
+	struct rk_bufile *bf = rk_bufile__open(path, NULL);
+	__u64 t = 0;
+
+	cr_assert_not_null(bf, "%s does not open", path);
+	cr_assert_eq(rk_bufile__for_each(bf, fork_fn, &t), 0, "%s does not parse", path);
+	*start_ns = bf->ident->start_ns;
+	*tgid = bf->ident->tgid;
+	rk_bufile__free(bf);
+	return t;
+}
+
+/*
+ * -a, per-CPU cpu-clock at 20 kHz, 300 threads born 100 spinning at once:
+ * the drain hands out each fork signal before it routes the samples after
+ * it, so no thread's file is made by its first sample (it would begin
+ * after its FORK, without it): each cpu-clock file begins at its FORK.
+ */
+Test(system, all_per_cpu_threads_are_known_from_their_fork_before_their_first_sample)
+{
+	const char *fanout = getenv("RK_FANOUT");
+	const char *extra[] = { "-a", "-e", "cpu-clock", "-F", "20000", NULL };
+	static unsigned int tids[4096];
+	char cmd[PATH_MAX], line[64], path[PATH_MAX];
+	struct rk_session_stat st;
+	size_t n, i, threads = 0, early = 0;
+	pid_t w, rk;
+	int ready;
+
+	if (!fanout)
+		cr_skip_test("RK_FANOUT not set: run through 'make integration'");
+	rk = start_recorder_on(0, "evfan", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "exec '%s' -t 300 -i 3 -s 1000 -b 100 </dev/null", fanout);
+	w = sh_bg("evfan", cmd);
+	wait_for(w, 60000);
+	stop_recorder(rk);
+	read_stat("evfan", &st);
+	cr_assert_eq(st.evcpu, 1);
+	snprintf(path, sizeof(path), "%s/evfan/cpu-clock", root);
+	n = files_in(path, tids, 4096);
+	for (i = 0; i < n; i++) {
+		__u64 forked, sched_start, ev_start;
+		__u32 tgid;
+
+		snprintf(path, sizeof(path), "%s/evfan/sched/%u", root, tids[i]);
+		if (access(path, F_OK))
+			continue; /* a reused tid's later file: not ours to check */
+		forked = fork_time(path, &sched_start, &tgid);
+		if (tgid != (__u32)w || !forked)
+			continue; /* another process's, or the main thread */
+		snprintf(path, sizeof(path), "%s/evfan/cpu-clock/%u", root, tids[i]);
+		fork_time(path, &ev_start, &tgid);
+		threads++;
+		early += !(sched_start == forked && ev_start == forked);
+	}
+	printf("-a per CPU, fanout: %zu threads, %zu made by a sample; %llu samples of untraced "
+	       "tasks\n",
+	       threads, early, (unsigned long long)st.perf_untraced);
+	cr_assert_geq(threads, 300);
+	cr_assert_eq(early, 0, "%zu of %zu threads were made by a sample before their fork", early,
+		     threads);
+	cr_assert_eq(st.lost, 0);
+}
