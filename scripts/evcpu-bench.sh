@@ -44,3 +44,4 @@ for c in $cfgs; do
 	for rep in $(seq $REPS); do awk -v a=${v[$c,$rep]} -v b=${v[bare,$rep]} 'BEGIN{printf "%.1f\n", a-b}'; done | sort -n | awk -v c=$c '{x[NR]=$1} END{printf "  %-14s %+7.0f (%+.0f / %+.0f)\n", c, x[int((NR+1)/2)], x[1], x[NR]}'
 done
 for rep in $(seq $REPS); do echo ${v[bare,$rep]}; done | sort -n | awk '{x[NR]=$1} END{printf "  bare           %.0f ns per switch (median)\n", x[int((NR+1)/2)]}'
+rm -rf $ROOT
