@@ -174,6 +174,7 @@ Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
 	}
 	read_stat("p", &st);
 	cr_assert_eq(st.nev, 2);
+	cr_assert_eq(st.evcpu, 0, "-- CMD keeps per-task events (evcpu %u)", st.evcpu);
 	cr_assert_eq(st.perf_lost, 0);
 	cr_assert_eq(st.lost, 0, "records with no thread to go to");
 	cr_assert_gt(st.sideband, 0, "no mmap/comm/task records in the sideband");

@@ -31,6 +31,21 @@ static void cg_remove(void)
 
 	if (!cg[0])
 		return;
+	/* A test's nested cgroup first (none: rmdir fails, harmless). */
+	snprintf(path, sizeof(path), "%s/sub", cg);
+	for (i = 0; i < 50 && rmdir(path) && errno == EBUSY; i++) {
+		char procs[PATH_MAX + 48];
+		FILE *f;
+		int pid;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+		f = fopen(procs, "re");
+		while (f && fscanf(f, "%d", &pid) == 1)
+			kill(pid, SIGKILL);
+		if (f)
+			fclose(f);
+		usleep(20000);
+	}
 	snprintf(path, sizeof(path), "%s/cgroup.kill", cg);
 	for (i = 0; i < 50 && rmdir(cg) && errno == EBUSY; i++) {
 		FILE *f;
@@ -800,4 +815,330 @@ Test(system, each_user_has_its_own_budget)
 	cr_assert_gt(st.vmlck_peak, st.budget,
 		     "never more than one user's budget locked at once: not per user?");
 	cr_assert_gt(st.pins, 0);
+}
+
+/*
+ * -e per CPU (-a, --cgroup): what `show --json` prints of one file's
+ * samples, each of which must be of the file's own tid; their number.
+ */
+static long json_samples(const char *path)
+{
+	static char line[1 << 17];
+	char cmd[PATH_MAX + 128];
+	unsigned long tid = 0;
+	const char *q;
+	long n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "'%s' show --json '%s' 2>&1", rk_bin, path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p, "%s", cmd);
+	while (fgets(line, sizeof(line), p)) {
+		/* One record a line; those after the first begin with the comma. */
+		const char *l = line[0] == ',' ? line + 1 : line;
+
+		if (!strncmp(l, "{\"thread\":", 10)) {
+			q = strstr(l, "\"tid\":");
+			cr_assert_not_null(q, "%s: %.200s", path, l);
+			tid = strtoul(q + 6, NULL, 10);
+			continue;
+		}
+		if (strncmp(l, "{\"type\":\"PERF_RECORD_SAMPLE\"", 28))
+			continue;
+		/* pid, then tid: the first "tid" key of a sample's line. */
+		q = strstr(l, "\"tid\":");
+		cr_assert(tid && q && strtoul(q + 6, NULL, 10) == tid,
+			  "%s: a sample of another thread in the file of tid %lu: %.300s", path,
+			  tid, line);
+		n++;
+	}
+	cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+	return n;
+}
+
+/* Every file of @event in @session through json_samples(): the samples of them all. */
+static long json_samples_all(const char *session, const char *event, size_t *files)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300];
+	struct dirent *de;
+	long n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/%s/%s", root, session, event);
+	d = opendir(dir);
+	cr_assert_not_null(d, "%s", dir);
+	*files = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		n += json_samples(path);
+		++*files;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The worker threads ("tid T ..." lines) of a workload's output ROOT/NAME.out. */
+static size_t worker_tids(const char *name, unsigned int *tids, size_t max)
+{
+	char path[128];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.out", root, name);
+	for (p = slurp(path); n < max && (p = strstr(p, "tid ")); p++)
+		tids[n++] = (unsigned int)strtoul(p + 4, NULL, 10);
+	return n;
+}
+
+/* The samples in @tid's file of @event (-1: it has none). */
+static long samples_of(const char *session, const char *event, unsigned int tid)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/%s/%u", root, session, event, tid);
+	return access(path, F_OK) ? -1 : json_samples(path);
+}
+
+#define NS_EV "syscalls:sys_enter_clock_nanosleep"
+
+/*
+ * The worker threads of a `workload -f -t 3 -i 4` (ROOT/NAME.out) each
+ * make exactly 4 clock_nanosleep calls (glibc's nanosleep): each has
+ * exactly 4 samples, in its own file, whichever CPU event took them.
+ */
+static void assert_four_sleeps_each(const char *session, const char *name)
+{
+	unsigned int tids[16];
+	size_t workers = worker_tids(name, tids, 16), i;
+
+	cr_assert_eq(workers, 6, "%s: %zu worker threads", name, workers);
+	for (i = 0; i < workers; i++) {
+		long n = samples_of(session, NS_EV, tids[i]);
+
+		cr_assert_eq(n, 4, "%s: tid %u has %ld clock_nanosleep samples, not 4", name,
+			     tids[i], n);
+	}
+}
+
+/*
+ * -a opens -e once per CPU (pid -1): every sample of a process born later
+ * (two processes: -f) is in the file of its tid, none is missing (the
+ * workload's exact clock_nanosleep calls; with a clock event besides, the
+ * kernel drops some tracepoint samples, perf record -a alike, so none
+ * here), the fds do not grow with the threads, and the samples of tasks
+ * not traced (the recorder's own page faults) are counted, never filed.
+ */
+Test(system, all_opens_events_per_cpu_and_files_each_sample_under_its_tid)
+{
+	const char *extra[] = { "-a", "-e", NS_EV ",page-faults", NULL };
+	char cmd[PATH_MAX], line[64], path[PATH_MAX];
+	struct rk_session_stat st;
+	size_t files, i;
+	long n, ns;
+	pid_t w, rk;
+	int ready;
+
+	rk = start_recorder_on(0, "evall", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "exec %s -f -t 3 -i 4 -l 200000", workload);
+	w = sh_bg("evall", cmd);
+	wait_for(w, 30000);
+	stop_recorder(rk);
+	read_stat("evall", &st);
+	cr_assert_eq(st.evcpu, 1, "-e opened per task (evcpu %u), not per CPU", st.evcpu);
+	cr_assert_leq(st.nfds, (unsigned int)sysconf(_SC_NPROCESSORS_CONF) * 2,
+		      "%u fds for 2 events: they grew with the threads", st.nfds);
+	assert_four_sleeps_each("evall", "evall");
+	ns = json_samples_all("evall", NS_EV, &files);
+	n = json_samples_all("evall", "page-faults", &files);
+	printf("-a per CPU: %zu threads with files, %ld page-faults and %ld clock_nanosleep "
+	       "samples each in its tid's file; %llu samples and %llu sideband records of "
+	       "untraced tasks dropped\n",
+	       files, n, ns, (unsigned long long)st.perf_untraced,
+	       (unsigned long long)st.perf_sb_untraced);
+	cr_assert_gt(st.perf_untraced, 0, "the recorder's own page faults were not counted");
+	/* Neither the recorder nor any of its threads has a file. */
+	cr_assert_not(has_file("evall", (unsigned int)rk), "the recorder traced itself");
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/evall/%s/%d", root, i ? NS_EV : "page-faults", rk);
+		cr_assert_neq(access(path, F_OK), 0, "%s: the recorder's samples were filed", path);
+	}
+	cr_assert_eq(st.perf_lost, 0);
+	cr_assert_eq(st.lost, 0, "records with no thread to go to");
+}
+
+/*
+ * -a -e cpu-clock -g per CPU: the spinning threads' samples in their own
+ * files, symbolized through the sideband the per-CPU tracking event
+ * wrote for the process born after the start (its exec's MMAP2).
+ */
+Test(system, all_per_cpu_cpu_clock_resolves_through_the_sideband)
+{
+	const char *extra[] = { "-a", "-e", "cpu-clock", "-F", "999", "-g", "-m", "64K", NULL };
+	char cmd[PATH_MAX * 2], line[64], path[300];
+	unsigned int tids[16];
+	struct rk_session_stat st;
+	size_t n, i, files;
+	long total;
+	pid_t w, rk;
+	int ready;
+
+	rk = start_recorder_on(0, "evclk", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "exec %s -f -t 2 -i 20 -s 1000 -l 2000000", workload);
+	w = sh_bg("evclk", cmd);
+	wait_for(w, 30000);
+	stop_recorder(rk);
+	read_stat("evclk", &st);
+	cr_assert_eq(st.evcpu, 1);
+	total = json_samples_all("evclk", "cpu-clock", &files);
+	n = worker_tids("evclk", tids, 16);
+	cr_assert_eq(n, 4, "%zu worker tids", n);
+	for (i = 0; i < n; i++) {
+		char *txt;
+
+		cr_assert_gt(samples_of("evclk", "cpu-clock", tids[i]), 0,
+			     "spinning tid %u has no cpu-clock sample", tids[i]);
+		snprintf(path, sizeof(path), "%s/.show.out", root);
+		snprintf(cmd, sizeof(cmd),
+			 "%s show --root %s --session evclk -e cpu-clock %u >%s 2>&1", rk_bin, root,
+			 tids[i], path);
+		cr_assert_eq(system(cmd), 0, "%s", slurp(path));
+		txt = slurp(path);
+		cr_assert_not_null(strstr(txt, "body+0x"), "tid %u: %.2000s", tids[i], txt);
+	}
+	printf("-a -e cpu-clock per CPU: %ld samples in %zu files, each of its tid; %llu of "
+	       "untraced tasks dropped\n",
+	       total, files, (unsigned long long)st.perf_untraced);
+	cr_assert_eq(st.lost, 0);
+}
+
+/*
+ * --cgroup opens -e once per CPU and cgroup (PERF_FLAG_PID_CGROUP): a
+ * process in a nested cgroup of the subtree has every sample in its own
+ * files; a process outside has none; the nested cgroup given as well adds
+ * no second event (its tasks' samples would be doubled: exactly 4 each).
+ */
+Test(system, cgroup_opens_events_per_cpu_and_cgroup)
+{
+	const char *extra[] = { "--cgroup", cg, "--cgroup", NULL, "-e", NS_EV ",page-faults", NULL };
+	char cmd[PATH_MAX * 2], line[64], sub[PATH_MAX + 8];
+	unsigned int tids[16];
+	struct rk_session_stat st;
+	size_t n, i, files;
+	pid_t in, out, rk;
+	int ready;
+
+	cg_make();
+	extra[1] = cg;
+	snprintf(sub, sizeof(sub), "%s/sub", cg);
+	cr_assert_eq(mkdir(sub, 0755), 0, "mkdir %s: %s", sub, strerror(errno));
+	extra[3] = sub;
+	rk = start_recorder_on(0, "evcg", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "echo $$ > %s/cgroup.procs && exec %s -f -t 3 -i 4 -l 200000",
+		 sub, workload);
+	in = sh_bg("evcgin", cmd);
+	snprintf(cmd, sizeof(cmd), "exec %s -f -t 3 -i 4 -l 200000", workload);
+	out = sh_bg("evcgout", cmd);
+	wait_for(in, 30000);
+	wait_for(out, 30000);
+	stop_recorder(rk);
+	read_stat("evcg", &st);
+	if (st.evcpu != 2)
+		cr_assert_fail("-e not opened per CPU and cgroup (evcpu %u): %s", st.evcpu,
+			       rk_err_text());
+	cr_assert_leq(st.nfds, (unsigned int)sysconf(_SC_NPROCESSORS_CONF) * 2,
+		      "%u fds: the nested --cgroup got events of its own", st.nfds);
+	assert_four_sleeps_each("evcg", "evcgin");
+	n = tids_of("evcgout", tids, 16);
+	cr_assert_eq(n, 8);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(samples_of("evcg", NS_EV, tids[i]), -1,
+			     "tid %u outside the cgroup has a file", tids[i]);
+	json_samples_all("evcg", "page-faults", &files);
+	printf("--cgroup per CPU: %zu threads, %u fds; %llu samples of untraced tasks\n", files,
+	       st.nfds, (unsigned long long)st.perf_untraced);
+	cr_assert_eq(st.lost, 0);
+	cr_assert_eq(st.perf_lost, 0);
+}
+
+static int fork_fn(const struct perf_event_header *h, void *ctx)
+{
+	if (h->type == PERF_RECORD_FORK)
+		memcpy(ctx, (const __u8 *)h + 8 + 16, 8); /* pid, ppid, tid, ptid, time */
+	return 0;
+}
+
+/* A file's FORK time (0: none), its start_ns and tgid. */
+static __u64 fork_time(const char *path, __u64 *start_ns, __u32 *tgid)
+{
+	struct rk_bufile *bf = rk_bufile__open(path, NULL);
+	__u64 t = 0;
+
+	cr_assert_not_null(bf, "%s does not open", path);
+	cr_assert_eq(rk_bufile__for_each(bf, fork_fn, &t), 0, "%s does not parse", path);
+	*start_ns = bf->ident->start_ns;
+	*tgid = bf->ident->tgid;
+	rk_bufile__free(bf);
+	return t;
+}
+
+/*
+ * -a, per-CPU cpu-clock at 20 kHz, 300 threads born 100 spinning at once:
+ * the drain hands out each fork signal before it routes the samples after
+ * it, so no thread's file is made by its first sample (it would begin
+ * after its FORK, without it): each cpu-clock file begins at its FORK.
+ */
+Test(system, all_per_cpu_threads_are_known_from_their_fork_before_their_first_sample)
+{
+	const char *fanout = getenv("RK_FANOUT");
+	const char *extra[] = { "-a", "-e", "cpu-clock", "-F", "20000", NULL };
+	static unsigned int tids[4096];
+	char cmd[PATH_MAX], line[64], path[PATH_MAX];
+	struct rk_session_stat st;
+	size_t n, i, threads = 0, early = 0;
+	pid_t w, rk;
+	int ready;
+
+	if (!fanout)
+		cr_skip_test("RK_FANOUT not set: run through 'make integration'");
+	rk = start_recorder_on(0, "evfan", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0,
+		     "recorder not ready: %s", rk_err_text());
+	snprintf(cmd, sizeof(cmd), "exec '%s' -t 300 -i 3 -s 1000 -b 100 </dev/null", fanout);
+	w = sh_bg("evfan", cmd);
+	wait_for(w, 60000);
+	stop_recorder(rk);
+	read_stat("evfan", &st);
+	cr_assert_eq(st.evcpu, 1);
+	snprintf(path, sizeof(path), "%s/evfan/cpu-clock", root);
+	n = files_in(path, tids, 4096);
+	for (i = 0; i < n; i++) {
+		__u64 forked, sched_start, ev_start;
+		__u32 tgid;
+
+		snprintf(path, sizeof(path), "%s/evfan/sched/%u", root, tids[i]);
+		if (access(path, F_OK))
+			continue; /* a reused tid's later file: not ours to check */
+		forked = fork_time(path, &sched_start, &tgid);
+		if (tgid != (__u32)w || !forked)
+			continue; /* another process's, or the main thread */
+		snprintf(path, sizeof(path), "%s/evfan/cpu-clock/%u", root, tids[i]);
+		fork_time(path, &ev_start, &tgid);
+		threads++;
+		early += !(sched_start == forked && ev_start == forked);
+	}
+	printf("-a per CPU, fanout: %zu threads, %zu made by a sample; %llu samples of untraced "
+	       "tasks\n",
+	       threads, early, (unsigned long long)st.perf_untraced);
+	cr_assert_geq(threads, 300);
+	cr_assert_eq(early, 0, "%zu of %zu threads were made by a sample before their fork", early,
+		     threads);
+	cr_assert_eq(st.lost, 0);
 }

@@ -109,6 +109,8 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(unpaired, "switches with no opposite (kernel)")      \
 	X(perf_records, "perf records drained")                \
 	X(perf_lost, "perf records lost (PERF_RECORD_LOST)")   \
+	X(perf_untraced, "samples of untraced tasks, dropped") \
+	X(perf_sb_untraced, "  their mmap/comm/task records")  \
 	X(sideband, "sideband records (mmap, comm, task)")     \
 	X(overwritten, "records overwritten (ring wrap)")      \
 	X(lost, "records lost (too big / no file)")            \
@@ -427,6 +429,7 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 						     0),
 			(unsigned long long)st->max_shm, (unsigned long long)st->max_shm_user,
 			(unsigned long long)st->keep_exited_ns, st->on_exit_drop ? "drop" : "keep");
+		fprintf(f, ",\"evcpu\":%u", st->evcpu);
 #define J(field, desc) fprintf(f, ",\"" #field "\":%llu", (unsigned long long)st->field);
 		FIELDS(J)
 #undef J
@@ -441,8 +444,12 @@ void rk_session_print(FILE *f, const char *name, const struct rk_session_stat *s
 	rk_put_line(f, st->command);
 	fputc('\n', f);
 	if (st->nev)
-		fprintf(f, "  events: sched,%s (%u perf fds, %s ring per CPU)\n", st->events,
-			st->nfds, rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
+		fprintf(f, "  events: sched,%s (%u perf fds, %s; %s ring per CPU)\n", st->events,
+			st->nfds,
+			st->evcpu == 1 ? "per CPU" :
+			st->evcpu == 2 ? "per CPU and cgroup" :
+					 "per task and CPU",
+			rk_fmt_size(st->cpu_ring, b1, sizeof(b1)));
 	if (st->aux_size)
 		fprintf(f, "  AUX: %s ring per CPU, %s area per thread\n",
 			rk_fmt_size(st->cpu_aux, b1, sizeof(b1)),

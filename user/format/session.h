@@ -183,6 +183,11 @@ struct rk_session_stat {
 	__u64 stacks_lost; /* flagged records whose stack was not theirs (never, by our BPF) */
 	__u32 offcpu_on; /* record --offcpu */
 	__u32 pad_offcpu;
+	/* -e opened per CPU (-a, --cgroup); 0 in older stat files */
+	__u64 perf_untraced; /* samples (and throttle records) of tasks not traced, dropped */
+	__u64 perf_sb_untraced; /* mmap/comm/task records of tasks not traced, dropped */
+	__u32 evcpu; /* how -e was opened: 0 per task, 1 per CPU (-a), 2 per CPU and cgroup */
+	__u32 pad_evcpu;
 };
 
 /* rk_session_stat.trigger_flags */

@@ -207,92 +207,123 @@ static int map_aux(struct rk_drain *d, struct cpu_ring *r, int fd, int c, char *
 	return 0;
 }
 
-int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
+/*
+ * Open source @e on CPU @c for @pid (a tid, -1 for every task, or a cgroup
+ * directory's fd with PERF_FLAG_PID_CGROUP in @flags); the CPU's first fd
+ * owns its ring (and maps it), the others write into it.
+ * Return: 0; 1 if the CPU is offline; -ESRCH if the task is gone; other
+ * -errno (@errbuf says which event and what to do).
+ */
+static int open_one(struct rk_drain *d, int c, int e, int pid, unsigned long flags, int percpu,
+		    char *errbuf, size_t errlen)
 {
 	__u8 attr[RK_PERF_ATTR_SIZE];
-	int c, i, e, fd, err;
+	struct rk_perf_event_attr *a = (void *)attr;
+	struct cpu_ring *r = &d->rings[c];
+	int fd, err;
+	__u64 id;
+
+	rk_evsel_to_attr(&d->evs[e], attr);
+	if (r->fd < 0) {
+		/* The ring owner wakes us at half full, not per record. */
+		a->watermark = 1;
+		a->wakeup_watermark = (__u32)(d->ring_size / 2);
+	}
+	if (percpu) {
+		/*
+		 * A CPU's event follows no task: nothing to inherit. The idle
+		 * task is never traced: its cpu-clock samples would only be
+		 * dropped (the files keep the attr as given, inherit=1).
+		 */
+		a->inherit = 0;
+		if (a->type == PERF_TYPE_SOFTWARE)
+			a->exclude_idle = 1;
+	}
+	fd = (int)syscall(SYS_perf_event_open, attr, pid, c, -1, flags | PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		if (err == ENODEV && d->evs[e].entry.attr.type != PERF_TYPE_HARDWARE)
+			return 1; /* an offline CPU */
+		if (err == ESRCH && !percpu)
+			return -ESRCH;
+		if (percpu)
+			snprintf(errbuf, errlen, "cannot open event '%s' (%s, cpu %d): %s",
+				 d->evs[e].name,
+				 flags & PERF_FLAG_PID_CGROUP ? "cgroup" : "all tasks", c,
+				 open_hint(err, &d->evs[e]));
+		else
+			snprintf(errbuf, errlen, "cannot open event '%s' (tid %d, cpu %d): %s",
+				 d->evs[e].name, pid, c, open_hint(err, &d->evs[e]));
+		return -err;
+	}
+	if (push_fd(d, fd)) {
+		close(fd);
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) || rk_drain_add_id(d, id, e)) {
+		err = errno ? errno : ENOMEM;
+		snprintf(errbuf, errlen, "PERF_EVENT_IOC_ID on '%s': %s", d->evs[e].name,
+			 strerror(err));
+		return -err;
+	}
+	if (r->fd >= 0) {
+		if (!ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+			return 0;
+		err = errno;
+		snprintf(errbuf, errlen, "PERF_EVENT_IOC_SET_OUTPUT for '%s': %s", d->evs[e].name,
+			 strerror(err));
+		return -err;
+	}
+	r->base =
+		mmap(NULL, RK_PAGE_SIZE + d->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->base == MAP_FAILED) {
+		err = errno;
+		r->base = NULL;
+		snprintf(errbuf, errlen, "cannot map the cpu %d ring (%zu KiB): %s%s", c,
+			 d->ring_size >> 10, strerror(err),
+			 err == EPERM ? " (locked memory limit: lower --cpu-ring)" : "");
+		return -err;
+	}
+	r->fd = fd;
+	r->pg = r->base;
+	r->data = (__u8 *)r->base + RK_PAGE_SIZE;
+	r->size = d->ring_size;
+	return d->evs[e].aux ? map_aux(d, r, fd, c, errbuf, errlen) : 0;
+}
+
+/* Every source on every CPU for @pid (see open_one()). */
+static int open_all(struct rk_drain *d, int pid, unsigned long flags, int percpu, char *errbuf,
+		    size_t errlen)
+{
+	int c, i, e, err;
 
 	if (d->aux_idx >= 0 && !d->aux_size) {
 		snprintf(errbuf, errlen, "no AUX ring size set for '%s'", d->evs[d->aux_idx].name);
 		return -EINVAL;
 	}
 	for (c = 0; c < d->ncpus; c++) {
-		struct cpu_ring *r = &d->rings[c];
-
 		/* The AUX event opens first: only its fd can map the CPU's AUX ring. */
 		for (i = 0; i < d->nev; i++) {
-			__u64 id;
-
 			e = d->aux_idx < 0 ? i : i == 0 ? d->aux_idx : i <= d->aux_idx ? i - 1 : i;
-
-			rk_evsel_to_attr(&d->evs[e], attr);
-			if (r->fd < 0) {
-				/* The ring owner wakes us at half full, not per record. */
-				struct rk_perf_event_attr *a = (void *)attr;
-
-				a->watermark = 1;
-				a->wakeup_watermark = (__u32)(d->ring_size / 2);
-			}
-			fd = (int)syscall(SYS_perf_event_open, attr, tid, c, -1,
-					  PERF_FLAG_FD_CLOEXEC);
-			if (fd < 0) {
-				err = errno;
-				if (err == ENODEV &&
-				    d->evs[e].entry.attr.type != PERF_TYPE_HARDWARE)
-					continue; /* an offline CPU */
-				if (err == ESRCH)
-					return -ESRCH;
-				snprintf(errbuf, errlen,
-					 "cannot open event '%s' (tid %d, cpu %d): %s",
-					 d->evs[e].name, tid, c, open_hint(err, &d->evs[e]));
-				return -err;
-			}
-			if (push_fd(d, fd)) {
-				close(fd);
-				snprintf(errbuf, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			if (ioctl(fd, PERF_EVENT_IOC_ID, &id) || rk_drain_add_id(d, id, e)) {
-				err = errno ? errno : ENOMEM;
-				snprintf(errbuf, errlen, "PERF_EVENT_IOC_ID on '%s': %s",
-					 d->evs[e].name, strerror(err));
-				return -err;
-			}
-			if (r->fd < 0) {
-				size_t len = RK_PAGE_SIZE + d->ring_size;
-
-				r->base =
-					mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-				if (r->base == MAP_FAILED) {
-					err = errno;
-					r->base = NULL;
-					snprintf(
-						errbuf, errlen,
-						"cannot map the cpu %d ring (%zu KiB): %s%s", c,
-						d->ring_size >> 10, strerror(err),
-						err == EPERM ?
-							" (locked memory limit: lower --cpu-ring)" :
-							"");
-					return -err;
-				}
-				r->fd = fd;
-				r->pg = r->base;
-				r->data = (__u8 *)r->base + RK_PAGE_SIZE;
-				r->size = d->ring_size;
-				if (d->evs[e].aux) {
-					err = map_aux(d, r, fd, c, errbuf, errlen);
-					if (err)
-						return err;
-				}
-			} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
-				err = errno;
-				snprintf(errbuf, errlen, "PERF_EVENT_IOC_SET_OUTPUT for '%s': %s",
-					 d->evs[e].name, strerror(err));
-				return -err;
-			}
+			err = open_one(d, c, e, pid, flags, percpu, errbuf, errlen);
+			if (err < 0)
+				return err;
 		}
 	}
 	return 0;
+}
+
+int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen)
+{
+	return open_all(d, tid, 0, 0, errbuf, errlen);
+}
+
+int rk_drain_open_cpus(struct rk_drain *d, int cgroup_fd, char *errbuf, size_t errlen)
+{
+	if (cgroup_fd >= 0)
+		return open_all(d, cgroup_fd, PERF_FLAG_PID_CGROUP, 1, errbuf, errlen);
+	return open_all(d, -1, 0, 1, errbuf, errlen);
 }
 
 int rk_drain_nfds(const struct rk_drain *d)

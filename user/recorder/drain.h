@@ -2,7 +2,8 @@
 /*
  * drain.h - the per-CPU kernel perf rings and their demultiplexing by tid.
  *
- * Events are opened per (target thread, CPU) with inherit=1; on each CPU
+ * Events are opened per (target thread, CPU) with inherit=1, or once per CPU
+ * for every task or a cgroup (rk_drain_open_cpus()); on each CPU
  * the first fd owns the ring and the others write into it
  * (PERF_EVENT_IOC_SET_OUTPUT). Draining copies each record out and hands it,
  * with the source that produced it (by PERF_SAMPLE_IDENTIFIER) and its
@@ -41,6 +42,17 @@ struct rk_drain *rk_drain__new(const struct rk_evsel *evs, int n, size_t ring_si
  * or mmap (the message says which event and what to do).
  */
 int rk_drain_open_task(struct rk_drain *d, int tid, char *errbuf, size_t errlen);
+
+/**
+ * rk_drain_open_cpus() - open every source once per CPU for every task
+ * (@cgroup_fd < 0: pid -1, as perf record -a) or for the tasks of one
+ * cgroup v2 subtree (@cgroup_fd: its directory, PERF_FLAG_PID_CGROUP, as
+ * perf record -G). No inherit: a task's switches pay for no perf context of
+ * its own. The records of tasks nobody traces arrive too: the caller drops
+ * them by tid.
+ * Return: 0, or -errno from perf_event_open or mmap (@errbuf says which).
+ */
+int rk_drain_open_cpus(struct rk_drain *d, int cgroup_fd, char *errbuf, size_t errlen);
 
 /** rk_drain_nfds() - fds opened so far. */
 int rk_drain_nfds(const struct rk_drain *d);

@@ -117,6 +117,7 @@ struct rk_rec {
 	size_t npending, cappending;
 	uint64_t drain_gen; /* drains started */
 	struct rk_drain *drain;
+	int evcpu; /* RK_EVCPU_* (rec_evcpu.h): -e opened per task or per CPU */
 	struct rk_proc *procs;
 	int pmu_fd, cnt_fd, sig_fd; /* the maps, from the skeleton or from bpffs (resume) */
 	int self_fd; /* the self map: our tgid (-1: none) */

@@ -31,6 +31,7 @@
 #include "rec_target.h"
 #include "rec_bpf.h"
 #include "rec_offcpu.h"
+#include "rec_evcpu.h"
 /* One signal, in time order (a ringbuf record or a switch ring's). */
 static void on_signal(void *ctx, const struct rk_signal *s)
 {
@@ -131,9 +132,8 @@ static void adopted(struct rk_rec *r, struct rk_thread *t, int new_process)
 	rec_thread_via_cgroup(t, r->o->ncgroups > 0);
 	if (!r->drain)
 		return;
-	if (rk_drain_open_task(r->drain, (int)t->tid, msg, sizeof(msg)) && rk_verbose)
+	if (rec_evcpu_task(r, t->tid, msg, sizeof(msg)) && rk_verbose)
 		rk_info("%s", msg);
-	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
 	if (new_process)
 		rec_synthesize(r, (pid_t)t->tgid);
 }
@@ -603,6 +603,30 @@ void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct per
 	r->st->aux_dropped += ck.size;
 }
 
+/*
+ * The thread a per-task event's sample goes to: every task that has the
+ * events is traced (a kernel-inherited one BPF has not told us of yet gets
+ * its files now). NULL: refused by a limit (counted then) or finished (lost).
+ */
+static struct rk_thread *task_sample(struct rk_rec *r, __u32 pid, __u32 tid)
+{
+	struct rk_thread *t = rec_thread_find(r, tid);
+
+	if (t && t->refused)
+		return NULL;
+	if (t && t->dead) {
+		r->st->lost++;
+		return NULL;
+	}
+	if (!t) {
+		/* Inherited by the kernel but not (yet) known to BPF. */
+		t = rec_thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
+		if (!t)
+			r->st->lost++;
+	}
+	return t;
+}
+
 /* A drained perf record: to its thread's file, or to its process's sideband. */
 void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h, __u32 pid,
 	       __u32 tid)
@@ -610,36 +634,25 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 	struct rk_rec *r = ctx;
 	struct rk_thread *t;
 	__u32 body_pid;
+	__u64 time;
 
 	r->st->perf_records++;
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 	case PERF_RECORD_THROTTLE:
 	case PERF_RECORD_UNTHROTTLE:
-		if (!ev || tid == (__u32)-1) {
+		if (!ev || (tid == (__u32)-1 && !r->evcpu)) {
 			r->st->lost++;
 			return;
 		}
-		t = rec_thread_find(r, tid);
-		if (t && t->refused)
-			return; /* not traced (a limit), already counted */
-		if (t && t->dead) {
-			r->st->lost++;
+		time = rk_record_time(ev->entry.attr.sample_type, h);
+		t = r->evcpu ? rec_evcpu_sample(r, pid, tid, time) : task_sample(r, pid, tid);
+		if (!t)
 			return;
-		}
-		if (t && t->crash_ns &&
-		    rk_record_time(ev->entry.attr.sample_type, h) > t->crash_ns) {
+		if (t->crash_ns && time > t->crash_ns) {
 			/* Taken while its process was dumping core: after the history's end. */
 			r->st->after_crash++;
 			return;
-		}
-		if (!t) {
-			/* Inherited by the kernel but not (yet) known to BPF. */
-			t = rec_thread_new(r, tid, pid, 0, "", rk_now_mono_ns());
-			if (!t) {
-				r->st->lost++;
-				return;
-			}
 		}
 		rec_put_rec_src(r, t, ev->src, h, h->size);
 		return;
@@ -675,10 +688,19 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 	case PERF_RECORD_EXIT:
 		if (h->size < sizeof(*h) + 4)
 			return;
+		/* A per-CPU event's: only those of traced tasks (per-task events see no others). */
+		if (r->evcpu &&
+		    !rec_evcpu_sideband_ours(
+			    r, tid, ev ? rk_record_time(ev->entry.attr.sample_type, h) : 0))
+			return;
 		memcpy(&body_pid, (const __u8 *)h + sizeof(*h), 4);
 		rec_put_sideband(r, body_pid, h);
 		return;
 	default:
+		if (r->evcpu &&
+		    !rec_evcpu_sideband_ours(
+			    r, tid, ev ? rk_record_time(ev->entry.attr.sample_type, h) : 0))
+			return;
 		if (pid != (__u32)-1)
 			rec_put_sideband(r, pid, h);
 		else

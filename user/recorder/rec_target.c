@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "rec_bpf.h"
+#include "rec_evcpu.h"
 #include "rec_target.h"
 #include <sys/epoll.h>
 #include <sys/file.h>
@@ -138,17 +139,10 @@ int rec_track(struct rk_rec *r, __u32 tgid, __u32 tid, const char *comm)
 		}
 	}
 	rec_set_traced(r, tid, 1);
-	if (!r->drain)
-		return 0;
-	err = rk_drain_open_task(r->drain, (int)tid, msg, sizeof(msg));
-	if (err == -ESRCH)
-		return err;
-	if (err) {
+	err = rec_evcpu_task(r, tid, msg, sizeof(msg));
+	if (err && err != -ESRCH)
 		rk_err("%s", msg);
-		return err;
-	}
-	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
-	return 0;
+	return err;
 }
 
 /*

@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include "ringkeeper.skel.h"
 #include "rec_bpf.h"
+#include "rec_evcpu.h"
 #include "rec_loop.h"
 #include "rec_session.h"
 #include "rec_sideband.h"
@@ -339,6 +340,7 @@ static int workers_start(struct rk_rec *r)
 		rk_err("--cpu-aux: not a power of two of at least a page");
 		return -EINVAL;
 	}
+	r->evcpu = rec_evcpu_mode(o);
 	return 0;
 }
 
@@ -398,12 +400,14 @@ static void reopen_events(struct rk_rec *r)
 
 	if (!r->drain)
 		return;
+	if (r->evcpu && !rec_evcpu_open(r))
+		opened = -1; /* per CPU: every thread has them again */
 	for (t = r->all; t; t = t->all_next) {
 		if (t->dead || t->refused)
 			continue;
-		if (!rk_drain_open_task(r->drain, (int)t->tid, msg, sizeof(msg)))
+		if (opened >= 0 && !rec_evcpu_task(r, t->tid, msg, sizeof(msg)))
 			opened++;
-		else if (rk_verbose)
+		else if (opened >= 0 && rk_verbose)
 			rk_info("%s", msg);
 		/* Once per process: its first thread on the list. */
 		for (u = r->all; u != t && (u->tgid != t->tgid || u->dead || u->refused);
@@ -415,9 +419,14 @@ static void reopen_events(struct rk_rec *r)
 		}
 	}
 	r->st->nfds = (__u32)rk_drain_nfds(r->drain);
-	rk_warn("resume: -e %s opened again for %d threads; their samples from the recorder's "
-		"death until now are missing",
-		r->st->events, opened);
+	if (opened < 0)
+		rk_warn("resume: -e %s opened again on every CPU; the samples from the "
+			"recorder's death until now are missing",
+			r->st->events);
+	else
+		rk_warn("resume: -e %s opened again for %d threads; their samples from the "
+			"recorder's death until now are missing",
+			r->st->events, opened);
 }
 
 static int resume_catch_up(struct rk_rec *r)
@@ -471,6 +480,11 @@ static int target_start(struct rk_rec *r)
 		return err;
 	}
 	err = rec_pin_links(r);
+	if (err)
+		return err;
+	/* Per CPU: before the adoption, so what runs meanwhile is sampled. */
+	if (r->evcpu)
+		err = rec_evcpu_open(r);
 	if (err)
 		return err;
 	/* Attached first: whatever starts while we look is adopted by the fork/exec hooks. */
