@@ -21,15 +21,8 @@
 #ifndef RK_PERFETTO_H
 #define RK_PERFETTO_H
 
+#include "pfstats.h"
 #include "timeline.h"
-
-/** struct rk_perfetto_stats - what was written. */
-struct rk_perfetto_stats {
-	unsigned long long packets, slices, instants, samples, bytes;
-	unsigned long long switches, wakeups; /* ftrace sched_switch / sched_waking events */
-	/* switches written for a side the kernel did not report (the files' unpaired ones) */
-	unsigned long long switches_added;
-};
 
 /**
  * rk_perfetto_write() - write @tl to @path (through a temporary, renamed).
