@@ -27,8 +27,12 @@
  *
  * A dead thread's end: after its final switch-out, sched_process_free
  * (1 ns later: the kernel frees it after an RCU grace period; we have no
- * record of when), which ends the thread and, for a leader, its process,
- * in Perfetto's model: a later thread of the same tid is another thread.
+ * record of when; a group leader after its process's last thread, as the
+ * kernel does), which ends the thread and, for a leader, its process, in
+ * Perfetto's model: a later thread of the same tid is another thread.
+ * Perfetto v52 keeps the final state (X) open to the trace's end all the
+ * same: its importer closes a thread state only at that thread's next
+ * event (thread_state_tracker.cc), and a free is none.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -283,6 +287,69 @@ static int fev_add(struct fev **v, size_t *n, size_t *cap, __u64 time, __u32 cpu
 	return 0;
 }
 
+/* A thread's final switch-out (its time and CPU; time 0: none, it did not end here). */
+struct death {
+	__u32 tgid;
+	__u32 cpu;
+	__u64 time;
+	size_t thread;
+};
+
+static int cmp_death(const void *a, const void *b)
+{
+	const struct death *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/*
+ * Each dead thread's end, 1 ns after its final switch-out; a leader's
+ * after its whole process's (the kernel frees a group leader last: ended
+ * first, Perfetto would end its process under the threads still running),
+ * and none while a thread of its process did not die here.
+ */
+static int add_frees(const struct rk_timeline *tl, struct fev **v, size_t *n, size_t *cap)
+{
+	struct death *d = calloc(tl->nthreads + 1, sizeof(*d));
+	size_t t, i, j;
+	int err = 0;
+
+	if (!d)
+		return -ENOMEM;
+	for (t = 0; t < tl->nthreads; t++) {
+		const struct rk_tl_thread *th = &tl->threads[t];
+		const struct rk_tl_event *e = th->nev ? &th->ev[th->nev - 1] : NULL;
+
+		d[t] = (struct death){ .tgid = th->id.tgid, .thread = t };
+		if (e && e->kind == RK_TL_OUT && rk_offcpu_of(e->arg) == RK_OFF_DEAD) {
+			d[t].time = e->time;
+			d[t].cpu = e->cpu;
+		}
+	}
+	qsort(d, tl->nthreads, sizeof(*d), cmp_death);
+	for (i = 0; i < tl->nthreads && !err; i = j) {
+		size_t leader = ~(size_t)0;
+		int all = 1;
+
+		for (j = i; j < tl->nthreads && d[j].tgid == d[i].tgid && !err; j++) {
+			all &= d[j].time != 0;
+			if (tl->threads[d[j].thread].id.tid == d[j].tgid)
+				leader = j;
+			else if (d[j].time)
+				err = fev_add(v, n, cap, d[j].time + 1, d[j].cpu, RK_CPU_FREE,
+					      tl->threads[d[j].thread].id.tid, d[j].thread, 0);
+		}
+		/* The last death of the process is d[j - 1]'s (sorted by time). */
+		if (!err && leader != ~(size_t)0 && all)
+			err = fev_add(v, n, cap, d[j - 1].time + 2, d[j - 1].cpu, RK_CPU_FREE,
+				      d[leader].tgid, d[leader].thread, 0);
+	}
+	free(d);
+	return err;
+}
+
 /* Every switch and wakeup of @tl's threads, and each dead thread's end, unsorted. */
 static int collect(const struct rk_timeline *tl, struct fev **v, size_t *n)
 {
@@ -298,15 +365,11 @@ static int collect(const struct rk_timeline *tl, struct fev **v, size_t *n)
 				     e->kind == RK_TL_IN  ? RK_CPU_IN :
 							    RK_CPU_WAKE;
 
-			if (e->kind != RK_TL_IN && e->kind != RK_TL_OUT && e->kind != RK_TL_WAKEUP)
-				continue;
-			err = fev_add(v, n, &cap, e->time, e->cpu, kind, th->id.tid, t, k);
-			if (!err && e->kind == RK_TL_OUT && rk_offcpu_of(e->arg) == RK_OFF_DEAD)
-				err = fev_add(v, n, &cap, e->time + 1, e->cpu, RK_CPU_FREE,
-					      th->id.tid, t, k);
+			if (e->kind == RK_TL_IN || e->kind == RK_TL_OUT || e->kind == RK_TL_WAKEUP)
+				err = fev_add(v, n, &cap, e->time, e->cpu, kind, th->id.tid, t, k);
 		}
 	}
-	return err;
+	return err ? err : add_frees(tl, v, n, &cap);
 }
 
 /* What the CPU's stream has on it, as written so far. */
