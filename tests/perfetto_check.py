@@ -47,6 +47,7 @@ Usage: perfetto_check.py TRACE [checks]
                             kernel named) and agrees with the slices
   --irq-wakings TID:N       TID was woken N times from an interrupt (N may be
                             '+': at least once)
+  --irq-total N             N wakings from an interrupt in all
   --parent PID:PPID         process PID's parent is PPID (ProcessTree)
   --freed TID               TID's end is there (sched_process_free), once
   --named-tracks            every thread track has a name of its own, not
@@ -295,6 +296,7 @@ def main():
     ap.add_argument("--sched", action="store_true")
     ap.add_argument("--mapping", action="append", default=[])
     ap.add_argument("--irq-wakings", action="append", default=[])
+    ap.add_argument("--irq-total", type=int)
     ap.add_argument("--parent", action="append", default=[])
     ap.add_argument("--freed", action="append", default=[], type=int)
     ap.add_argument("--named-tracks", action="store_true")
@@ -357,6 +359,9 @@ def main():
         got = ft["irq_wakings"].get(int(tid), 0)
         if (n == "+" and not got) or (n != "+" and got != int(n)):
             bad.append("tid %s woken %d times from an interrupt, want %s" % (tid, got, n))
+    if a.irq_total is not None and sum(ft["irq_wakings"].values()) != a.irq_total:
+        bad.append("%d wakings from an interrupt, want %d"
+                   % (sum(ft["irq_wakings"].values()), a.irq_total))
     for spec in a.parent:
         pid, ppid = (int(x) for x in spec.split(":"))
         if out["parents"].get(pid) != ppid:
