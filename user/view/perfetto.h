@@ -15,7 +15,9 @@
  * (record --wakeups) as sched_waking / sched_wakeup_new, in the boot clock
  * ftrace events are read in, with a SystemInfo naming the kernel: Perfetto
  * draws CPU tracks (the traced threads' runs), thread states and who woke
- * whom.
+ * whom (an interrupt's wakeups marked so), and ends dead threads; and the
+ * process tree where the files name a parent (pfsched.c). Each thread's
+ * slice track has a name of its own, apart from its thread-state track.
  * May call: timeline, util.
  */
 #ifndef RK_PERFETTO_H
