@@ -32,7 +32,11 @@
 /* x86-64: preempt_count's per-CPU address minus runqueues' (the loader's; 0: not found). */
 const volatile __s64 cfg_pc_from_rq = 0;
 
-/* cfs_rq::rq exists with CONFIG_FAIR_GROUP_SCHED; without, the cfs_rq is rq->cfs. */
+/*
+ * sched_entity::cfs_rq and cfs_rq::rq exist with CONFIG_FAIR_GROUP_SCHED
+ * (Debian's 6.1 and 6.12, this 6.18); a kernel without it reads as one
+ * where the context is not known.
+ */
 struct cfs_rq___rq {
 	struct rq *rq;
 } __attribute__((preserve_access_index));
@@ -51,15 +55,13 @@ static __always_inline int preempt_count_now(__u32 *pc)
 	struct cfs_rq *cfs;
 	__u64 rq;
 
-	if (!cfg_pc_from_rq)
+	if (!cfg_pc_from_rq || !bpf_core_field_exists(cur->se.cfs_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq___rq, rq))
 		return 0;
-	cfs = BPF_CORE_READ(cur, se.cfs_rq);
-	if (bpf_core_field_exists(((struct cfs_rq___rq *)cfs)->rq))
-		rq = (__u64)BPF_CORE_READ((struct cfs_rq___rq *)cfs, rq);
-	else
-		rq = (__u64)cfs - bpf_core_field_offset(struct rq, cfs);
 	/* A task's cfs_rq is its CPU's (set when it moves): the one running here. */
-	if (!cfs || BPF_CORE_READ((struct rq *)rq, cpu) != (int)bpf_get_smp_processor_id())
+	cfs = BPF_CORE_READ(cur, se.cfs_rq);
+	rq = cfs ? (__u64)BPF_CORE_READ((struct cfs_rq___rq *)cfs, rq) : 0;
+	if (!rq || BPF_CORE_READ((struct rq *)rq, cpu) != (int)bpf_get_smp_processor_id())
 		return 0;
 	return !bpf_probe_read_kernel(pc, sizeof(*pc), (const void *)(rq + cfg_pc_from_rq));
 #endif
