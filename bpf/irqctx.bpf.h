@@ -52,18 +52,22 @@ static __always_inline int preempt_count_now(__u32 *pc)
 	return 1;
 #else
 	struct task_struct *cur = bpf_get_current_task_btf();
-	struct cfs_rq *cfs;
-	__u64 rq;
+	struct cfs_rq___rq *cfs;
+	struct rq *rq;
 
 	if (!cfg_pc_from_rq || !bpf_core_field_exists(cur->se.cfs_rq) ||
 	    !bpf_core_field_exists(struct cfs_rq___rq, rq))
 		return 0;
-	/* A task's cfs_rq is its CPU's (set when it moves): the one running here. */
-	cfs = BPF_CORE_READ(cur, se.cfs_rq);
-	rq = cfs ? (__u64)BPF_CORE_READ((struct cfs_rq___rq *)cfs, rq) : 0;
-	if (!rq || BPF_CORE_READ((struct rq *)rq, cpu) != (int)bpf_get_smp_processor_id())
+	/*
+	 * A task's cfs_rq is its CPU's (set when it moves): the one running
+	 * here. BTF pointers, read as plain loads (no helper call); only the
+	 * variable, which has no type here, takes one.
+	 */
+	cfs = (struct cfs_rq___rq *)cur->se.cfs_rq;
+	rq = cfs ? cfs->rq : NULL;
+	if (!rq || rq->cpu != (int)bpf_get_smp_processor_id())
 		return 0;
-	return !bpf_probe_read_kernel(pc, sizeof(*pc), (const void *)(rq + cfg_pc_from_rq));
+	return !bpf_probe_read_kernel(pc, sizeof(*pc), (const char *)rq + cfg_pc_from_rq);
 #endif
 }
 
