@@ -401,7 +401,7 @@ static void describe_wakeup(struct walk *w, const struct perf_event_header *h, s
 	if (d->wake.flags & RK_WAKEUP_HIDDEN)
 		snprintf(who, sizeof(who),
 			 "another user's task (not shown at perf_event_paranoid > -1)");
-	else if (!d->wake.waker_tid)
+	else if (!d->wake.waker_tid && irq)
 		snprintf(who, sizeof(who), "the idle task");
 	else
 		snprintf(who, sizeof(who), "tid %u (pid %u)", d->wake.waker_tid, d->wake.waker_pid);
