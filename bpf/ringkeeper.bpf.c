@@ -577,6 +577,7 @@ static __always_inline void sw_commit(struct rk_swpos *h, struct rk_swrec *w, __
 }
 
 #include "offcpu.bpf.h"
+#include "irqctx.bpf.h"
 
 static __always_inline void fill_task(struct rk_signal *s, struct task_struct *t)
 {
@@ -739,6 +740,8 @@ static __always_inline int waking(void *ctx, struct task_struct *p, __u16 flags)
 	/* Who may learn the waker's ids: the loader decides from this (docs/trust.md). */
 	if (BPF_CORE_READ(cur, real_cred, uid.val) != BPF_CORE_READ(p, real_cred, uid.val))
 		flags |= RK_SIGF_WAKER_OTHER;
+	/* From an interrupt, cur is only the task it interrupted: say so. */
+	flags |= wake_context();
 	cpu = bpf_get_smp_processor_id();
 	head = sw_head(cpu);
 	w = sw_reserve(head, cpu, &wake);

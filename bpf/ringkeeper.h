@@ -52,8 +52,9 @@
  * A traced task is being woken (sched_waking; sched_wakeup_new with
  * RK_SIGF_WAKE_NEW), by another task: in its waker's CPU's switch ring,
  * tid/tgid the woken task, ptid/next_tgid the waker (the task current on
- * that CPU: in an interrupt, whatever it interrupted, as perf reports it),
- * prev_state the CPU the woken task last ran on (sched_waking's target_cpu).
+ * that CPU: in an interrupt, whatever it interrupted, as perf reports it;
+ * RK_SIGF_HARDIRQ, _SOFTIRQ, _NMI say it was one), prev_state the CPU the
+ * woken task last ran on (sched_waking's target_cpu).
  */
 #define RK_SIG_WAKING 12
 /*
@@ -92,6 +93,17 @@
  * wakeup has a stack, the next one of its CPU's stack ring (struct rk_stack).
  */
 #define RK_SIGF_STACK 0x400
+/*
+ * RK_SIG_WAKING: the context of the wakeup, from the waker CPU's
+ * preempt_count (as the kernel's TRACE_FLAG_* common_flags): RK_SIGF_CTX
+ * says it was read (a kernel or arch where it cannot be leaves all four
+ * clear), then at most one of hard irq, NMI, or a softirq being served.
+ * In an interrupt, ptid/next_tgid are the task it interrupted.
+ */
+#define RK_SIGF_CTX 0x800
+#define RK_SIGF_HARDIRQ 0x1000
+#define RK_SIGF_SOFTIRQ 0x2000
+#define RK_SIGF_NMI 0x4000
 
 /* Counter slots of the per-CPU "counters" array map. */
 #define RK_CNT_SIGNALS 0 /* signals submitted */

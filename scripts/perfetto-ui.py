@@ -15,6 +15,10 @@ ui.perfetto.dev would, with no network.
   --query SQL       run SQL on the loaded trace (PerfettoSQL); rows on
                     stdout, a line each, columns separated by tabs, NULL
                     for null; repeatable, run in order
+  --tracks          the tracks the UI made, as its track tree names them:
+                    a line each, the group's names above it joined by
+                    ' > ', a tab, the track's own name (what a reader
+                    sees beside it)
   --screenshot PNG  the timeline as the UI draws it: the CPUs' and the
                     threads' tracks open, the run after the longest wait
                     that a traced thread's wakeup began selected (the UI
@@ -232,6 +236,25 @@ SCREENSHOT_JS = """(async (a, b) => {
 })(%f, %f)"""
 
 
+# Every track node of the workspace, with the names of the groups it is in.
+TRACKS_JS = """(() => {
+  const out = [];
+  const walk = (n, path) => {
+    for (const c of n.children) {
+      if (c.uri) out.push(path.join(' > ') + '\\t' + c.name);
+      if (c.hasChildren) walk(c, path.concat([c.name]));
+    }
+  };
+  walk(app.trace.workspace, []);
+  return out;
+})()"""
+
+
+def tracks(page):
+    for line in page.js(TRACKS_JS):
+        print(line)
+
+
 def screenshot(page, png, window, size):
     page.call("Emulation.setDeviceMetricsOverride", width=size[0], height=size[1],
               deviceScaleFactor=1, mobile=False)
@@ -253,6 +276,7 @@ def main():
                                                    os.path.join(REPO, "build/perfetto-venv/ui")))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--query", action="append", default=[])
+    ap.add_argument("--tracks", action="store_true")
     ap.add_argument("--screenshot")
     ap.add_argument("--window")
     ap.add_argument("--size", default="1600x1000")
@@ -292,6 +316,8 @@ def main():
         for sql in a.query:
             for row in query(page, sql):
                 print("\t".join("NULL" if v is None else v for v in row))
+        if a.tracks:
+            tracks(page)
         if a.screenshot:
             screenshot(page, a.screenshot, (lo, hi), (w, h))
     except (RuntimeError, OSError, websocket.WebSocketException) as e:

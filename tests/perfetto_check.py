@@ -7,6 +7,8 @@ and print what the tests check, as one JSON object:
               blocking: {n, ns, funcs: {frame: n}} of its off-CPU slices
               that carry a blocking_stack (record --offcpu)}}
   processes: {pid: name}
+  parents:   {pid: ppid} from ProcessTree packets
+  track_names: {tid: name} of the thread tracks that have their own (not merged)
   perf_samples, tp_samples: counts
   functions: {function: samples whose stack holds it}
   mappings:  [{path, start, end, offset, build_id}] of the samples' frames;
@@ -24,6 +26,10 @@ and print what the tests check, as one JSON object:
              sched_wakeup_new), states {letter: n} of the switch-outs,
              cpus, system_info (a kernel release was named),
              bad_state (prev_state bits outside the kernel's report set),
+             irq_wakings {tid: n} (compact sched_waking with TRACE_FLAG_HARDIRQ
+             or _SOFTIRQ in common_flags: what Perfetto marks irq_context),
+             compact_errors (compact arrays of unequal length, a comm index
+             outside the bundle's table), frees {tid: n} (sched_process_free),
              nonmonotonic (a CPU's events going back in time), mismatch
              (a thread whose ftrace switch-ins differ from its Running
              slices; runs of no length, export's stand-ins for switch-ins
@@ -43,6 +49,13 @@ Usage: perfetto_check.py TRACE [checks]
                             NS ns long in all, each stack holding FUNC
   --sched                   the scheduler's view is there (switches, the
                             kernel named) and agrees with the slices
+  --irq-wakings TID:N       TID was woken N times from an interrupt (N may be
+                            '+': at least once)
+  --irq-total N             N wakings from an interrupt in all
+  --parent PID:PPID         process PID's parent is PPID (ProcessTree)
+  --freed TID               TID's end is there (sched_process_free), once
+  --named-tracks            every thread track has a name of its own, not
+                            its thread's (the thread-state track has that)
 Always checked: no dangling id, no time going back on a track, no slice
 end without its begin. Prints the report, then each failed check; exit 1
 if one failed.
@@ -68,7 +81,9 @@ def read(path):
     out = dict(perf_samples=0, tp_samples=0, functions={}, leaf={}, with_offset=0,
                nonmonotonic=0, dangling=0, unbalanced=0, packets=0, frames_outside=0)
     ft = dict(switch_ins={}, switch_outs={}, wakings={}, states={}, cpus=[], system_info=False,
-              bad_state=0, nonmonotonic=0, mismatch=0, added=0)
+              bad_state=0, nonmonotonic=0, mismatch=0, added=0, irq_wakings={}, frees={},
+              compact_errors=0)
+    parents, track_names = {}, {}
     ft_last = {}  # cpu -> last timestamp
     ft_in = {}  # cpu -> (time, next_pid) of its last switch
     seq_clean = False
@@ -119,16 +134,37 @@ def read(path):
                 threads[t.tid] = dict(name=t.thread_name, pid=t.pid, running=0, off=0,
                                       instants={}, tp=0,
                                       blocking=dict(n=0, ns=0, funcs={}))
+                if td.disallow_merging_with_system_tracks and td.name:
+                    track_names[t.tid] = td.name
             elif td.HasField("process"):
                 tracks[td.uuid] = None
                 processes[td.process.pid] = td.process.process_name
+        if p.HasField("process_tree"):
+            for pr in p.process_tree.processes:
+                if pr.HasField("ppid"):
+                    parents[pr.pid] = pr.ppid
         if p.HasField("system_info") and p.system_info.utsname.release:
             ft["system_info"] = True
         if p.HasField("ftrace_events"):
             b = p.ftrace_events
             if b.cpu not in ft["cpus"]:
                 ft["cpus"].append(b.cpu)
+            if b.HasField("compact_sched"):
+                c = b.compact_sched
+                n = len(c.waking_timestamp)
+                if any(len(x) != n for x in (c.waking_pid, c.waking_target_cpu, c.waking_prio,
+                                             c.waking_comm_index)) or \
+                        len(c.waking_common_flags) not in (0, n) or \
+                        any(i >= len(c.intern_table) for i in c.waking_comm_index):
+                    ft["compact_errors"] += 1
+                for i, pid in enumerate(c.waking_pid):
+                    ft["wakings"][pid] = ft["wakings"].get(pid, 0) + 1
+                    if i < len(c.waking_common_flags) and c.waking_common_flags[i] & 0x18:
+                        ft["irq_wakings"][pid] = ft["irq_wakings"].get(pid, 0) + 1
             for e in b.event:
+                if e.HasField("sched_process_free"):
+                    pid = e.sched_process_free.pid
+                    ft["frees"][pid] = ft["frees"].get(pid, 0) + 1
                 if e.timestamp < ft_last.get(b.cpu, 0):
                     ft["nonmonotonic"] += 1
                 ft_last[b.cpu] = e.timestamp
@@ -255,6 +291,8 @@ def read(path):
                             else "") for m in maps_full.values()]
     out["threads"] = threads
     out["processes"] = processes
+    out["parents"] = parents
+    out["track_names"] = track_names
     out["ftrace"] = ft
     return out
 
@@ -272,6 +310,11 @@ def main():
     ap.add_argument("--sched", action="store_true")
     ap.add_argument("--mapping", action="append", default=[])
     ap.add_argument("--blocking", action="append", default=[])
+    ap.add_argument("--irq-wakings", action="append", default=[])
+    ap.add_argument("--irq-total", type=int)
+    ap.add_argument("--parent", action="append", default=[])
+    ap.add_argument("--freed", action="append", default=[], type=int)
+    ap.add_argument("--named-tracks", action="store_true")
     a = ap.parse_args()
     out = read(a.trace)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -323,7 +366,7 @@ def main():
                    for m in out["mappings"]):
             bad.append("no mapping of %s with its range and build id" % name)
     ft = out["ftrace"]
-    for k in ("bad_state", "nonmonotonic", "mismatch"):
+    for k in ("bad_state", "nonmonotonic", "mismatch", "compact_errors"):
         if ft[k]:
             bad.append("ftrace %s: %d" % (k, ft[k]))
     if a.sched:
@@ -335,6 +378,27 @@ def main():
         tid, n = (int(x) for x in spec.split(":"))
         if ft["wakings"].get(tid, 0) != n:
             bad.append("tid %d woken %d times, want %d" % (tid, ft["wakings"].get(tid, 0), n))
+    for spec in a.irq_wakings:
+        tid, n = spec.split(":")
+        got = ft["irq_wakings"].get(int(tid), 0)
+        if (n == "+" and not got) or (n != "+" and got != int(n)):
+            bad.append("tid %s woken %d times from an interrupt, want %s" % (tid, got, n))
+    if a.irq_total is not None and sum(ft["irq_wakings"].values()) != a.irq_total:
+        bad.append("%d wakings from an interrupt, want %d"
+                   % (sum(ft["irq_wakings"].values()), a.irq_total))
+    for spec in a.parent:
+        pid, ppid = (int(x) for x in spec.split(":"))
+        if out["parents"].get(pid) != ppid:
+            bad.append("process %d's parent is %s, not %d" % (pid, out["parents"].get(pid), ppid))
+    for tid in a.freed:
+        if ft["frees"].get(tid, 0) != 1:
+            bad.append("tid %d ended (sched_process_free) %d times, want 1"
+                       % (tid, ft["frees"].get(tid, 0)))
+    if a.named_tracks:
+        for tid, t in th.items():
+            name = out["track_names"].get(tid)
+            if not name or name == t["name"]:
+                bad.append("tid %d's track is not named apart from its thread (%r)" % (tid, name))
     for b in bad:
         print("FAILED: " + b)
     sys.exit(1 if bad else 0)

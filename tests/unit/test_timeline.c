@@ -315,8 +315,8 @@ Test(timeline, a_time_window_counts_what_lies_in_it)
 	rk_timeline__free(&tl);
 }
 
-/* A wakeup of @bf's thread by tid @waker at @t_us microseconds. */
-static void wk(struct rk_bufile *bf, __u32 waker, __u64 t_us)
+/* A wakeup of @bf's thread by tid @waker at @t_us microseconds on @cpu, RK_WAKEUP_* @flags. */
+static void wk_on(struct rk_bufile *bf, __u32 waker, __u64 t_us, __u32 cpu, __u32 flags)
 {
 	struct {
 		struct rk_wakeup_record w;
@@ -327,10 +327,18 @@ static void wk(struct rk_bufile *bf, __u32 waker, __u64 t_us)
 	r.w.h.size = sizeof(r);
 	r.w.waker_pid = waker;
 	r.w.waker_tid = waker;
+	r.w.flags = flags;
 	r.id.pid = bf->ident->tgid;
 	r.id.tid = bf->ident->tid;
 	r.id.time = t_us * 1000;
+	r.id.cpu = cpu;
 	cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+}
+
+/* A wakeup of @bf's thread by tid @waker at @t_us microseconds. */
+static void wk(struct rk_bufile *bf, __u32 waker, __u64 t_us)
+{
+	wk_on(bf, waker, t_us, 0, 0);
 }
 
 /*
@@ -769,4 +777,92 @@ Test(timeline, format_md_states_unknown_records_and_crash_lines)
 			 "pid 8178 tid 8180 signal 11 SIGSEGV time 1764954484 comm a\\x20b\\x5c "
 			 "core /var/crash/core.8178\n");
 	free(buf);
+}
+
+/* @bf's thread born at @t_ms of @ptid in process @ppid (its first record, as the recorder writes it). */
+static void fork_rec(struct rk_bufile *bf, __u32 ppid, __u32 ptid, __u64 t_ms)
+{
+	struct {
+		struct perf_event_header h;
+		__u32 pid, ppid, tid, ptid;
+		__u64 time;
+		struct sid id;
+	} r = { 0 };
+
+	r.h.type = PERF_RECORD_FORK;
+	r.h.size = sizeof(r);
+	r.pid = bf->ident->tgid;
+	r.ppid = ppid;
+	r.tid = bf->ident->tid;
+	r.ptid = ptid;
+	r.time = t_ms * 1000000;
+	r.id.pid = r.pid;
+	r.id.tid = r.tid;
+	r.id.time = r.time;
+	cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+}
+
+/*
+ * Issue 42, item 4, in the Perfetto export: process 100 (forked by 7) has
+ * threads 100 and 101. 100 sleeps at 11 and a hard irq wakes it at 15 on
+ * CPU 0 (after a switch there: written compact, marked); 101 is woken from
+ * a softirq at 5 on CPU 1 before any switch on that CPU (Perfetto would
+ * drop it: written unmarked, counted) and by task 100 at 20. 100 dies at
+ * 30 on CPU 0, 101 at 40 on CPU 1: two frees, the leader's last (after
+ * 40, on CPU 1). One ProcessTree entry (100's parent, 7). The timeline
+ * keeps each wakeup's context and the fork's parent pid.
+ */
+Test(timeline, perfetto_marks_irq_wakeups_ends_threads_and_names_parents)
+{
+	struct rk_bufile *a = make(100, 100, "lead"), *b = make(101, 100, "other");
+	struct rk_perfetto_stats st = { 0 };
+	struct rk_timeline tl;
+	char out[128];
+	size_t i;
+
+	fork_rec(a, 7, 7, 1);
+	sw(a, 0, 0, 10, 0);
+	sw(a, 1, S(0x1), 11, 0);
+	wk_on(a, 0, 15000, 0, RK_WAKEUP_CTX | RK_WAKEUP_HARDIRQ);
+	sw(a, 0, 0, 16, 0);
+	sw(a, 1, S(0x80), 30, 0);
+	wk_on(b, 55, 5000, 1, RK_WAKEUP_CTX | RK_WAKEUP_SOFTIRQ);
+	sw(b, 0, 0, 12, 1);
+	sw(b, 1, S(0x1), 13, 1);
+	wk_on(b, 100, 20000, 0, RK_WAKEUP_CTX);
+	sw(b, 0, 0, 21, 1);
+	sw(b, 1, S(0x80), 40, 1);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(tl.nthreads, 2);
+	for (i = 0; i < tl.nthreads; i++) {
+		const struct rk_tl_thread *t = &tl.threads[i];
+		size_t k, w = 0;
+
+		for (k = 0; k < t->nev; k++) {
+			const struct rk_tl_event *e = &t->ev[k];
+
+			if (e->kind == RK_TL_FORK)
+				cr_assert_eq(e->arg2, 7, "the parent's pid");
+			if (e->kind != RK_TL_WAKEUP)
+				continue;
+			cr_assert_eq(e->arg2 & RK_TL_WAKEUP_CPU, 0);
+			cr_assert_eq(rk_tl_wakeup_context(e),
+				     t->id.tid == 100 ? RK_WAKEUP_CTX | RK_WAKEUP_HARDIRQ :
+				     w == 0	      ? RK_WAKEUP_CTX | RK_WAKEUP_SOFTIRQ :
+							RK_WAKEUP_CTX,
+				     "tid %u wakeup %zu", t->id.tid, w);
+			w++;
+		}
+	}
+	snprintf(out, sizeof(out), "%s/t.pftrace", dir);
+	cr_assert_eq(rk_perfetto_write(&tl, out, &st), 0);
+	rk_timeline__free(&tl);
+	cr_assert_eq(st.wakeups, 3);
+	cr_assert_eq(st.irq_wakeups, 1);
+	cr_assert_eq(st.irq_unmarked, 1);
+	cr_assert_eq(st.frees, 2);
+	cr_assert_eq(st.processes_parented, 1);
 }

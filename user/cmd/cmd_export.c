@@ -125,6 +125,11 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 			"ringkeeper: %llu switches the kernel did not report (stat: unpaired) "
 			"written as taking no time, so that each CPU's stream is whole\n",
 			ps.switches_added);
+	if (!err && ps.irq_unmarked)
+		fprintf(stderr,
+			"ringkeeper: %llu wakeups from interrupts came before any switch on their "
+			"CPU: Perfetto would drop them marked as such, so they are not marked\n",
+			ps.irq_unmarked);
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }
@@ -249,12 +254,13 @@ static const char export_usage[] =
 	"         timehist, latency, map read them)\n"
 	"  --perfetto FILE\n"
 	"         as a Perfetto trace for ui.perfetto.dev or trace_processor: a track per\n"
-	"         thread (named by its comm, grouped by process) with its runs on a CPU\n"
-	"         and why it was off CPU (preempted, sleeping, blocked) as slices; fork,\n"
-	"         exec, renames, exit and crash as instants; -e samples with their call\n"
-	"         stacks (the flame graph), tracepoints as instants with their fields;\n"
-	"         the scheduler's view (CPU tracks, thread states, wakeup arrows with\n"
-	"         record --wakeups)\n"
+	"         thread (\"On/off CPU (ringkeeper)\", grouped by process) with its runs\n"
+	"         on a CPU and why it was off CPU (preempted, sleeping, blocked) as slices;\n"
+	"         fork, exec, renames, exit and crash as instants; -e samples with their\n"
+	"         call stacks (the flame graph), tracepoints as instants with their\n"
+	"         fields; the scheduler's view (CPU tracks, thread states, wakeup arrows\n"
+	"         with record --wakeups, marked when an interrupt made them; a dead\n"
+	"         thread's end); each forked process's parent\n"
 	"  --folded FILE\n"
 	"         folded stacks ('comm;frame;...;frame VALUE', root first, user then\n"
 	"         kernel frames, one line per distinct stack) for flamegraph.pl,\n"

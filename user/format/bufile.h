@@ -106,6 +106,20 @@ struct rk_crash_record {
  * could not record sched tracepoints): waker_pid and waker_tid are 0.
  */
 #define RK_WAKEUP_HIDDEN 2u
+/*
+ * rk_wakeup_record.flags: where the wakeup ran. RK_WAKEUP_CTX: recorded
+ * (files before 2026-12-06, and kernels whose preempt_count BPF cannot
+ * find, leave it and the rest clear); then in a hard irq, a softirq being
+ * served, or an NMI (none of them: a task). The bits are the kernel's
+ * TRACE_FLAG_HARDIRQ, _SOFTIRQ and _NMI (its events' common_flags), so
+ * flags & RK_WAKEUP_IRQ_MASK is what a sched_waking event would carry.
+ * waker_pid and waker_tid are then the task the interrupt interrupted.
+ */
+#define RK_WAKEUP_CTX 0x4u
+#define RK_WAKEUP_HARDIRQ 0x8u
+#define RK_WAKEUP_SOFTIRQ 0x10u
+#define RK_WAKEUP_NMI 0x40u
+#define RK_WAKEUP_IRQ_MASK (RK_WAKEUP_HARDIRQ | RK_WAKEUP_SOFTIRQ | RK_WAKEUP_NMI)
 
 /*
  * A record type of ours: a trigger fired here (record --trigger), in the
@@ -133,8 +147,8 @@ struct rk_trigger_record {
 
 /**
  * struct rk_wakeup_record - RK_RECORD_WAKEUP.
- * @waker_pid, @waker_tid: the task that woke it (in an interrupt: the one
- *	interrupted, as perf reports it).
+ * @waker_pid, @waker_tid: the task that woke it (in an interrupt, flagged
+ *	RK_WAKEUP_HARDIRQ and so on: the one interrupted, as perf reports it).
  * @target_cpu: the CPU the woken thread last ran on (sched_waking's
  *	target_cpu; the scheduler may still pick another).
  * @flags: RK_WAKEUP_*.

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "rec_bpf.h"
+#include "rec_irqctx.h"
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -32,6 +33,28 @@
  */
 static unsigned long tid_maps_size(void);
 static int sw_size(struct rk_rec *r, uint64_t bytes);
+
+/*
+ * --wakeups: where the wakeup programs find preempt_count, to tell an
+ * interrupt's wakeup from a task's. Without it the records say neither
+ * (RK_WAKEUP_CTX clear), as older files: said once, not an error.
+ */
+static void wakeup_context_setup(struct rk_rec *r)
+{
+	__s64 off = 0;
+	int err = rec_preempt_count_from_rq(&off);
+
+	if (err && err != -ENOENT)
+		rk_warn("cannot read this kernel's BTF (%s): wakeups will not say whether an "
+			"interrupt made them",
+			strerror(-err));
+#if defined(__x86_64__)
+	else if (err)
+		rk_warn("no runqueues and preempt_count in this kernel's BTF: wakeups will not say "
+			"whether an interrupt made them");
+#endif
+	r->skel->rodata->cfg_pc_from_rq = err ? 0 : off;
+}
 
 int rec_bpf_load(struct rk_rec *r)
 {
@@ -55,6 +78,8 @@ int rec_bpf_load(struct rk_rec *r)
 	r->skel->rodata->cfg_wakeups = o->wakeups ? 1 : 0;
 	r->skel->rodata->cfg_trigger_delay_ns = o->trig.delay_ns;
 	r->skel->rodata->cfg_trigger_kill = o->trig.killed ? 1 : 0;
+	if (o->wakeups)
+		wakeup_context_setup(r);
 	/* Not attached unless asked for: a wakeup's cost is every wakeup in the system's. */
 	if (!o->wakeups && !o->trig.delay_ns) {
 		bpf_program__set_autoload(r->skel->progs.rk_sched_waking, false);

@@ -441,6 +441,23 @@ static void on_cgroup(struct rk_rec *r, const struct rk_signal *s)
 	r->st->cgroup_left += left;
 }
 
+/* The wakeup record's RK_WAKEUP_CTX and irq bits from the signal's RK_SIGF_* ones. */
+static __u32 wakeup_context(__u16 sigf)
+{
+	__u32 f = 0;
+
+	if (!(sigf & RK_SIGF_CTX))
+		return 0;
+	f = RK_WAKEUP_CTX;
+	if (sigf & RK_SIGF_HARDIRQ)
+		f |= RK_WAKEUP_HARDIRQ;
+	if (sigf & RK_SIGF_SOFTIRQ)
+		f |= RK_WAKEUP_SOFTIRQ;
+	if (sigf & RK_SIGF_NMI)
+		f |= RK_WAKEUP_NMI;
+	return f;
+}
+
 /* A wakeup of a thread we have: its record (before its switch-in, in time order). */
 static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
@@ -455,6 +472,7 @@ static void on_waking(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 	wr.w.waker_tid = s->ptid;
 	wr.w.target_cpu = s->prev_state;
 	wr.w.flags = s->flags & RK_SIGF_WAKE_NEW ? RK_WAKEUP_NEW : 0;
+	wr.w.flags |= wakeup_context(s->flags);
 	/*
 	 * Another user's task, in a file this thread's user reads: its ids
 	 * only where that user could record sched tracepoints itself.

@@ -704,13 +704,16 @@ static int tp_attr(struct exp *e, const char *name, const struct rk_tp_format *f
 
 /*
  * The common fields every tracepoint starts with (the format parser keeps
- * only the event's own): common_type (u16) at 0, common_pid (s32) at 4.
+ * only the event's own): common_type (u16) at 0, common_flags (u8, the
+ * kernel's TRACE_FLAG_*: perf script -L prints them) at 2, common_pid
+ * (s32) at 4.
  */
-static void tp_common(__u8 *raw, __u64 id, __u32 pid)
+static void tp_common(__u8 *raw, __u64 id, __u8 flags, __u32 pid)
 {
 	__u16 type = (__u16)id;
 
 	memcpy(raw, &type, 2);
+	raw[2] = flags;
 	memcpy(raw + 4, &pid, 4);
 }
 
@@ -811,7 +814,8 @@ static int sched_samples(struct exp *e)
 				e->st->wakeups++; /* no format for it here: said */
 				continue;
 			}
-			tp_common(raw, f->id, v->arg);
+			/* From an interrupt: TRACE_FLAG_HARDIRQ and so on, as the kernel's event. */
+			tp_common(raw, f->id, (__u8)(v->flags & RK_WAKEUP_IRQ_MASK), v->arg);
 			tp_set(f, raw, "comm", 0, v->comm);
 			tp_set(f, raw, "pid", v->c.tid, NULL);
 			tp_set(f, raw, "prio", 120, NULL);
@@ -821,7 +825,7 @@ static int sched_samples(struct exp *e)
 					neu ? sn_len : sw_len);
 			continue;
 		}
-		tp_common(raw, fs->id, v->c.kind == RK_CPU_OUT ? v->c.tid : 0);
+		tp_common(raw, fs->id, 0, v->c.kind == RK_CPU_OUT ? v->c.tid : 0);
 		if (v->c.kind == RK_CPU_OUT) {
 			int pair = rk_cpu_ev_pairs(&v->c, nx ? &nx->c : NULL);
 

@@ -2,29 +2,23 @@
 /*
  * perfetto.c - write a timeline as a Perfetto trace (see perfetto.h).
  *
- * The protobuf wire format by hand: a message is written with a 4-byte
- * length (a varint padded with continuation bytes, as Perfetto's own
- * protozero writes nested messages) patched when it ends. Field numbers
- * are those of perfetto/protos/perfetto/trace/ (checked by the tests with
- * the protos PyPI's perfetto package ships).
+ * The protobuf wire format by hand (pfwire.h); the scheduler's view and
+ * the process tree are pfsched.c's.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "offcpu.h"
 #include "perfetto.h"
+#include "pfsched.h"
+#include "pfwire.h"
 #include "util.h"
 
 /* TracePacket */
-#define TP_TIMESTAMP 8
-#define TP_CLOCK_ID 58
-#define TP_SEQ_ID 10
-#define TP_SEQ_FLAGS 13
 #define TP_TRACK_EVENT 11
 #define TP_TRACK_DESCRIPTOR 60
 #define TP_CLOCK_SNAPSHOT 6
@@ -41,18 +35,16 @@
 #define TB_NAME 10
 #define RAW_TYPE 1
 #define RAW_CONFIG 2
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE 2
 /* ClockSnapshot, BuiltinClocks */
 #define CS_CLOCKS 1
 #define CS_PRIMARY 2
 #define CLK_ID 1
 #define CLK_TS 2
-#define CLOCK_MONO 3
 #define CLOCK_BOOT 6
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor */
 #define TD_UUID 1
 #define TD_NAME 2
+#define TD_NO_MERGE 9 /* disallow_merging_with_system_tracks */
 #define TD_PROCESS 3
 #define TD_THREAD 4
 #define PD_PID 1
@@ -108,39 +100,11 @@
 #define CSK_IID 1
 #define CSK_FRAMES 2
 
-/* TracePacket.ftrace_events (FtraceEventBundle), FtraceEvent and its sched events */
-#define TP_FTRACE_EVENTS 1
-#define TP_SYSTEM_INFO 45
-#define SI_UTSNAME 1
-#define UTS_SYSNAME 1
-#define UTS_VERSION 2
-#define UTS_RELEASE 3
-#define UTS_MACHINE 4
-#define FB_CPU 1
-#define FB_EVENT 2
-#define FE_TIMESTAMP 1
-#define FE_PID 2
-#define FE_SCHED_SWITCH 4
-#define FE_SCHED_WAKING 20
-#define SS_PREV_COMM 1
-#define SS_PREV_PID 2
-#define SS_PREV_PRIO 3
-#define SS_PREV_STATE 4
-#define SS_NEXT_COMM 5
-#define SS_NEXT_PID 6
-#define SS_NEXT_PRIO 7
-#define SW_COMM 1
-#define SW_PID 2
-#define SW_PRIO 3
-#define SW_SUCCESS 4
-#define SW_TARGET_CPU 5
-/* Ftrace events per bundle packet: small packets, as traced writes them. */
-#define RK_FTRACE_BUNDLE 512
-
-#define SEQ_ID 1
 /* Small (short varints, in every packet), never 0, processes odd, threads even. */
 #define UUID_PROCESS(pid) (2ull * (__u64)(pid) + 1)
 #define UUID_THREAD(i) (2ull * (__u64)(i) + 2)
+/* The name of a thread's track of slices (its thread-state track is "comm tid"). */
+#define RK_PF_HISTORY_TRACK "On/off CPU (ringkeeper)"
 
 /*
  * Interned names of the track events (InternedData.event_names) and of
@@ -182,112 +146,6 @@ static const char *const annotation_names[AN_NR] = {
 /* debug_annotation_string_values: the off-CPU state names, 1 + enum rk_offcpu. */
 #define SV_STATE(s) (1u + (__u32)(s))
 
-static void varint(struct rk_buf *b, __u64 v)
-{
-	__u8 t[10];
-	size_t n = 0;
-
-	do {
-		t[n++] = (__u8)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	rk_buf_put(b, t, n);
-}
-
-static void tag(struct rk_buf *b, __u32 field, __u32 wire)
-{
-	varint(b, (__u64)field << 3 | wire);
-}
-
-static void f_u64(struct rk_buf *b, __u32 field, __u64 v)
-{
-	tag(b, field, 0);
-	varint(b, v);
-}
-
-static void f_bytes(struct rk_buf *b, __u32 field, const void *p, size_t n)
-{
-	tag(b, field, 2);
-	varint(b, n);
-	rk_buf_put(b, p, n);
-}
-
-static void f_str(struct rk_buf *b, __u32 field, const char *s)
-{
-	f_bytes(b, field, s, strlen(s));
-}
-
-/* A nested message: its tag, 4 bytes for its length; Return: where they are. */
-static size_t begin(struct rk_buf *b, __u32 field)
-{
-	static const __u8 pad[4] = { 0x80, 0x80, 0x80, 0x00 };
-
-	tag(b, field, 2);
-	rk_buf_put(b, pad, sizeof(pad));
-	return b->len;
-}
-
-static void end(struct rk_buf *b, size_t at)
-{
-	size_t n = b->len - at;
-
-	if (b->err || n >= 1u << 28) {
-		b->err = b->err ? b->err : -E2BIG;
-		return;
-	}
-	b->p[at - 4] = (__u8)(0x80 | (n & 0x7f));
-	b->p[at - 3] = (__u8)(0x80 | ((n >> 7) & 0x7f));
-	b->p[at - 2] = (__u8)(0x80 | ((n >> 14) & 0x7f));
-	b->p[at - 1] = (__u8)((n >> 21) & 0x7f);
-}
-
-struct out {
-	FILE *f;
-	struct rk_buf pkt;
-	size_t pkt_bundle; /* the open FtraceEventBundle in pkt */
-	struct rk_perfetto_stats *st;
-	int err;
-};
-
-/* A new packet in o->pkt: timestamp (0: none), its sequence and the sequence's flags. */
-static void pkt_start_on(struct out *o, __u64 ts, __u32 seq, __u32 flags)
-{
-	o->pkt.len = 0;
-	if (ts) {
-		f_u64(&o->pkt, TP_TIMESTAMP, ts);
-		f_u64(&o->pkt, TP_CLOCK_ID, CLOCK_MONO);
-	}
-	f_u64(&o->pkt, TP_SEQ_ID, seq);
-	if (flags)
-		f_u64(&o->pkt, TP_SEQ_FLAGS, flags);
-}
-
-static void pkt_start(struct out *o, __u64 ts, __u32 flags)
-{
-	pkt_start_on(o, ts, SEQ_ID, flags);
-}
-
-/* The packet out, as Trace.packet (field 1). */
-static void pkt_flush(struct out *o)
-{
-	struct rk_buf hdr = { 0 };
-
-	if (o->err)
-		return;
-	if (o->pkt.err) {
-		o->err = o->pkt.err;
-		return;
-	}
-	tag(&hdr, 1, 2);
-	varint(&hdr, o->pkt.len);
-	if (hdr.err || fwrite(hdr.p, 1, hdr.len, o->f) != hdr.len ||
-	    fwrite(o->pkt.p, 1, o->pkt.len, o->f) != o->pkt.len)
-		o->err = hdr.err ? hdr.err : -EIO;
-	free(hdr.p);
-	o->st->packets++;
-	o->st->bytes += o->pkt.len;
-}
-
 static __u64 clock_ns(clockid_t c)
 {
 	struct timespec ts;
@@ -301,7 +159,7 @@ static __u64 clock_ns(clockid_t c)
  * CLOCK_MONOTONIC; *@boot_off: CLOCK_BOOTTIME - CLOCK_MONOTONIC then (ftrace
  * events are read in the boot clock).
  */
-static void clock_snapshot(struct out *o, __u64 *boot_off)
+static void clock_snapshot(struct pf_out *o, __u64 *boot_off)
 {
 	__u64 mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
 	size_t cs, c;
@@ -322,19 +180,7 @@ static void clock_snapshot(struct out *o, __u64 *boot_off)
 	pkt_flush(o);
 }
 
-/* The name of a process: its leader's, else that of its first thread we have. */
-static const char *process_name(const struct rk_timeline *tl, size_t first)
-{
-	__u32 pid = tl->threads[first].id.tgid;
-	size_t i;
-
-	for (i = 0; i < tl->nthreads; i++)
-		if (tl->threads[i].id.tid == pid)
-			return tl->threads[i].id.comm;
-	return tl->threads[first].id.comm;
-}
-
-static void descriptors(struct out *o, const struct rk_timeline *tl)
+static void descriptors(struct pf_out *o, const struct rk_timeline *tl)
 {
 	size_t i, j, td, d;
 
@@ -350,7 +196,7 @@ static void descriptors(struct out *o, const struct rk_timeline *tl)
 			f_u64(&o->pkt, TD_UUID, UUID_PROCESS(t->id.tgid));
 			d = begin(&o->pkt, TD_PROCESS);
 			f_u64(&o->pkt, PD_PID, t->id.tgid);
-			f_str(&o->pkt, PD_NAME, process_name(tl, i));
+			f_str(&o->pkt, PD_NAME, rk_pf_process_name(tl, i));
 			end(&o->pkt, d);
 			end(&o->pkt, td);
 			pkt_flush(o);
@@ -363,6 +209,14 @@ static void descriptors(struct out *o, const struct rk_timeline *tl)
 		f_u64(&o->pkt, THD_TID, t->id.tid);
 		f_str(&o->pkt, THD_NAME, t->id.comm);
 		end(&o->pkt, d);
+		/*
+		 * Its own name: merged into the thread's track, the UI names it
+		 * as the thread ("comm tid"), the name its thread-state track
+		 * (from the ftrace events) also has. Not merged, it is a track
+		 * of the thread named by TD_NAME.
+		 */
+		f_str(&o->pkt, TD_NAME, RK_PF_HISTORY_TRACK);
+		f_u64(&o->pkt, TD_NO_MERGE, 1);
 		end(&o->pkt, td);
 		pkt_flush(o);
 	}
@@ -525,7 +379,7 @@ static void interned(struct rk_buf *b, __u32 field, __u64 iid, const char *str)
 }
 
 /* The interned names track_events() refers to, in one packet. */
-static void interned_names(struct out *o, const struct rk_timeline *tl)
+static void interned_names(struct pf_out *o, const struct rk_timeline *tl)
 {
 	size_t id, i;
 
@@ -604,7 +458,7 @@ static void blocking_stack(struct rk_buf *b, const struct rk_timeline *tl, const
 	annotation_str(b, AN_STACK, buf[0] == ';' ? buf + 1 : buf);
 }
 
-static void track_events(struct out *o, const struct rk_timeline *tl, const struct plan *p)
+static void track_events(struct pf_out *o, const struct rk_timeline *tl, const struct plan *p)
 {
 	size_t i;
 
@@ -1038,8 +892,8 @@ static int intern_samples(struct stacks_out *so, const struct rk_timeline *tl)
  * counter (its name, the per-CPU track of its count) from its sequence's
  * defaults, and interned data is per sequence, so each gets the whole table.
  */
-static void source_samples(struct out *o, const struct rk_timeline *tl, const struct stacks_out *so,
-			   const __u64 *count, size_t k)
+static void source_samples(struct pf_out *o, const struct rk_timeline *tl,
+			   const struct stacks_out *so, const __u64 *count, size_t k)
 {
 	__u32 seq = SEQ_ID + 1 + (__u32)k;
 	size_t d, i;
@@ -1073,7 +927,7 @@ static void source_samples(struct out *o, const struct rk_timeline *tl, const st
 	}
 }
 
-static int perf_samples(struct out *o, const struct rk_timeline *tl)
+static int perf_samples(struct pf_out *o, const struct rk_timeline *tl)
 {
 	struct stacks_out so;
 	__u64 *count = NULL;
@@ -1108,201 +962,11 @@ out:
 	return err;
 }
 
-/*
- * The scheduler's view: per CPU, the traced threads' switches as ftrace
- * sched_switch events (a switch-out and a switch-in at the same time on a
- * CPU are one switch between two traced threads; otherwise the other side
- * is not known and is written as the CPU's idle task, which Perfetto does
- * not draw: a CPU track shows the traced threads' runs only) and their
- * wakeups as sched_waking on the waker's CPU, from which Perfetto derives
- * thread states (Running, Runnable, Sleeping, ...) and draws who woke whom.
- * A new thread's first wakeup too: the kernel's event for it is
- * sched_wakeup_new, which Perfetto's importer keeps as a raw event only, so
- * written as that the thread's first wait would not be Runnable (perf.data
- * keeps sched_wakeup_new, which perf sched reads). A SystemInfo packet names
- * the kernel, which Perfetto needs to read prev_state.
- */
-struct fev {
-	struct rk_cpu_ev c; /* first: sorted and paired as a CPU's stream */
-	size_t thread, ev; /* the timeline's thread and its event */
-};
-
-static void system_info(struct out *o)
-{
-	struct utsname u;
-	size_t si, un;
-
-	if (uname(&u))
-		return;
-	pkt_start(o, 0, 0);
-	si = begin(&o->pkt, TP_SYSTEM_INFO);
-	un = begin(&o->pkt, SI_UTSNAME);
-	f_str(&o->pkt, UTS_SYSNAME, u.sysname);
-	f_str(&o->pkt, UTS_VERSION, u.version);
-	f_str(&o->pkt, UTS_RELEASE, u.release);
-	f_str(&o->pkt, UTS_MACHINE, u.machine);
-	end(&o->pkt, un);
-	end(&o->pkt, si);
-	pkt_flush(o);
-}
-
-static void idle_comm(char *buf, size_t n, __u32 cpu)
-{
-	snprintf(buf, n, "swapper/%u", cpu);
-}
-
-/* One switch on @cpu at @t: @prev (NULL: idle) leaving in @state, @next (NULL: idle) coming. */
-static void ft_switch(struct rk_buf *b, __u64 t, __u32 cpu, const struct rk_tl_thread *prev,
-		      __u64 state, const struct rk_tl_thread *next)
-{
-	char idle[32];
-	size_t ev, ss;
-
-	idle_comm(idle, sizeof(idle), cpu);
-	ev = begin(b, FB_EVENT);
-	f_u64(b, FE_TIMESTAMP, t);
-	f_u64(b, FE_PID, prev ? prev->id.tid : 0);
-	ss = begin(b, FE_SCHED_SWITCH);
-	f_str(b, SS_PREV_COMM, prev ? prev->id.comm : idle);
-	f_u64(b, SS_PREV_PID, prev ? prev->id.tid : 0);
-	f_u64(b, SS_PREV_PRIO, 120);
-	f_u64(b, SS_PREV_STATE, prev ? state : 0);
-	f_str(b, SS_NEXT_COMM, next ? next->id.comm : idle);
-	f_u64(b, SS_NEXT_PID, next ? next->id.tid : 0);
-	f_u64(b, SS_NEXT_PRIO, 120);
-	end(b, ss);
-	end(b, ev);
-}
-
-static void ft_waking(struct rk_buf *b, __u64 t, const struct rk_tl_thread *woken,
-		      const struct rk_tl_event *e)
-{
-	size_t ev, w;
-
-	ev = begin(b, FB_EVENT);
-	f_u64(b, FE_TIMESTAMP, t);
-	f_u64(b, FE_PID, e->arg);
-	w = begin(b, FE_SCHED_WAKING);
-	f_str(b, SW_COMM, woken->id.comm);
-	f_u64(b, SW_PID, woken->id.tid);
-	f_u64(b, SW_PRIO, 120);
-	f_u64(b, SW_SUCCESS, 1);
-	f_u64(b, SW_TARGET_CPU, e->arg2 & ~RK_TL_WAKEUP_NEW);
-	end(b, w);
-	end(b, ev);
-}
-
-static int sched_ftrace(struct out *o, const struct rk_timeline *tl, __u64 boot_off)
-{
-	struct fev *v = NULL;
-	size_t n = 0, cap = 0, i, t, k, bundle = 0, in_bundle = 0;
-	const struct rk_tl_thread *cur = NULL; /* on the CPU, as written so far (NULL: idle) */
-	int cur_known = 0;
-
-	for (t = 0; t < tl->nthreads; t++) {
-		const struct rk_tl_thread *th = &tl->threads[t];
-
-		for (k = 0; k < th->nev; k++) {
-			const struct rk_tl_event *e = &th->ev[k];
-			struct fev *f;
-
-			if (e->kind != RK_TL_IN && e->kind != RK_TL_OUT && e->kind != RK_TL_WAKEUP)
-				continue;
-			if (n == cap) {
-				size_t c = cap ? cap * 2 : 4096;
-				struct fev *nv = realloc(v, c * sizeof(*nv));
-
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-				cap = c;
-			}
-			f = &v[n++];
-			f->c.time = e->time;
-			f->c.cpu = e->cpu;
-			f->c.kind = e->kind == RK_TL_OUT ? RK_CPU_OUT :
-				    e->kind == RK_TL_IN	 ? RK_CPU_IN :
-							   RK_CPU_WAKE;
-			f->c.tid = th->id.tid;
-			f->thread = t;
-			f->ev = k;
-		}
-	}
-	if (!n) {
-		free(v);
-		return 0;
-	}
-	qsort(v, n, sizeof(*v), rk_cpu_ev_cmp);
-	system_info(o);
-	for (i = 0; i < n && !o->err; i++) {
-		const struct fev *f = &v[i];
-		const struct rk_tl_thread *th = &tl->threads[f->thread];
-		const struct rk_tl_event *e = &th->ev[f->ev];
-		const struct rk_tl_thread *prev = f->c.kind == RK_CPU_OUT ? th : NULL;
-
-		if (!in_bundle || v[bundle].c.cpu != f->c.cpu || in_bundle >= RK_FTRACE_BUNDLE) {
-			if (in_bundle) {
-				end(&o->pkt, o->pkt_bundle);
-				pkt_flush(o);
-			}
-			pkt_start(o, 0, 0);
-			o->pkt_bundle = begin(&o->pkt, TP_FTRACE_EVENTS);
-			f_u64(&o->pkt, FB_CPU, f->c.cpu);
-			bundle = i;
-			in_bundle = 0;
-		}
-		in_bundle++;
-		if (!i || v[i - 1].c.cpu != f->c.cpu) {
-			cur = NULL; /* what ran first on a CPU is taken from its first switch */
-			cur_known = 0;
-		}
-		/*
-		 * Who leaves is not who the CPU's last switch brought in: the
-		 * kernel reported no sched_switch for one side (the files'
-		 * "unpaired" switches: two outs, or two ins, in a row). Perfetto
-		 * counts that as an import error; the missing switch is written
-		 * at this time (a run, or an idle time, of no length), counted.
-		 */
-		if (f->c.kind != RK_CPU_WAKE && cur_known && cur != prev) {
-			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, cur, 0, prev);
-			o->st->switches_added++;
-			in_bundle++;
-		}
-		if (f->c.kind == RK_CPU_WAKE) {
-			ft_waking(&o->pkt, f->c.time + boot_off, th, e);
-			o->st->wakeups++;
-		} else if (f->c.kind == RK_CPU_OUT) {
-			const struct fev *nx = i + 1 < n ? &v[i + 1] : NULL;
-			int pair = rk_cpu_ev_pairs(&f->c, nx ? &nx->c : NULL);
-
-			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, th,
-				  rk_offcpu_report(e->arg), pair ? &tl->threads[nx->thread] : NULL);
-			o->st->switches++;
-			cur = pair ? &tl->threads[nx->thread] : NULL;
-			cur_known = 1;
-			i += pair;
-		} else {
-			ft_switch(&o->pkt, f->c.time + boot_off, f->c.cpu, NULL, 0, th);
-			o->st->switches++;
-			cur = th;
-			cur_known = 1;
-		}
-	}
-	if (in_bundle) {
-		end(&o->pkt, o->pkt_bundle);
-		pkt_flush(o);
-	}
-	free(v);
-	return o->err;
-}
-
 int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st)
 {
 	char tmp[4096];
 	struct plan p = { 0 };
-	struct out o = { .st = st };
+	struct pf_out o = { .st = st };
 	struct stat ost;
 	__u64 boot_off = 0;
 	size_t i;
@@ -1347,10 +1011,11 @@ int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_
 	}
 	clock_snapshot(&o, &boot_off);
 	descriptors(&o, tl);
+	rk_pf_process_tree(&o, tl);
 	track_events(&o, tl, &p);
 	free(p.v);
 	if (!o.err)
-		o.err = sched_ftrace(&o, tl, boot_off);
+		o.err = rk_pf_sched(&o, tl, boot_off);
 	if (!o.err)
 		o.err = perf_samples(&o, tl);
 	free(o.pkt.p);

@@ -15,21 +15,16 @@
  * (record --wakeups) as sched_waking / sched_wakeup_new, in the boot clock
  * ftrace events are read in, with a SystemInfo naming the kernel: Perfetto
  * draws CPU tracks (the traced threads' runs), thread states and who woke
- * whom.
+ * whom (an interrupt's wakeups marked so), and ends dead threads; and the
+ * process tree where the files name a parent (pfsched.c). Each thread's
+ * slice track has a name of its own, apart from its thread-state track.
  * May call: timeline, util.
  */
 #ifndef RK_PERFETTO_H
 #define RK_PERFETTO_H
 
+#include "pfstats.h"
 #include "timeline.h"
-
-/** struct rk_perfetto_stats - what was written. */
-struct rk_perfetto_stats {
-	unsigned long long packets, slices, instants, samples, bytes;
-	unsigned long long switches, wakeups; /* ftrace sched_switch / sched_waking events */
-	/* switches written for a side the kernel did not report (the files' unpaired ones) */
-	unsigned long long switches_added;
-};
 
 /**
  * rk_perfetto_write() - write @tl to @path (through a temporary, renamed).

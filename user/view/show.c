@@ -255,7 +255,8 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 /* What one record says, beyond its sample_id: the text, and the fields JSON names. */
 struct rec_desc {
 	char detail[160];
-	int have_crash, have_wake, have_stack;
+	int have_crash, have_wake, have_stack, have_out;
+	__u32 out_res; /* a switch-out's sample_id.res: RK_SWITCH_STATE | the task's state bits */
 	struct rk_crash_record crash;
 	struct rk_wakeup_record wake;
 	struct rk_stack_rec stack;
@@ -304,6 +305,8 @@ static void describe_switch(struct walk *w, const struct perf_event_header *h, c
 		return;
 	}
 	w->c.switch_out++;
+	d->have_out = 1;
+	d->out_res = s->res;
 	/* A preemption says so already. */
 	snprintf(d->detail, sizeof(d->detail), "OUT%s%s",
 		 h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT ? " preempt" : "",
@@ -360,23 +363,56 @@ static void describe_perf(struct walk *w, const struct perf_event_header *h, str
 	}
 }
 
-/* Who woke it, from where (the record's cpu), and where it last ran. */
+/*
+ * Where a wakeup ran (RK_WAKEUP_CTX and its irq bits): "hardirq",
+ * "softirq", "nmi", "task", or NULL (not recorded: older files, or a
+ * kernel whose preempt_count the recorder could not find).
+ */
+static const char *wake_context(__u32 flags)
+{
+	if (!(flags & RK_WAKEUP_CTX))
+		return NULL;
+	return flags & RK_WAKEUP_NMI	 ? "nmi" :
+	       flags & RK_WAKEUP_HARDIRQ ? "hardirq" :
+	       flags & RK_WAKEUP_SOFTIRQ ? "softirq" :
+					   "task";
+}
+
+/*
+ * Who woke it, from where (the record's cpu), and where it last ran. From
+ * an interrupt, the task current then is not the waker but the one it
+ * interrupted (or, for a softirq, the one it ran on: ksoftirqd's too).
+ */
 static void describe_wakeup(struct walk *w, const struct perf_event_header *h, struct rec_desc *d)
 {
+	const char *ctx, *irq;
+	char who[80];
+
 	w->c.wakeups++;
 	if (h->size < sizeof(d->wake))
 		return;
 	memcpy(&d->wake, h, sizeof(d->wake));
 	d->have_wake = 1;
+	ctx = wake_context(d->wake.flags);
+	irq = !ctx || !strcmp(ctx, "task") ? NULL :
+	      !strcmp(ctx, "hardirq")	   ? "hard irq" :
+	      !strcmp(ctx, "softirq")	   ? "softirq" :
+					     "NMI";
 	if (d->wake.flags & RK_WAKEUP_HIDDEN)
-		snprintf(d->detail, sizeof(d->detail),
-			 "woken%s by another user's task (not shown at "
-			 "perf_event_paranoid > -1), target cpu %u",
-			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", d->wake.target_cpu);
+		snprintf(who, sizeof(who),
+			 "another user's task (not shown at perf_event_paranoid > -1)");
+	else if (!d->wake.waker_tid && irq)
+		snprintf(who, sizeof(who), "the idle task");
 	else
-		snprintf(d->detail, sizeof(d->detail), "woken%s by tid %u (pid %u), target cpu %u",
-			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", d->wake.waker_tid,
-			 d->wake.waker_pid, d->wake.target_cpu);
+		snprintf(who, sizeof(who), "tid %u (pid %u)", d->wake.waker_tid, d->wake.waker_pid);
+	if (irq)
+		snprintf(d->detail, sizeof(d->detail), "woken%s from %s (%s %s), target cpu %u",
+			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", irq,
+			 d->wake.flags & RK_WAKEUP_SOFTIRQ ? "running on" : "interrupted", who,
+			 d->wake.target_cpu);
+	else
+		snprintf(d->detail, sizeof(d->detail), "woken%s by %s, target cpu %u",
+			 d->wake.flags & RK_WAKEUP_NEW ? " (new)" : "", who, d->wake.target_cpu);
 }
 
 /* record --offcpu's stacks: whose, how many frames, what was withheld (frames print after). */
@@ -458,6 +494,21 @@ static void print_json_rec(struct walk *w, const struct perf_event_header *h, co
 			d->wake.waker_pid, d->wake.waker_tid, d->wake.target_cpu,
 			d->wake.flags & RK_WAKEUP_NEW ? "true" : "false",
 			d->wake.flags & RK_WAKEUP_HIDDEN ? "true" : "false");
+	if (d->have_wake) {
+		const char *ctx = wake_context(d->wake.flags);
+
+		fprintf(w->out, ",\"wake_flags\":%u,\"context\":", d->wake.flags);
+		if (ctx)
+			fprintf(w->out, "\"%s\"", ctx);
+		else
+			fprintf(w->out, "null");
+	}
+	if (d->have_out) {
+		fprintf(w->out, ",\"res\":%u,\"reason\":\"%s\",\"reason_code\":%d", d->out_res,
+			rk_offcpu_name(rk_offcpu_of(d->out_res)), (int)rk_offcpu_of(d->out_res));
+		if (d->out_res & RK_SWITCH_STATE)
+			fprintf(w->out, ",\"state\":%u", d->out_res & RK_SWITCH_STATE_MASK);
+	}
 	if (d->have_stack) {
 		fprintf(w->out,
 			",\"stack_of\":\"%s\",\"kernel_hidden\":%s,\"user_hidden\":%s,\"kernel\":[",
@@ -505,7 +556,7 @@ static int on_rec(const struct perf_event_header *h, void *ctx)
 		w->c.foreign++;
 	/* Step 3: what it says. */
 	d->detail[0] = '\0';
-	d->have_crash = d->have_wake = d->have_stack = 0;
+	d->have_crash = d->have_wake = d->have_stack = d->have_out = 0;
 	if (h->type == PERF_RECORD_SWITCH)
 		describe_switch(w, h, &s, d);
 	else if (h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_LOST ||

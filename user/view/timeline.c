@@ -299,11 +299,12 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
 		if (h->size >= sizeof(*h) + 16) {
-			__u32 ptid;
+			__u32 ptid, ppid;
 
+			memcpy(&ppid, (const __u8 *)h + sizeof(*h) + 4, 4);
 			memcpy(&ptid, (const __u8 *)h + sizeof(*h) + 12, 4);
 			w->err = h->type == PERF_RECORD_FORK ?
-					 add_ev(w, RK_TL_FORK, time, cpu, ptid, 0) :
+					 add_ev(w, RK_TL_FORK, time, cpu, ptid, ppid) :
 					 add_ev(w, RK_TL_EXIT, time, cpu, (__u32)w->t->id.exit_code,
 						0);
 		}
@@ -314,8 +315,10 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 
 			memcpy(&wr, h, sizeof(wr));
 			w->err = add_ev(w, RK_TL_WAKEUP, time, cpu, wr.waker_tid,
-					(wr.target_cpu & ~RK_TL_WAKEUP_NEW) |
-						(wr.flags & RK_WAKEUP_NEW ? RK_TL_WAKEUP_NEW : 0));
+					(wr.target_cpu & RK_TL_WAKEUP_CPU) |
+						(wr.flags & RK_WAKEUP_NEW ? RK_TL_WAKEUP_NEW : 0) |
+						(wr.flags & (RK_WAKEUP_CTX | RK_WAKEUP_IRQ_MASK))
+							<< RK_TL_WAKEUP_CTX_SHIFT);
 		}
 		break;
 	case RK_RECORD_STACK:

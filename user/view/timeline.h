@@ -20,14 +20,16 @@
 enum rk_tl_kind {
 	RK_TL_IN, /* on CPU */
 	RK_TL_OUT, /* off CPU: @arg is the switch-out's state word (RK_SWITCH_STATE) */
-	RK_TL_FORK, /* born: @arg the parent's tid */
+	RK_TL_FORK, /* born: @arg the parent's tid, @arg2 its pid (the FORK record's ptid, ppid) */
 	RK_TL_EXEC, /* @arg: index of the new name in the thread's names */
 	RK_TL_COMM, /* a rename: @arg as for EXEC */
 	RK_TL_EXIT, /* @arg: the exit code as wait(2) encodes it */
 	RK_TL_CRASH, /* @arg: the signal; @arg2: the tid it was delivered to */
 	/*
-	 * woken by another task on @cpu (RK_RECORD_WAKEUP): @arg its tid, @arg2
-	 * the target CPU | RK_TL_WAKEUP_NEW for a new thread's first wakeup
+	 * woken by another task on @cpu (RK_RECORD_WAKEUP): @arg its tid (from
+	 * an interrupt: the task interrupted), @arg2 the target CPU
+	 * (RK_TL_WAKEUP_CPU) | RK_TL_WAKEUP_NEW for a new thread's first
+	 * wakeup | the record's context flags (rk_tl_wakeup_context())
 	 */
 	RK_TL_WAKEUP,
 	/*
@@ -39,6 +41,9 @@ enum rk_tl_kind {
 };
 
 #define RK_TL_WAKEUP_NEW 0x80000000u
+#define RK_TL_WAKEUP_CPU 0x00ffffffu
+/* RK_WAKEUP_CTX, _HARDIRQ, _SOFTIRQ, _NMI (0x5c) at this shift in a WAKEUP's @arg2 */
+#define RK_TL_WAKEUP_CTX_SHIFT 24
 
 /** struct rk_tl_event - one event of a thread's sched history, oldest first. */
 struct rk_tl_event {
@@ -47,6 +52,12 @@ struct rk_tl_event {
 	__u32 cpu;
 	__u32 arg, arg2;
 };
+
+/* A WAKEUP event's RK_WAKEUP_CTX and irq bits (RK_WAKEUP_IRQ_MASK: a sched_waking's common_flags). */
+static inline __u32 rk_tl_wakeup_context(const struct rk_tl_event *e)
+{
+	return (e->arg2 >> RK_TL_WAKEUP_CTX_SHIFT) & (RK_WAKEUP_CTX | RK_WAKEUP_IRQ_MASK);
+}
 
 /** struct rk_tl_thread - one thread: its sched history and identity. */
 struct rk_tl_thread {
@@ -233,7 +244,8 @@ const char *rk_offcpu_name(enum rk_offcpu s);
  * threads (an in at the same time on the same CPU); otherwise the other
  * side of the switch is not known.
  */
-enum rk_cpu_ev_kind { RK_CPU_OUT, RK_CPU_IN, RK_CPU_WAKE }; /* an out sorts before an in */
+/* an out sorts before an in; FREE: a dead thread's end (the Perfetto export's) */
+enum rk_cpu_ev_kind { RK_CPU_OUT, RK_CPU_IN, RK_CPU_WAKE, RK_CPU_FREE };
 
 struct rk_cpu_ev {
 	__u64 time;
