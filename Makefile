@@ -96,8 +96,9 @@ $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name ringkeeper_bpf > $@.tmp && mv $@.tmp $@
 
-# The loader includes the skeleton: it must exist before dependency files do.
-$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/recorder/rec*.c)): $(SKEL)
+# The loader includes the skeleton (through rec.h): it must exist before dependency
+# files do, also for cmd_record.c (make -j2 of a fresh clone compiled it first).
+$(patsubst user/%.c,$(OUTPUT)/user/%.o,$(wildcard user/recorder/rec*.c) user/cmd/cmd_record.c): $(SKEL)
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user
 	$(Q)mkdir -p $(dir $@)
