@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The Python reader (python/ringkeeper, written from docs/format.md) against
+ * ringkeeper's own: show --json of every file of a recorded session and of
+ * every buffer of its snapshot bundle, record for record; its runs table
+ * against sched --json; its hostile-input unittest; and show and the reader
+ * on mutated files, where both must accept or refuse alike.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+#include "shell.h"
+
+TestSuite(python, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 300);
+
+static char repo[256];
+
+/* The source tree's python/, or skip without a python3. */
+static void need_python(void)
+{
+	int st;
+	char *v = sh_out("python3 -c 'import sys; print(sys.version_info >= (3, 9))' 2>&1", &st);
+
+	if (st || strncmp(v, "True", 4))
+		cr_skip_test("no python3 (3.9 or later): %s", v);
+	free(v);
+	source_tree(repo, sizeof(repo), NULL, 0);
+}
+
+/* Run @cmd (in @root, the reader on PYTHONPATH); assert it exits 0; print its last line. */
+static void must(const char *what, const char *cmd)
+{
+	char full[4096];
+	char *out, *last;
+	int st;
+
+	snprintf(full, sizeof(full), "cd %s && export PYTHONPATH=%s/python && { %s; } 2>&1", root,
+		 repo, cmd);
+	out = sh_out(full, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s\n%s", what, cmd, out);
+	while (*out && out[strlen(out) - 1] == '\n')
+		out[strlen(out) - 1] = '\0';
+	last = strrchr(out, '\n');
+	printf("python: %s: %s\n", what, last ? last + 1 : out);
+	free(out);
+}
+
+/* show --json of @args (FILE, or --core B -e E TID) by both readers, compared. */
+static void same_show(const char *args)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s show --json %s > .c.json && python3 -m ringkeeper show --json %s > .p.json && "
+		 "python3 %s/python/tests/showdiff.py .c.json .p.json",
+		 rk_bin, args, args, repo);
+	must(args, cmd);
+}
+
+/* Every buffer file of session @s in each of @srcs, compared; return how many. */
+static size_t same_show_files(const char *s, const char *const srcs[], unsigned int *tids,
+			      size_t *ntids)
+{
+	char dir[300], args[400];
+	unsigned int t[256];
+	size_t n, i, k, total = 0;
+
+	for (k = 0; srcs[k]; k++) {
+		snprintf(dir, sizeof(dir), "%s/%s/%s", root, s, srcs[k]);
+		n = files_in(dir, t, 256);
+		cr_assert_gt(n, 0, "no %s files in %s", srcs[k], dir);
+		for (i = 0; i < n; i++) {
+			snprintf(args, sizeof(args), "%s/%s/%u", s, srcs[k], t[i]);
+			same_show(args);
+			total++;
+		}
+		if (!strcmp(srcs[k], "sched")) {
+			memcpy(tids, t, n * sizeof(*t));
+			*ntids = n;
+		}
+	}
+	return total;
+}
+
+Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
+{
+	const char *srcs[] = { "sched", "cpu-clock", "sideband", NULL };
+	const char *events[] = { "sched", "cpu-clock", NULL };
+	char cmd[2048], args[400], bundle[300];
+	unsigned int tids[256];
+	size_t ntids = 0, files, i, k;
+	int st;
+
+	need_python();
+	{
+		char *rec[] = { (char *)rk_bin,
+				"record",
+				"--root",
+				root,
+				"--session",
+				"py",
+				"--wakeups",
+				"--offcpu",
+				"-e",
+				"cpu-clock",
+				"-g",
+				"--",
+				(char *)workload,
+				"-t",
+				"4",
+				"-i",
+				"200",
+				"-s",
+				"100",
+				NULL };
+		char *o, *e;
+
+		st = run_rk(rec, &o, &e);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "record: %s", e);
+		free(o);
+		free(e);
+	}
+	/* Every file of the session: sched (switches, wakeups, stacks), samples, sideband. */
+	files = same_show_files("py", srcs, tids, &ntids);
+	cr_assert_geq(ntids, 5, "%zu sched files", ntids);
+	snprintf(cmd, sizeof(cmd),
+		 "%s sched --json --all --root %s py > .sched.json && "
+		 "python3 %s/python/tests/runsdiff.py .sched.json py",
+		 rk_bin, root, repo);
+	must("runs of the session", cmd);
+
+	/* The session's snapshot bundle: every buffer note, read from the bundle alone. */
+	snprintf(bundle, sizeof(bundle), "%s/py.rkb", root);
+	{
+		char *snap[] = { (char *)rk_bin, "snapshot", "--root", root,
+				 "-o",		 bundle,     "py",     NULL };
+		char *o, *e;
+
+		st = run_rk(snap, &o, &e);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "snapshot: %s", e);
+		free(o);
+		free(e);
+	}
+	for (i = 0; i < ntids; i++)
+		for (k = 0; events[k]; k++) {
+			snprintf(args, sizeof(args), "--core py.rkb -e %s %u", events[k], tids[i]);
+			same_show(args);
+		}
+	snprintf(
+		cmd, sizeof(cmd),
+		"%s show --core py.rkb > .c.txt; python3 -m ringkeeper show --core py.rkb > .p.txt && "
+		"diff .c.txt .p.txt && echo listing equal",
+		rk_bin);
+	must("the bundle's listing", cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "%s sched --json --all --bundle py.rkb > .sched.json && "
+		 "python3 %s/python/tests/runsdiff.py .sched.json py.rkb",
+		 rk_bin, repo);
+	must("runs of the bundle", cmd);
+	printf("python: %zu files and %zu bundle buffers read alike\n", files, ntids * 2);
+
+	/* Hostile input: the unittest (real files mutated too), then both readers on mutations. */
+	snprintf(cmd, sizeof(cmd),
+		 "RK_PY_SAMPLES=%s/py.rkb:%s/py/sched/%u:%s/py/cpu-clock/%u "
+		 "python3 -m unittest discover -s %s/python/tests",
+		 root, root, tids[1], root, tids[1], repo);
+	must("hostile-input unittest", cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "python3 %s/python/tests/differential.py %s 120 %ld py/sched/%u py/cpu-clock/%u",
+		 repo, rk_bin, (long)getpid(), tids[1], tids[1]);
+	must("show and the reader on mutated files", cmd);
+}
