@@ -129,10 +129,12 @@ def main(argv=None):
     except FormatError as e:
         _err("not a valid ringkeeper file: %s" % e)
         return 1
+    except BrokenPipeError:
+        # Cut by head: quietly, as the C tool is.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as e:
         _err("%s: %s" % (e.filename or "", e.strerror or e))
-        return 1
-    except BrokenPipeError:
         return 1
 
 
