@@ -7,6 +7,7 @@
  * on mutated files, where both must accept or refuse alike.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,77 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 		 "python3 %s/python/tests/differential.py %s 120 %ld py/sched/%u py/cpu-clock/%u",
 		 repo, rk_bin, (long)getpid(), tids[1], tids[1]);
 	must("show and the reader on mutated files", cmd);
+}
+
+/*
+ * A real core (gcore of a traced workload, augmented by the coredump
+ * handler run by hand as the kernel would run it): every sched buffer it
+ * carries, its listing and its runs read alike by both readers.
+ */
+Test(python, reader_agrees_with_show_on_a_real_core)
+{
+	char wo[128], we[128], core[200], state[200], cmd[2048], args[300], line[64];
+	const char *extra[] = { "--wakeups", NULL };
+	unsigned int tids[64];
+	size_t n, i;
+	int ready, st;
+	pid_t wl, rk;
+	FILE *f;
+
+	need_python();
+	if (system("command -v gcore >/dev/null 2>&1"))
+		cr_skip_test("no gcore (gdb) to make a real core: make deps installs gdb");
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "2", "-i", "100000", "-s", "500", NULL };
+
+		wl = spawn(argv, wo, we, -1);
+	}
+	rk = start_recorder_on(wl, "cr", &ready, extra);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
+	usleep(300000);
+	snprintf(core, sizeof(core), "%s/in.core", root);
+	snprintf(cmd, sizeof(cmd), "gcore -o %s %d >/dev/null 2>&1 && mv %s.%d %s", core, wl, core,
+		 wl, core);
+	st = system(cmd);
+	snprintf(state, sizeof(state), "%s/state", root);
+	f = fopen(state, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "pattern=%s/core.%%P\npipe_limit=0\n", root);
+	cr_assert_eq(fclose(f), 0);
+	if (!st) {
+		/* The handler's arguments: %P %I %p %i %s %c %t %u %g %d %h %e %E. */
+		snprintf(
+			cmd, sizeof(cmd),
+			"env -i RINGKEEPER_HANDLER_ROOT=%s RINGKEEPER_COREDUMP_STATE=%s %s coredump "
+			"--handle %d %d %d %d 11 18446744073709551615 1700000000 0 0 1 testhost "
+			"workload '!bin!workload' < %s",
+			root, state, rk_bin, wl, wl, wl, wl, core);
+		st = system(cmd);
+	}
+	kill(wl, SIGKILL);
+	wait_for(wl, 30000);
+	kill(rk, SIGINT);
+	wait_for(rk, 30000);
+	cr_assert_eq(st, 0, "gcore or the handler failed: %s", cmd);
+
+	snprintf(args, sizeof(args), "%s/cr/sched", root);
+	n = files_in(args, tids, 64);
+	cr_assert_geq(n, 3, "%zu sched files", n);
+	for (i = 0; i < n; i++) {
+		snprintf(args, sizeof(args), "--core core.%d %u", wl, tids[i]);
+		same_show(args);
+	}
+	snprintf(
+		cmd, sizeof(cmd),
+		"%s show --core core.%d > .c.txt; python3 -m ringkeeper show --core core.%d > .p.txt "
+		"&& diff .c.txt .p.txt && echo listing equal",
+		rk_bin, wl, wl);
+	must("the core's listing", cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "%s sched --json --all --core core.%d > .sched.json && "
+		 "python3 %s/python/tests/runsdiff.py .sched.json core.%d",
+		 rk_bin, wl, repo, wl);
+	must("runs of the core", cmd);
 }
