@@ -109,23 +109,63 @@ class Ident:
         return THREAD_STATES.get(self.state, "unknown")
 
 
-class Source:
-    """Bytes [base, base + size) of an open file, read with pread and checked."""
+class OpenFile:
+    """An fd, closed by close() or when nothing refers to it any longer (a core's
+    buffers keep their core's file open while they are used)."""
 
-    def __init__(self, fd, base, size, name):
-        self.fd, self.base, self.size, self.name = fd, base, size, name
+    def __init__(self, path, follow=False):
+        self.fd, self.size = open_regular(path, follow)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self):
+        self.close()
+
+
+class Source:
+    """Bytes [base, base + size) of an open file, read with pread and checked.
+
+    Small reads (headers) come from a window read ahead, so walking many small
+    records of a large file costs few system calls."""
+
+    WINDOW = 1 << 16
+
+    def __init__(self, file, base, size, name):
+        self.file, self.base, self.size, self.name = file, base, size, name
+        self._win_off, self._win = 0, b""
+
+    def _pread(self, off, n):
+        if self.file.fd is None:
+            raise ValueError("%s: read after its file was closed" % self.name)
+        out = bytearray()
+        while len(out) < n:
+            chunk = os.pread(self.file.fd, min(n - len(out), 1 << 24), self.base + off + len(out))
+            if not chunk:
+                raise FormatError("%s: shorter than it was (truncated while read)" % self.name)
+            out += chunk
+        return bytes(out)
 
     def read(self, off, n):
         if off < 0 or n < 0 or off > self.size or n > self.size - off:
             raise FormatError("%s: %d bytes at %d are past its end (%d bytes)"
                               % (self.name, n, off, self.size))
-        out = bytearray()
-        while len(out) < n:
-            chunk = os.pread(self.fd, min(n - len(out), 1 << 24), self.base + off + len(out))
-            if not chunk:
-                raise FormatError("%s: shorter than it was (truncated while read)" % self.name)
-            out += chunk
-        return bytes(out)
+        if n > 4096:
+            return self._pread(off, n)
+        w = self._win_off
+        if not (w <= off and off + n <= w + len(self._win)):
+            self._win_off = off
+            self._win = self._pread(off, min(self.WINDOW, self.size - off))
+            w = off
+        return self._win[off - w:off - w + n]
+
+    def reread(self, off, n):
+        """The bytes as they are now (a live file's head and tail), not from the window."""
+        if off < 0 or n < 0 or off > self.size or n > self.size - off:
+            raise FormatError("%s: %d bytes at %d are past its end" % (self.name, n, off))
+        return self._pread(off, n)
 
 
 def open_regular(path, follow=False):
@@ -159,12 +199,13 @@ class Buffer:
     """A buffer file read into memory: page 0 checked, then its data ring.
 
     Buffer.open(path) reads a file; Buffer(source) reads any Source (a core's
-    note). The ring is copied at open with the live-file protocol of
-    docs/format.md: data_head, then data_tail, then the bytes, then data_tail
-    again (records before it may have been overwritten while they were copied).
+    note; lazy: its ring is read when its records are first asked for, while
+    the source's file is open). The ring is copied with the live-file protocol
+    of docs/format.md: data_head, then data_tail, then the bytes, then
+    data_tail again (records before it may have been overwritten meanwhile).
     """
 
-    def __init__(self, src, name=None):
+    def __init__(self, src, name=None, lazy=False):
         self.name = src.name if name is None else name
         self.file_size = src.size
         if src.size < PAGE:
@@ -211,19 +252,28 @@ class Buffer:
         self.data_size = d_size
         self.aux_offset, self.aux_size = (a_off, a_size) if a_size else (0, 0)
         self.aux_head, self.aux_tail = a_head, a_tail
-        head, tail = self._ring_pair(src, pg)
-        self.data_head, self.data_tail = head, tail
-        ring = src.read(PAGE, d_size)
-        (tail2,) = struct.unpack_from("<Q", src.read(1032, 8), 0)
-        # A live writer moved the tail past what we copied: those records are gone.
+        self._src, self._ring = src, None
+        self.data_head, self.data_tail = self._ring_pair(src, pg)
+        if not lazy:
+            self._load()
+
+    def _load(self):
+        """The ring, copied once: data_head and data_tail were loaded (head first) at open;
+        now the bytes; then data_tail again (records before it may have been overwritten
+        while they were copied: they are dropped)."""
+        if self._ring is not None:
+            return
+        src, tail = self._src, self.data_tail
+        ring = src.read(PAGE, self.data_size)
+        (tail2,) = struct.unpack_from("<Q", src.reread(1032, 8), 0)
         self._start = tail2 if tail < tail2 else tail
-        self._ring = ring
+        self._ring, self._src = ring, None
 
     def _ring_pair(self, src, pg):
         """(data_head, data_tail), loaded head first; retried while a writer moves them."""
         prev = None
         for i in range(1000):
-            b = pg[1024:1040] if i == 0 else src.read(1024, 16)
+            b = pg[1024:1040] if i == 0 else src.reread(1024, 16)
             head, tail = struct.unpack("<QQ", b)
             if tail <= head and head - tail <= self.data_size:
                 if (head | tail) % 8:
@@ -237,11 +287,11 @@ class Buffer:
 
     @classmethod
     def open(cls, path):
-        fd, size = open_regular(path)
+        f = OpenFile(path)
         try:
-            return cls(Source(fd, 0, size, os.fsencode(path).decode("latin-1")))
+            return cls(Source(f, 0, f.size, os.fsencode(path).decode("latin-1")))
         finally:
-            os.close(fd)
+            f.close()
 
     # ---- the thread --------------------------------------------------------
     tid = property(lambda self: self.ident.tid)
@@ -267,6 +317,7 @@ class Buffer:
         Raises FormatError at a record whose size is below 8, not a multiple of
         8, or past data_head (after yielding the ones before it).
         """
+        self._load()
         pos, head = self._start, self.data_head
         while pos < head:
             typ, misc, size = struct.unpack("<IHH", self._copy(pos, 8))

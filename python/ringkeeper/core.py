@@ -6,7 +6,7 @@ import os
 import re
 import struct
 
-from .buffer import PAGE, Buffer, FormatError, Source, open_regular
+from .buffer import PAGE, Buffer, FormatError, OpenFile, Source
 
 NOTE_OWNER = b"RINGKEEPER\0"
 NOTE_BUFFER, NOTE_SIDEBAND, NOTE_SESSION, NOTE_SYMTAB, NOTE_TRACEDATA = (
@@ -36,7 +36,7 @@ class CoreBuffer:
             self.why = "smaller than a page"
             return
         try:
-            self.buffer = Buffer(src)
+            self.buffer = Buffer(src, lazy=True)
         except FormatError as e:
             msg = str(e)
             self.why = msg.split(": ", 1)[1] if msg.startswith(src.name + ": ") else msg
@@ -48,18 +48,32 @@ class CoreBuffer:
 class Core:
     """The RINGKEEPER notes of a core or bundle: .buffers (CoreBuffer, in note order,
     sideband notes included), .description (the 0x524b0003 text), .symtabs and
-    .tracing_data (raw bytes), .skipped (buffer notes past the 65,536 a reader takes)."""
+    .tracing_data (raw bytes), .skipped (buffer notes past the 65,536 a reader takes).
+
+    A buffer's records are read from the file when first asked for: it stays open
+    while the Core or one of its buffers is referred to, or until close()."""
 
     def __init__(self, path):
         self.path = os.fsdecode(path)
         self.buffers, self.description, self.symtabs = [], None, []
         self.tracing_data, self.skipped = None, 0
-        fd, size = open_regular(path, follow=True)
+        self._file = OpenFile(path, follow=True)
         try:
-            self._read(Source(fd, 0, size, self.path))
-        finally:
-            os.close(fd)
-        self._name_buffers()
+            self._read(Source(self._file, 0, self._file.size, self.path))
+            self._name_buffers()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        """Close the file now (else: when neither the Core nor a buffer of it is used)."""
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _read(self, f):
         if f.size < 64:
@@ -76,8 +90,10 @@ class Core:
         if phoff > f.size or phnum > (f.size - phoff) // 56:
             raise FormatError("%s: program headers out of the file" % f.name)
         for i in range(phnum):
+            if i % 1024 == 0:
+                table = f.read(phoff + 56 * i, 56 * min(1024, phnum - i))
             p_type, _fl, p_offset, _va, _pa, p_filesz = struct.unpack_from(
-                "<IIQQQQ", f.read(phoff + 56 * i, 56), 0)
+                "<IIQQQQ", table, 56 * (i % 1024))
             if p_type != PT_NOTE:
                 continue
             if p_offset > f.size or p_filesz > f.size - p_offset:
@@ -116,7 +132,7 @@ class Core:
             if len(self.buffers) == MAX_BUFS:
                 self.skipped += 1
                 return
-            self.buffers.append(CoreBuffer(typ, Source(f.fd, desc, size, "%s: note %d" % (
+            self.buffers.append(CoreBuffer(typ, Source(f.file, desc, size, "%s: note %d" % (
                 f.name, len(self.buffers)))))
 
     def _name_buffers(self):
