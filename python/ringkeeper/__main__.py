@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from . import Core, FormatError, Session, open as rk_open, runs
+from . import Core, FormatError, open as rk_open, runs
 from .buffer import Buffer
 from .runs import RUN_COLUMNS
 from .show import show_json, thread_header
