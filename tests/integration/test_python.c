@@ -248,3 +248,44 @@ Test(python, reader_agrees_with_show_on_a_real_core)
 		 rk_bin, wl, repo, wl);
 	must("runs of the core", cmd);
 }
+
+/*
+ * Live files: a busy workload's rings (16 KiB) wrap over and over while the
+ * reader reads them again and again; each read is whole records in time
+ * order (the spec's live-reader protocol), never a format error.
+ */
+Test(python, reader_reads_live_files_while_they_wrap)
+{
+	char wo[128], we[128], cmd[1024], line[64];
+	int ready;
+	pid_t wl, rk;
+
+	need_python();
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	{
+		char *argv[] = { (char *)workload, "-t", "4", "-i", "100000", "-s", "50", NULL };
+
+		wl = spawn(argv, wo, we, -1);
+	}
+	rk = start_recorder_on(wl, "live", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
+	usleep(500000);
+	snprintf(cmd, sizeof(cmd), "python3 %s/python/tests/live.py live 4", repo);
+	{
+		char full[1400];
+		char *out;
+		int st;
+
+		snprintf(full, sizeof(full), "cd %s && PYTHONPATH=%s/python %s 2>&1", root, repo,
+			 cmd);
+		out = sh_out(full, &st);
+		kill(wl, SIGKILL);
+		wait_for(wl, 30000);
+		kill(rk, SIGINT);
+		wait_for(rk, 30000);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s\n%s", cmd, out);
+		printf("python: %s", out);
+		free(out);
+	}
+}
