@@ -18,9 +18,13 @@ def _err(msg):
     sys.stderr.write("ringkeeper-py: %s\n" % msg)
 
 
-def _show_buf(buf, path, as_json):
+def _warn(msg):
+    sys.stderr.write("ringkeeper-py: warning: %s\n" % msg)
+
+
+def _show_buf(buf, path, as_json, in_session=True):
     if as_json:
-        err = show_json(buf, sys.stdout, path)
+        err = show_json(buf, sys.stdout, path, in_session, _warn)
     else:
         h = thread_header(buf, path)
         print("# file: %s\n# thread: tid %d tgid %d comm %s, %s" % (
@@ -77,7 +81,7 @@ def cmd_show(a):
         if cb is None:
             _err("core %s has no %s buffer of tid %s" % (a.core, a.event, a.target))
             return 1
-        return _show_buf(cb.buffer, cb.name, a.json)
+        return _show_buf(cb.buffer, cb.name, a.json, in_session=False)
     if a.target is None:
         _err("show: a FILE (or --core CORE)")
         return 2

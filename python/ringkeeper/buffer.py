@@ -114,6 +114,7 @@ class OpenFile:
     buffers keep their core's file open while they are used)."""
 
     def __init__(self, path, follow=False):
+        self.fd = None
         self.fd, self.size = open_regular(path, follow)
 
     def close(self):

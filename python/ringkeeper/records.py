@@ -189,8 +189,9 @@ def _cut(s, n=DETAIL_MAX):
 class Decoder:
     """A buffer's records as show --json's record objects (dicts, in its key order)."""
 
-    def __init__(self, buf, path=None):
+    def __init__(self, buf, path=None, tp_fields=None):
         self.buf = buf
+        self.tp_fields = tp_fields
         self.st = buf.attr.sample_type
         self.id_size = buf.sample_id_size()
         self.comm = buf.ident.comm
@@ -314,7 +315,11 @@ class Decoder:
         if isinstance(s, str):
             return {"type": "PERF_RECORD_SAMPLE", "error": s}
         d = {"type": "PERF_RECORD_SAMPLE", "pid": s["pid"], "tid": s["tid"], "time": s["time"],
-             "cpu": s["cpu"], "period": s["period"], "event": self.event, "ip": _addr(s["ip"])}
+             "cpu": s["cpu"], "period": s["period"], "event": self.event}
+        if s["raw"] is not None and self.tp_fields is not None:
+            from .tracedata import field_values
+            d["fields"] = field_values(self.tp_fields, s["raw"])
+        d["ip"] = _addr(s["ip"])
         chain = s["chain"] or ()
         d["callchain"] = [_addr(v) for v in chain if v < CONTEXT_MAX]
         return d

@@ -2,6 +2,7 @@
 """`ringkeeper show --json`'s document, written the way show writes it."""
 from .buffer import FormatError
 from .records import Decoder
+from .tracedata import lookup
 
 
 def json_str(s):
@@ -51,15 +52,41 @@ def thread_header(buf, path):
     }
 
 
-def show_json(buf, out, path=None):
+PERF_TYPE_TRACEPOINT = 2
+
+
+def tp_fields_for(buf, path, in_session):
+    """A tracepoint file's fields, as show finds them: @path is SESSION/SYS:EVENT/TID
+    (a core's buffer: SYS:EVENT/TID, with no session); "missing" if it has none."""
+    if buf.attr.type != PERF_TYPE_TRACEPOINT:
+        return None
+    i = path.rfind("/")
+    if i < 0:
+        return None
+    d = path[:i]
+    j = d.rfind("/")
+    ev = d[j + 1:] if j >= 0 else d
+    session = d[:j] if in_session and j >= 0 else None
+    fields = lookup(session, ev, buf.attr.config)
+    return "missing" if fields is None else fields
+
+
+def show_json(buf, out, path=None, in_session=True, warn=None):
     """Write @buf's document to @out; return None, or the FormatError that ended the records
-    (the document is closed either way, as show's is)."""
+    (the document is closed either way, as show's is). @in_session: @path is a session's
+    file (its tracing_data names tracepoints' fields), not a core's buffer."""
     path = buf.name if path is None else path
+    fields = tp_fields_for(buf, path, in_session)
+    if fields == "missing":
+        if warn:
+            warn("%s: no format for tracepoint id %d (not in the session, not this kernel's): "
+                 "its fields are not shown" % (path, buf.attr.config))
+        fields = None
     h = thread_header(buf, path)
     out.write('{"thread":' + json_value(h) + ',\n"records":[\n')
     err, n = None, 0
     try:
-        for d in Decoder(buf, path).records():
+        for d in Decoder(buf, path, fields).records():
             out.write(("," if n else "") + json_value(d) + "\n")
             n += 1
     except FormatError as e:

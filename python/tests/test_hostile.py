@@ -55,8 +55,10 @@ def sched_records(n=40, tid=101):
     return out
 
 
-def make_buffer(records, data_size=2 * PAGE, tail=0, tid=101, comm=b"worker"):
-    """A sched buffer file's bytes, the records written from position @tail on."""
+def make_buffer(records, data_size=2 * PAGE, tail=0, tid=101, comm=b"worker",
+                attr=(1, 9, SAMPLE_ST, SCHED_FLAGS)):
+    """A buffer file's bytes (a sched one unless @attr: type, config, sample_type, flags),
+    the records written from position @tail on."""
     f = bytearray(PAGE + data_size)
     mask = data_size - 1
     pos = tail
@@ -68,8 +70,9 @@ def make_buffer(records, data_size=2 * PAGE, tail=0, tid=101, comm=b"worker"):
     assert head - tail <= data_size
     struct.pack_into("<QQQQ", f, 1024, head, tail, PAGE, data_size)
     struct.pack_into("<QQ", f, 1088, 1104, 136)
+    a_type, a_config, a_st, a_flags = attr
     attr = bytearray(136)
-    struct.pack_into("<IIQQQQQ", attr, 0, 1, 136, 9, 0, SAMPLE_ST, 0, SCHED_FLAGS)
+    struct.pack_into("<IIQQQQQ", attr, 0, a_type, 136, a_config, 0, a_st, 0, a_flags)
     struct.pack_into("<i", attr, 92, 1)
     f[1104:1240] = attr
     ident = struct.pack("<QIIIIII16sQQiIIIQQ", 0x504545474B474E52, 2, 96, tid, 100, tid, 0,
@@ -299,6 +302,66 @@ class Hostile(unittest.TestCase):
             struct.pack_into(fmt, b, off, v)
             with self.subTest(off=off, v=v):
                 self.assertFalse(self.survives(bytes(b), Core))
+
+    # ---- a tracepoint's fields, from the session's tracing_data -------------
+    FORMAT = (b"name: demo\nID: 77\nformat:\n"
+              b"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+              b"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+              b"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+              b"\tfield:void * ptr;\toffset:32;\tsize:8;\tsigned:0;\n"
+              b"\tfield:__data_loc char[] name;\toffset:40;\tsize:4;\tsigned:0;\n"
+              b"\tfield:u8 blob[3];\toffset:44;\tsize:3;\tsigned:0;\n"
+              b"\tfield:int far;\toffset:4000;\tsize:4;\tsigned:1;\n")
+
+    def tracing_data(self, fmt):
+        hdr = b"header_page\0" + struct.pack("<Q", 3) + b"abc"
+        hdr += b"header_event\0" + struct.pack("<Q", 0)
+        return (b"\x17\x08\x44tracing" + b"0.6\0" + b"\0\x08" + struct.pack("<I", 4096) + hdr
+                + struct.pack("<I", 0) + struct.pack("<I", 1) + b"demo\0" + struct.pack("<I", 1)
+                + struct.pack("<Q", len(fmt)) + fmt + bytes(16))
+
+    def tracepoint_session(self, blob, raw):
+        d = os.path.join(self.dir.name, "s%d" % self.n)
+        self.n += 1
+        os.makedirs(os.path.join(d, "demo:demo"))
+        with open(os.path.join(d, "tracing_data"), "wb") as f:
+            f.write(blob)
+        st = 0x2 | 0x4 | 0x80 | 0x100 | 0x400  # TID TIME CPU PERIOD RAW
+        body = struct.pack("<IIQIIQI", 100, 101, 5, 0, 0, 1, len(raw)) + raw
+        body += bytes(-(8 + len(body)) % 8)
+        sample = struct.pack("<IHH", 9, 0, 8 + len(body)) + body
+        p = os.path.join(d, "demo:demo", "101")
+        with open(p, "wb") as f:
+            f.write(make_buffer([sample], attr=(2, 77, st, 1 << 18)))
+        return p
+
+    def test_tracepoint_fields(self):
+        raw = bytearray(52)
+        raw[8:14] = b"work\x01r"
+        struct.pack_into("<i", raw, 24, -5)
+        struct.pack_into("<QI", raw, 32, 0xffff800000001000, (4 << 16) | 48)
+        raw[44:47] = b"\x01\x02\x03"
+        raw[48:52] = b"abc\0"
+        p = self.tracepoint_session(self.tracing_data(self.FORMAT), bytes(raw))
+        out = io.StringIO()
+        self.assertIsNone(show_json(Buffer.open(p), out, p))
+        import json
+        rec = json.loads(out.getvalue())["records"][0]
+        self.assertEqual(rec["fields"], {"comm": "work?r", "pid": -5,
+                                         "ptr": "0xffff800000001000", "name": "abc",
+                                         "blob": "010203"})
+        self.assertEqual(list(rec)[6:8], ["event", "fields"])
+
+    def test_tracing_data_mutated(self):
+        rng = random.Random(3)
+        good = self.tracing_data(self.FORMAT)
+        for i in range(200):
+            b = bytearray(good)
+            for _ in range(rng.randint(1, 5)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            raw = bytes(rng.randrange(256) for _ in range(rng.choice((0, 8, 30, 52, 64))))
+            p = self.tracepoint_session(bytes(b[:rng.randrange(len(b) + 1)]), raw)
+            show_json(Buffer.open(p), io.StringIO(), p)
 
     # ---- the command line: a message, never a traceback --------------------
     def test_cli_on_garbage(self):

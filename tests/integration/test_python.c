@@ -89,8 +89,9 @@ static size_t same_show_files(const char *s, const char *const srcs[], unsigned 
 
 Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 {
-	const char *srcs[] = { "sched", "cpu-clock", "sideband", NULL };
-	const char *events[] = { "sched", "cpu-clock", NULL };
+	/* Samples with call chains, and a tracepoint's fields (the session's tracing_data). */
+	const char *srcs[] = { "sched", "cpu-clock", "sched:sched_switch", "sideband", NULL };
+	const char *events[] = { "sched", "cpu-clock", "sched:sched_switch", NULL };
 	char cmd[2048], args[400], bundle[300];
 	unsigned int tids[256];
 	size_t ntids = 0, files, i, k;
@@ -108,6 +109,8 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 				"--offcpu",
 				"-e",
 				"cpu-clock",
+				"-e",
+				"sched:sched_switch",
 				"-g",
 				"--",
 				(char *)workload,
@@ -162,7 +165,7 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 		 "python3 %s/python/tests/runsdiff.py .sched.json py.rkb",
 		 rk_bin, repo);
 	must("runs of the bundle", cmd);
-	printf("python: %zu files and %zu bundle buffers read alike\n", files, ntids * 2);
+	printf("python: %zu files and %zu bundle buffers read alike\n", files, ntids * 3);
 
 	/* Hostile input: the unittest (real files mutated too), then both readers on mutations. */
 	snprintf(cmd, sizeof(cmd),
