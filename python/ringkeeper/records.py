@@ -77,6 +77,43 @@ def offcpu_of(res):
     return "sleeping"
 
 
+# The codes of offcpu_of's classes, in format.md's (and sched's enum) order.
+OFFCPU_CODES = {"preempted": 0, "sleeping": 1, "blocked": 2, "idle": 3, "stopped": 4,
+                "dead": 5, "unknown": 6}
+
+WAKEUP_NEW, WAKEUP_HIDDEN, WAKEUP_CTX = 0x1, 0x2, 0x4
+WAKEUP_HARDIRQ, WAKEUP_SOFTIRQ, WAKEUP_NMI = 0x8, 0x10, 0x40
+
+
+def wake_context(fl):
+    """Where a wakeup ran: "hardirq", "softirq", "nmi", "task", or None (not recorded)."""
+    if not fl & WAKEUP_CTX:
+        return None
+    if fl & WAKEUP_NMI:
+        return "nmi"
+    if fl & WAKEUP_HARDIRQ:
+        return "hardirq"
+    if fl & WAKEUP_SOFTIRQ:
+        return "softirq"
+    return "task"
+
+
+def wakeup_detail(fl, ctx, wpid, wtid, tcpu):
+    """show's text for a wakeup: who woke it, or which task an interrupt found running."""
+    new = " (new)" if fl & WAKEUP_NEW else ""
+    irq = {"hardirq": "hard irq", "softirq": "softirq", "nmi": "NMI"}.get(ctx)
+    if fl & WAKEUP_HIDDEN:
+        who = "another user's task (not shown at perf_event_paranoid > -1)"
+    elif not wtid and irq:
+        who = "the idle task"
+    else:
+        who = "tid %u (pid %u)" % (wtid, wpid)
+    if irq:
+        return "woken%s from %s (%s %s), target cpu %u" % (
+            new, irq, "running on" if fl & WAKEUP_SOFTIRQ else "interrupted", who, tcpu)
+    return "woken%s by %s, target cpu %u" % (new, who, tcpu)
+
+
 def _addr(ip):
     return {"ip": "0x%x" % ip}
 
@@ -239,10 +276,15 @@ class Decoder:
             if not r.misc & MISC_SWITCH_OUT:
                 detail = "IN"
             else:
-                why = offcpu_of(res or 0)
+                res = res or 0
+                why = offcpu_of(res)
                 detail = "OUT" + (" preempt" if r.misc & MISC_SWITCH_OUT_PREEMPT else "")
                 if why not in ("unknown", "preempted"):
                     detail += " " + why
+                # The reason as data too: the state word, its class and the class's code.
+                d.update(res=res, reason=why, reason_code=OFFCPU_CODES[why])
+                if res & SWITCH_STATE:
+                    d["state"] = res & 0xFFFF
         elif t == RECORD_COMM:
             if size >= 8 + 8 + 16:
                 self.comm = cstr(body[8:8 + 15])
@@ -275,15 +317,10 @@ class Decoder:
         elif t == RK_RECORD_WAKEUP:
             if size >= 24:
                 wpid, wtid, tcpu, fl = struct.unpack_from("<IIII", body, 0)
+                ctx = wake_context(fl)
                 d.update(waker_pid=wpid, waker_tid=wtid, target_cpu=tcpu, new=bool(fl & 1),
-                         waker_hidden=bool(fl & 2))
-                new = " (new)" if fl & 1 else ""
-                if fl & 2:
-                    detail = ("woken%s by another user's task (not shown at "
-                              "perf_event_paranoid > -1), target cpu %u" % (new, tcpu))
-                else:
-                    detail = "woken%s by tid %u (pid %u), target cpu %u" % (new, wtid, wpid,
-                                                                            tcpu)
+                         waker_hidden=bool(fl & 2), wake_flags=fl, context=ctx)
+                detail = wakeup_detail(fl, ctx, wpid, wtid, tcpu)
         elif t == RK_RECORD_STACK:
             s = parse_stack(raw, self.id_size)
             if s is None:
