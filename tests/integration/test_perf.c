@@ -288,6 +288,42 @@ Test(perf, samples_go_to_their_thread_and_perf_reads_the_export)
 }
 
 /*
+ * -e given twice records both lists, as perf record does (before, the
+ * second -e replaced the first: no cpu-clock file, no word said).
+ */
+Test(perf, repeated_e_options_record_every_event)
+{
+	char *argv[] = {
+		(char *)rk_bin, "record", "--root",	 root, "--session", "two", "-e",
+		"cpu-clock",	"-e",	  "page-faults", "-F", "999",	    "--",  (char *)workload,
+		"-t",		"2",	  "-i",		 "20", "-s",	    "100", "-l",
+		"400000",	NULL
+	};
+	char path[300], *out, *err;
+	unsigned int tids[8];
+	long cpu = 0, pf = 0;
+	struct rk_session_stat st;
+	size_t n, i;
+	int status = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record: %s", err);
+	n = expected_tids(out, tids, 8);
+	cr_assert_eq(n, 3, "%s", out);
+	read_stat("two", &st);
+	cr_assert_eq(st.nev, 2, "%u sources for -e cpu-clock -e page-faults", st.nev);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/two/cpu-clock/%u", root, tids[i]);
+		cpu += samples_in(path, tids[i]);
+		snprintf(path, sizeof(path), "%s/two/page-faults/%u", root, tids[i]);
+		pf += samples_in(path, tids[i]);
+	}
+	cr_assert_gt(cpu, 0, "no cpu-clock sample: the first -e was dropped");
+	cr_assert_gt(pf, 0, "no page-faults sample");
+	free(out);
+	free(err);
+}
+
+/*
  * Hundreds of threads sampled from their first microseconds: a drain hands
  * out the fork signals before it routes samples of the same time, so no
  * thread is made on the spot by a sample (no name, the wrong start): each

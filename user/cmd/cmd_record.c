@@ -28,6 +28,7 @@ struct rec_args {
 	struct rk_record_opts o;
 	struct rk_evsel_opts eo;
 	const char *events;
+	char events_joined[1024]; /* repeated -e options, comma-joined */
 	uint64_t mlock_kb;
 	int have_m, have_budget, help, resume_or_start;
 };
@@ -136,9 +137,21 @@ static int o_cgroup(struct rec_args *a, const char *v)
 	return 0;
 }
 
+/* -e adds to the events of the -e options before it, as perf's does. */
 static int o_event(struct rec_args *a, const char *v)
 {
-	a->events = v;
+	char prev[sizeof(a->events_joined)];
+	int n;
+
+	if (!a->events) {
+		a->events = v;
+		return 0;
+	}
+	snprintf(prev, sizeof(prev), "%s", a->events);
+	n = snprintf(a->events_joined, sizeof(a->events_joined), "%s,%s", prev, v);
+	if (n < 0 || (size_t)n >= sizeof(a->events_joined))
+		return bad("-e", v, "the -e options' events together too long");
+	a->events = a->events_joined;
 	return 0;
 }
 
@@ -643,7 +656,8 @@ static const struct rec_opt opts[] = {
 	  "(cpu-clock, task-clock, page-faults, ...), tracepoints\n"
 	  "(sched:sched_wakeup), hardware events where there is a PMU,\n"
 	  "Intel PT as perf writes it (intel_pt//, intel_pt/cyc,\n"
-	  "mtc_period=0/u) where the intel_pt PMU exists" },
+	  "mtc_period=0/u) where the intel_pt PMU exists; repeat\n"
+	  "to add more" },
 	{ "freq", 'F', "HZ", o_freq, NULL, "sampling frequency of -e events (default 4000)" },
 	{ "count", 'c', "N", o_count, NULL, "sample every N events instead (tracepoints: 1)" },
 	{ NULL, 'g', NULL, o_callgraph, NULL, "record user (and kernel) call chains" },
