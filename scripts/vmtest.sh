@@ -185,6 +185,17 @@ for kimg in $kernels; do
 	*) status=1 ;;
 	esac
 done
+# A failing test's own words at the end, where a CI log's tail shows them:
+# the guests' outputs above interleave and may be cut.
+for kimg in $kernels; do
+	name=$(basename "$kimg")
+	case $(cat "$vm/$name.result" 2>/dev/null) in FAIL*) ;; *) continue ;; esac
+	log=$(ls -t "$vm/$name".*.console.log 2>/dev/null | head -1)
+	[ -n "$log" ] || continue
+	echo "vmtest: $name: what failed (from $log):"
+	grep -aE '^\[(----|FAIL)\] ' "$log" | grep -avE '^\[----\] (Criterion|Running)' |
+		tail -40 | sed "s/^/  [$name] /"
+done
 printf "vmtest: results:%b\n" "$summary"
 [ "$untested" -eq 0 ] ||
 	echo "vmtest: WARNING: $untested kernel(s) NOT TESTED: their guests died under QEMU TCG (docs/guide.md, Other kernels)"
