@@ -48,8 +48,43 @@ tests='@(record/launch_traces_every_thread_from_birth|record/wakeups_are_recorde
 # of 2 runs); its stack source is the same BPF code as on 6.12, and what RT
 # changes (sleeping spinlocks, SCHED_FIFO, softirqs in tasks) the others test.
 case $(uname -v) in *PREEMPT_RT*) tests=${tests/|offcpu\/per_stack_totals_agree_with_bcc_offcputime/} ;; esac
+
+# A watchdog: when the tests print nothing for 150 s (a test hung: Criterion
+# kills it at its timeout and says no more), what every task was doing then,
+# printed once per hang: the processes with their scheduling class and wait
+# channel, the kernel stacks of the tests' descendants, and the kernel's own
+# list of blocked tasks (sysrq w). Then the next failure says where it hung.
+watchdog() {
+	local out=$1 last=0 size seen=0 now
+	while sleep 10; do
+		size=$(stat -c %s "$out" 2>/dev/null || echo 0)
+		now=$(date +%s)
+		if [ "$size" != "$seen" ]; then
+			seen=$size last=$now
+			continue
+		fi
+		[ $((now - last)) -ge 150 ] || continue
+		last=$now
+		echo "vmtest-guest: watchdog: no test output for 150 s; the tasks now:"
+		ps -eLo pid,tid,ppid,cls,rtprio,stat,wchan:28,etimes,args --sort=pid | grep -v ' \[.*\]$' | cut -c1-200 |
+			sed 's/^/vmtest-guest: watchdog: /'
+		for t in /proc/[0-9]*/task/[0-9]*; do
+			grep -qE '^State:\s+[DR]' "$t/status" 2>/dev/null || continue
+			echo "vmtest-guest: watchdog: ${t#/proc/} $(tr '\0' ' ' <"${t%/task/*}/cmdline" | cut -c1-80) state $(awk '/^State/{print $2}' "$t/status"):"
+			sed 's/^/vmtest-guest: watchdog:     /' "$t/stack" 2>/dev/null
+		done
+		echo w >/proc/sysrq-trigger 2>/dev/null &&
+			dmesg | tail -120 | sed 's/^/vmtest-guest: watchdog: dmesg: /'
+	done
+}
 start=$(date +%s)
-"$build/tests/integration_tests" --jobs 1 --verbose --filter "$tests" 2>&1 | grep --line-buffered -vE '^\[----\] (Criterion|Running)'
+out=/dev/shm/vmtest-guest-tests.out
+: >"$out"
+watchdog "$out" &
+wd=$!
+"$build/tests/integration_tests" --jobs 1 --verbose --filter "$tests" 2>&1 |
+	grep --line-buffered -vE '^\[----\] (Criterion|Running)' | tee "$out"
 rc=${PIPESTATUS[0]}
+kill "$wd" 2>/dev/null
 echo "vmtest-guest: tests on $kver took $(($(date +%s) - start))s, exit $rc"
 exit "$rc"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Helpers of the integration tests: processes, bounded waits, file checks. */
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
@@ -554,4 +555,137 @@ void read_sysctl(const char *path, char *buf, size_t len)
 		fclose(f);
 	}
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* --- global state put back on every path ------------------------------------ */
+
+#define RK_RESTORE_DIR "/run/rk-itest-restore"
+
+/* Journal entries: NNN (the order kept), holding "w PATH\nVALUE" or "u PATH\n". */
+static int journal_has(const char *kind, const char *path)
+{
+	char want[300], name[300], *c;
+	struct dirent *d;
+	DIR *dir = opendir(RK_RESTORE_DIR);
+	int found = 0;
+
+	if (!dir)
+		return 0;
+	snprintf(want, sizeof(want), "%s %s\n", kind, path);
+	while (!found && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", d->d_name);
+		c = slurp(name);
+		found = !strncmp(c, want, strlen(want));
+	}
+	closedir(dir);
+	return found;
+}
+
+static void journal_add(const char *kind, const char *path, const char *value)
+{
+	char name[300];
+	unsigned int n = 0;
+	FILE *f;
+
+	if (journal_has(kind, path))
+		return; /* the first value kept is the one to put back */
+	mkdir(RK_RESTORE_DIR, 0700);
+	do
+		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%03u", n++);
+	while (!access(name, F_OK) && n < 1000);
+	f = fopen(name, "we");
+	cr_assert_not_null(f, "cannot keep %s to put back: %s", path, strerror(errno));
+	fprintf(f, "%s %s\n%s", kind, path, value);
+	cr_assert_eq(fclose(f), 0);
+}
+
+void sysctl_keep(const char *path)
+{
+	char was[4096];
+
+	read_sysctl(path, was, sizeof(was));
+	journal_add("w", path, was);
+}
+
+void sysctl_set_restored(const char *path, const char *value)
+{
+	FILE *f;
+
+	sysctl_keep(path);
+	f = fopen(path, "we");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(value, f);
+	fclose(f); /* a value the kernel refuses shows in what the test reads back */
+}
+
+void remove_at_restore(const char *path)
+{
+	journal_add("u", path, "");
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int restore_globals(void)
+{
+	struct dirent **ents;
+	int n = scandir(RK_RESTORE_DIR, &ents, NULL, by_name), i, done = 0;
+
+	for (i = 0; i < n; i++) {
+		char name[300], path[300], *c, *nl;
+		FILE *f;
+
+		if (ents[i]->d_name[0] == '.')
+			goto next;
+		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
+		c = slurp(name);
+		nl = strchr(c, '\n');
+		if ((c[0] != 'w' && c[0] != 'u') || c[1] != ' ' || !nl)
+			goto drop;
+		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
+		if (c[0] == 'u') {
+			unlink(path);
+		} else if ((f = fopen(path, "we"))) {
+			fputs(nl + 1, f);
+			if (fclose(f))
+				fprintf(stderr, "cannot put %s back to '%s'\n", path, nl + 1);
+		}
+		done++;
+drop:
+		unlink(name);
+next:
+		free(ents[i]);
+	}
+	if (n >= 0)
+		free(ents);
+	rmdir(RK_RESTORE_DIR);
+	return done;
+}
+
+/*
+ * In the runner, after each test's .fini, or in its place when Criterion
+ * killed the test at its timeout (or it crashed): whatever the test did not
+ * put back. A killed coredump test left the handler installed, and every
+ * crash test after it skipped ("ringkeeper's handler is installed").
+ */
+ReportHook(POST_FINI)(struct criterion_test_stats *stats)
+{
+	int n = restore_globals();
+
+	if (n)
+		fprintf(stderr, "runner: %s::%s left %d global setting(s); put back\n",
+			stats->test->category, stats->test->name, n);
+}
+
+ReportHook(TEST_CRASH)(struct criterion_test_stats *stats)
+{
+	int n = restore_globals();
+
+	if (n)
+		fprintf(stderr, "runner: %s::%s crashed leaving %d global setting(s); put back\n",
+			stats->test->category, stats->test->name, n);
 }

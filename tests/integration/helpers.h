@@ -91,6 +91,21 @@ pid_t start_recorder_on(pid_t target, const char *session, int *ready_rd,
 void source_tree(char *repo, size_t len, char *output, size_t olen);
 /* A sysctl's value without its newline ("" if it cannot be read). */
 void read_sysctl(const char *path, char *buf, size_t len);
+/*
+ * Global state a test changes (a sysctl, a file a command it runs leaves),
+ * put back on every path: what it was is kept in a journal under /run
+ * before the change; restore_globals() puts back and removes all of it (a
+ * test's .fini calls it), and so does the runner after every test, for a
+ * test Criterion killed at its timeout or that crashed (no .fini runs then).
+ */
+/* Keep @path's value to put back (the first kept value wins), then write @value. */
+void sysctl_set_restored(const char *path, const char *value);
+/* Keep @path's value to put back, changing nothing now (a command will). */
+void sysctl_keep(const char *path);
+/* Remove @path (a file a command the test runs will make) when restoring. */
+void remove_at_restore(const char *path);
+/* Put back everything kept, in the order kept; how many entries were put back. */
+int restore_globals(void);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
 

@@ -615,26 +615,19 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
  * put back by the .fini whatever happens.
  */
 static char saved_pattern[256], saved_limit[32];
-static int saved;
-
-static void write_sysctl(const char *path, const char *v)
-{
-	FILE *f = fopen(path, "we");
-
-	if (f) {
-		fputs(v, f);
-		fclose(f);
-	}
-}
 
 static void kernel_fini(void)
 {
-	if (saved) {
-		write_sysctl("/proc/sys/kernel/core_pattern", saved_pattern);
-		write_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit);
-		unlink("/run/ringkeeper/coredump.state");
-	}
+	restore_globals(); /* core_pattern, core_pipe_limit, the handler's state file */
 	coredump_fini();
+}
+
+/* What --install will change, kept to be put back on every path (helpers.h). */
+static void keep_core_settings(void)
+{
+	sysctl_keep("/proc/sys/kernel/core_pattern");
+	sysctl_keep("/proc/sys/kernel/core_pipe_limit");
+	remove_at_restore("/run/ringkeeper/coredump.state");
 }
 
 /*
@@ -651,9 +644,9 @@ static void install_over_file_pattern(char *pattern, size_t len)
 	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
 	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
 		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
-	saved = 1;
+	keep_core_settings();
 	snprintf(pattern, len, "%s/core.%%e.%%P", root);
-	write_sysctl("/proc/sys/kernel/core_pattern", pattern);
+	sysctl_set_restored("/proc/sys/kernel/core_pattern", pattern);
 	status = run_rk(install, NULL, NULL);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
 }
@@ -1145,8 +1138,8 @@ Test(coredump, install_refuses_a_socket_pattern, .fini = kernel_fini)
 	read_sysctl("/proc/sys/kernel/core_pipe_limit", saved_limit, sizeof(saved_limit));
 	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
 		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
-	saved = 1;
-	write_sysctl("/proc/sys/kernel/core_pattern", "@/run/ringkeeper-test-none.sock");
+	keep_core_settings();
+	sysctl_set_restored("/proc/sys/kernel/core_pattern", "@/run/ringkeeper-test-none.sock");
 	read_sysctl("/proc/sys/kernel/core_pattern", now, sizeof(now));
 	if (now[0] != '@')
 		cr_skip_test("this kernel (before 6.16) has no socket core_pattern");
