@@ -43,6 +43,10 @@
  *             each function noinline: a stack walk names it), then "offcpu
  *             done"; with -w FD, waits for a second byte on FD before exiting
  *             (so that a tool reading the stacks at its end finds the process)
+ *     -X      a runner thread is made at once; the main thread then exits
+ *             (pthread_exit; with -w FD, at the byte), and the runner, when it
+ *             has gone, runs the threads and ends the process: a process
+ *             whose first thread is gone, and a thread older than the byte
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <fcntl.h>
@@ -407,13 +411,24 @@ static int run_offcpu(long ms)
 	return 0;
 }
 
+/* -X: the threads' runner: when the main thread has gone, the threads, then the process's end. */
+static int x_threads;
+static pthread_t x_main;
+
+static void *main_gone_runner(void *arg)
+{
+	(void)arg;
+	pthread_join(x_main, NULL);
+	exit(run_threads(x_threads, "main"));
+}
+
 int main(int argc, char **argv)
 {
-	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, c, err;
+	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, main_exits = 0, c, err;
 	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0, offcpu_ms = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:X")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -460,14 +475,25 @@ int main(int argc, char **argv)
 		case 'w':
 			wait_fd = atoi(optarg);
 			break;
+		case 'X':
+			main_exits = 1;
+			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS] [-X]\n");
 			return 2;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("main %d\n", getpid());
+	if (main_exits) {
+		pthread_t r;
+
+		x_threads = nthreads;
+		x_main = pthread_self();
+		if (pthread_create(&r, NULL, main_gone_runner, NULL))
+			return 1;
+	}
 	if (wait_fd >= 0) {
 		char b;
 
@@ -501,6 +527,9 @@ int main(int argc, char **argv)
 			return 1;
 		return err;
 	}
+	/* -X: the main thread exits (after -w's byte, above); the runner, made first, goes on. */
+	if (main_exits)
+		pthread_exit(NULL);
 	if (do_fork) {
 		fflush(stdout);
 		child = fork();

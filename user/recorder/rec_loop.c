@@ -773,9 +773,39 @@ static void operator_trigger(struct rk_rec *r, __u32 from)
 	rec_trigger_fire(r, RK_TRIG_OPERATOR, 0, 0, rk_now_mono_ns(), 0, 0, from, 0, why);
 }
 
+/* What woke the loop: epoll's data holds the kind, and a ring's fd above it. */
+enum { EV_SIGNALS, EV_SIGNALFD, EV_TIMER, EV_TARGET, EV_RING };
+
+static void watch(int ep, int fd, __u32 kind)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (__u64)(__u32)fd << 32 | kind };
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/*
+ * A CPU ring's owner is the first event opened on that CPU, a thread's.
+ * Once that thread and every event inherited from it have exited, the
+ * kernel's perf_poll() says EPOLLHUP for good (is_event_hup()), and a
+ * level-triggered epoll returns at once, every time: the SCHED_FIFO loop
+ * spun on a full CPU for as long as the process lived on (1.55 s of CPU in
+ * a 1.6 s run whose main thread had exited), and on PREEMPT_RT it starved
+ * that CPU's RCU thread, so the exiting threads, waiting in perf's free
+ * path for a grace period, never finished: the RT guest's crash test hung.
+ * The ring leaves the epoll set; the tick drains it, as it drains every ring.
+ */
+static void ring_hung_up(int ep, const struct epoll_event *e)
+{
+	int fd = (int)(e->data.u64 >> 32);
+
+	epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+	if (rk_verbose)
+		rk_info("a cpu ring's owner has exited: its ring is drained at each tick");
+}
+
 int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 {
-	struct epoll_event ev, evs[4];
+	struct epoll_event evs[4];
 	uint64_t deadline = r->o->duration_ns ? rk_now_mono_ns() + r->o->duration_ns : 0;
 	unsigned int ticks = 0;
 	int ep, err = 0;
@@ -783,26 +813,19 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		return -errno;
-	ev.events = EPOLLIN;
-	ev.data.u32 = 0;
 	/* The ringbuf's map polls readable when BPF forces a wakeup. */
-	epoll_ctl(ep, EPOLL_CTL_ADD, r->sig_fd, &ev);
-	ev.data.u32 = 1;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	ev.data.u32 = 2;
-	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
-	if (pidfd >= 0) {
-		ev.data.u32 = 3;
-		epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev);
-	}
+	watch(ep, r->sig_fd, EV_SIGNALS);
+	watch(ep, sfd, EV_SIGNALFD);
+	watch(ep, tfd, EV_TIMER);
+	if (pidfd >= 0)
+		watch(ep, pidfd, EV_TARGET);
 	if (r->drain) {
 		int c;
 
 		/* The per-CPU rings wake us at their watermark (half full). */
-		ev.data.u32 = 4;
 		for (c = 0; c < rk_drain_ncpus(r->drain); c++)
 			if (rk_drain_ring_fd(r->drain, c) >= 0)
-				epoll_ctl(ep, EPOLL_CTL_ADD, rk_drain_ring_fd(r->drain, c), &ev);
+				watch(ep, rk_drain_ring_fd(r->drain, c), EV_RING);
 	}
 	for (;;) {
 		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
@@ -817,8 +840,8 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 			uint64_t exp;
 			struct signalfd_siginfo si;
 
-			switch (evs[i].data.u32) {
-			case 1:
+			switch ((__u32)evs[i].data.u64) {
+			case EV_SIGNALFD:
 				if (read(sfd, &si, sizeof(si)) != sizeof(si) ||
 				    si.ssi_signo == SIGCHLD)
 					break;
@@ -827,16 +850,20 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 				else
 					stop = 1;
 				break;
-			case 2:
+			case EV_TIMER:
 				if (read(tfd, &exp, sizeof(exp)) != sizeof(exp))
 					exp = 0;
 				break;
-			case 3:
+			case EV_TARGET:
 				if (!r->target_exited) {
 					r->target_exited = 1;
 					r->drain_deadline = rk_now_mono_ns() + RK_DRAIN_NS;
 					epoll_ctl(ep, EPOLL_CTL_DEL, pidfd, NULL);
 				}
+				break;
+			case EV_RING:
+				if (evs[i].events & (EPOLLHUP | EPOLLERR))
+					ring_hung_up(ep, &evs[i]);
 				break;
 			}
 		}
