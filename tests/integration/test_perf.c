@@ -822,8 +822,8 @@ Test(perf, a_ring_whose_owner_thread_exited_does_not_spin_the_loop)
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
 	{
 		/* A runner thread now; at the byte the main thread exits, then 300 sleeps of 5 ms. */
-		char *argv[] = { (char *)workload, "-X", "-t", "2", "-i", "300", "-s", "5000", "-l",
-				 "20000", "-w", go_fd, NULL };
+		char *argv[] = { (char *)workload, "-X", "-t",	  "2",	"-i",  "300", "-s",
+				 "5000",	   "-l", "20000", "-w", go_fd, NULL };
 
 		wl = spawn(argv, wo, we, gp[0]);
 	}
