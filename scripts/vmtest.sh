@@ -150,10 +150,9 @@ boot_kernel() {
 # The guests boot side by side, each QEMU one host thread: the suite's last
 # step has the machine to itself, and three guests one after the other took
 # longer than the rest of the suite together. Their tests take no timing
-# bounds in a guest (RK_SLOW). A PREEMPT_RT kernel boots after them, alone:
-# next to two other guests its segfault-through-the-kernel test hung twice
-# (past a 60 s bound, then Criterion's 180 s) where alone it takes 36 s; not
-# yet understood (docs/design.md, PREEMPT_RT).
+# bounds in a guest (RK_SLOW). A PREEMPT_RT kernel boots after them, alone
+# (three QEMUs on two CPUs make every guest slower); its crash test's hangs
+# were the recorder spinning on a hung-up ring (docs/design.md, PREEMPT_RT).
 cd "$top"
 rm -f "$vm"/*.result
 for kimg in $kernels; do
