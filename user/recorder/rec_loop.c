@@ -776,9 +776,10 @@ static void operator_trigger(struct rk_rec *r, __u32 from)
 /* What woke the loop: epoll's data holds the kind, and a ring's fd above it. */
 enum { EV_SIGNALS, EV_SIGNALFD, EV_TIMER, EV_TARGET, EV_RING };
 
-static void watch(int ep, int fd, __u32 kind)
+static void watch(int ep, int fd, __u32 kind, __u32 flags)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (__u64)(__u32)fd << 32 | kind };
+	struct epoll_event ev = { .events = EPOLLIN | flags,
+				  .data.u64 = (__u64)(__u32)fd << 32 | kind };
 
 	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
@@ -813,19 +814,27 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)
 		return -errno;
-	/* The ringbuf's map polls readable when BPF forces a wakeup. */
-	watch(ep, r->sig_fd, EV_SIGNALS);
-	watch(ep, sfd, EV_SIGNALFD);
-	watch(ep, tfd, EV_TIMER);
+	/*
+	 * The ringbuf's map polls readable while it holds data, a record
+	 * reserved and not yet committed included, which the intake must wait
+	 * for: edge-triggered, so the loop sleeps until BPF's next wakeup or
+	 * the tick. Level-triggered, a program preempted between reserve and
+	 * commit (BPF programs are preemptible on PREEMPT_RT, pinned to their
+	 * CPU) would keep the SCHED_FIFO loop spinning on that CPU, where the
+	 * program's task cannot run to commit.
+	 */
+	watch(ep, r->sig_fd, EV_SIGNALS, EPOLLET);
+	watch(ep, sfd, EV_SIGNALFD, 0);
+	watch(ep, tfd, EV_TIMER, 0);
 	if (pidfd >= 0)
-		watch(ep, pidfd, EV_TARGET);
+		watch(ep, pidfd, EV_TARGET, 0);
 	if (r->drain) {
 		int c;
 
 		/* The per-CPU rings wake us at their watermark (half full). */
 		for (c = 0; c < rk_drain_ncpus(r->drain); c++)
 			if (rk_drain_ring_fd(r->drain, c) >= 0)
-				watch(ep, rk_drain_ring_fd(r->drain, c), EV_RING);
+				watch(ep, rk_drain_ring_fd(r->drain, c), EV_RING, 0);
 	}
 	for (;;) {
 		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
