@@ -1,8 +1,8 @@
 #!/bin/bash
 # Runs inside the virtme-ng guest: load/attach check, then the portability tests.
-#   scripts/vmtest-guest.sh BUILD_DIR
+#   scripts/vmtest-guest.sh BUILD_DIR [peer|nopeer]
 set -u
-build=$1
+build=$1 peer=${2:-peer}
 kver=$(uname -r)
 booted=$(cut -d' ' -f1 /proc/uptime)
 cs=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
@@ -39,15 +39,16 @@ echo "vmtest-guest: BPF programs load and attach on $kver"
 # workload may be gone before its exec is handled, and a task already gone
 # stays root's, so its file is not the user's; its show test too: in the
 # 6.12 guest 1 of 54 stacks lacked the thread's own frames, not yet
-# understood); bcc's offcputime against --offcpu (the guest kernels' headers
-# are next to their modules: scripts/vmtest.sh); the recorder's threads at
+# understood); off-CPU time by stack equal to sched's sleeping time, and
+# bcc's offcputime against --offcpu (the guest kernels' headers are next to
+# their modules: scripts/vmtest.sh; not with nopeer); the recorder's threads at
 # SCHED_FIFO and a busy workload losing no signal (on PREEMPT_RT too).
-tests='@(record/launch_traces_every_thread_from_birth|record/wakeups_are_recorded_in_time_order|record/the_recorder_is_exempt_from_the_oom_killer_and_cmd_is_not|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread|hostile/user_cannot_touch_files_and_root_mistakes_cost_one_file|hostile/setuid_exec_continues_in_a_root_only_file|coredump/through_the_kernel_a_traced_crash_carries_its_frozen_history|coredump/through_the_kernel_a_segfault_ends_every_thread_history_at_the_crash|coredump/through_the_kernel_a_crash_storm_loses_no_core|lifecycle/resume_of_an_e_session_goes_on_sampling|record/renamed_threads_carry_their_new_names|record/a_rename_storm_is_rate_limited_per_thread_and_keeps_the_last_name|hostile/credential_changes_without_exec_follow_the_proc_rule|record/a_thread_is_locked_while_it_runs_and_wakeups_are_few|system/cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out|system/all_traces_processes_born_later_not_kthreads_nor_itself|trigger/a_sigkilled_process_leaves_a_snapshot_with_every_thread_s_last_switch|offcpu/per_stack_totals_agree_with_bcc_offcputime|record/the_loop_and_pin_workers_run_sched_fifo_and_the_command_does_not)'
-# Not on PREEMPT_RT: bcc's offcputime compiles its program inside the
-# guest (clang under TCG: 60 s to past the suite's 240 s there, seen in 1
-# of 2 runs); its stack source is the same BPF code as on 6.12, and what RT
-# changes (sleeping spinlocks, SCHED_FIFO, softirqs in tasks) the others test.
-case $(uname -v) in *PREEMPT_RT*) tests=${tests/|offcpu\/per_stack_totals_agree_with_bcc_offcputime/} ;; esac
+tests='@(record/launch_traces_every_thread_from_birth|record/wakeups_are_recorded_in_time_order|record/the_recorder_is_exempt_from_the_oom_killer_and_cmd_is_not|record/attach_pid_traces_threads_and_processes_born_after|record/pmu_info_map_matches_the_files|record/locked_memory_stays_within_budget_with_200_threads|record/exec_is_recorded_and_tracing_continues|perf/tracepoint_samples_per_thread|hostile/user_cannot_touch_files_and_root_mistakes_cost_one_file|hostile/setuid_exec_continues_in_a_root_only_file|coredump/through_the_kernel_a_traced_crash_carries_its_frozen_history|coredump/through_the_kernel_a_segfault_ends_every_thread_history_at_the_crash|coredump/through_the_kernel_a_crash_storm_loses_no_core|lifecycle/resume_of_an_e_session_goes_on_sampling|record/renamed_threads_carry_their_new_names|record/a_rename_storm_is_rate_limited_per_thread_and_keeps_the_last_name|hostile/credential_changes_without_exec_follow_the_proc_rule|record/a_thread_is_locked_while_it_runs_and_wakeups_are_few|system/cgroup_traces_what_is_inside_and_moves_in_not_what_stays_out|system/all_traces_processes_born_later_not_kthreads_nor_itself|trigger/a_sigkilled_process_leaves_a_snapshot_with_every_thread_s_last_switch|offcpu/folded_time_is_sched_sleeping_time|offcpu/per_stack_totals_agree_with_bcc_offcputime|record/the_loop_and_pin_workers_run_sched_fifo_and_the_command_does_not)'
+# nopeer: not bcc's offcputime, which compiles its program inside the guest
+# (clang under TCG: 60 s to past the suite's 240 s, most of a guest's time);
+# scripts/vmtest.sh runs it in one guest. Its stack source is the same BPF
+# code in every guest.
+[ "$peer" = nopeer ] && tests=${tests/|offcpu\/per_stack_totals_agree_with_bcc_offcputime/}
 
 # A watchdog: when the tests print nothing for 150 s (a test hung: Criterion
 # kills it at its timeout and says no more), what every task was doing then,
