@@ -119,7 +119,14 @@ Test(trigger, each_fires_on_a_workload_made_to_hit_it_and_not_on_one_that_does_n
 	static const struct {
 		const char *name, *opt, *hit, *miss, *says;
 	} cases[] = {
-		{ "delay", "delay:1", "taskset -c 0 %s -t 2 -i 20 -s 0 -l 3000000 >/dev/null", NULL,
+		/*
+		 * Spins of ~15 ms, far past a slice: the scheduler preempts one
+		 * spinner for the other at a tick, and it waits a slice or more.
+		 * With spins of 1.5 ms (-l 3000000) each yielded before any
+		 * preemption and waited about as long as the threshold: delay:1
+		 * missed once in a fresh-clone CI run.
+		 */
+		{ "delay", "delay:1", "taskset -c 0 %s -t 2 -i 10 -s 0 -l 30000000 >/dev/null", NULL,
 		  "for a CPU" },
 		{ "delay", "delay:200", NULL, "%s -t 1 -i 50 -s 2000 >/dev/null", NULL },
 		{ "blocked", "blocked:200:S", "sleep 0.4", "%s -t 1 -i 50 -s 2000 >/dev/null",
