@@ -189,8 +189,9 @@ static unsigned long long sched_off(const char *js, unsigned int tid, const char
 /*
  * What has a stack: every switch-out but a preemption and the final one,
  * so the time off CPU sleeping, blocked (D), idle or stopped. The workload's
- * threads sleep in S; on PREEMPT_RT the pipe's writer also blocks in D (363
- * ms of 849 once in the RT guest), which sched counts as blocked.
+ * threads sleep in S; on PREEMPT_RT the pipe's writer was off CPU in other
+ * states too (849 ms with stacks, 486 ms of them sleeping, once in the RT
+ * guest).
  */
 static unsigned long long sched_with_stacks(const char *js, unsigned int tid)
 {
