@@ -158,9 +158,10 @@ boot_kernel() {
 # guest slower). bcc's offcputime compiles its program in the guest, most of
 # a guest's time: it runs in every guest but the first kernel's (by default
 # 6.12's only). The first kernel's guest, without it, is followed by the
-# PREEMPT_RT guests in the same slot, so both slots take about as long. Their tests take no timing bounds in
-# a guest (RK_SLOW). The RT guest's old hangs were the recorder spinning on a
-# hung-up ring (docs/design.md, PREEMPT_RT).
+# PREEMPT_RT guests in the same slot, so both slots take about as long.
+# Their tests take no timing bounds in a guest (RK_SLOW). The RT guest's old
+# hangs were the recorder spinning on a hung-up ring (docs/design.md,
+# PREEMPT_RT).
 cd "$top"
 rm -f "$vm"/*.result
 plain="" rts=""

@@ -601,6 +601,20 @@ static void journal_add(const char *kind, const char *path, const char *value)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/*
+ * Write @value into @path (a sysctl, a file). Return: 0; -1, it cannot be
+ * opened; -2, the write was refused (a sysctl's bad value). errno says why.
+ */
+static int write_value(const char *path, const char *value)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -1;
+	fputs(value, f);
+	return fclose(f) ? -2 : 0;
+}
+
 void sysctl_keep(const char *path)
 {
 	char was[4096];
@@ -611,13 +625,10 @@ void sysctl_keep(const char *path)
 
 void sysctl_set_restored(const char *path, const char *value)
 {
-	FILE *f;
-
 	sysctl_keep(path);
-	f = fopen(path, "we");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(value, f);
-	fclose(f); /* a value the kernel refuses shows in what the test reads back */
+	/* A value the kernel refuses shows in what the test reads back. */
+	if (write_value(path, value) == -1)
+		cr_assert_fail("%s: %s", path, strerror(errno));
 }
 
 void remove_at_restore(const char *path)
@@ -637,7 +648,6 @@ int restore_globals(void)
 
 	for (i = 0; i < n; i++) {
 		char name[300], path[300], *c, *nl;
-		FILE *f;
 
 		if (ents[i]->d_name[0] == '.')
 			goto next;
@@ -647,13 +657,11 @@ int restore_globals(void)
 		if ((c[0] != 'w' && c[0] != 'u') || c[1] != ' ' || !nl)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
-		if (c[0] == 'u') {
+		if (c[0] == 'u')
 			unlink(path);
-		} else if ((f = fopen(path, "we"))) {
-			fputs(nl + 1, f);
-			if (fclose(f))
-				fprintf(stderr, "cannot put %s back to '%s'\n", path, nl + 1);
-		}
+		else if (write_value(path, nl + 1))
+			fprintf(stderr, "cannot put %s back to '%s': %s\n", path, nl + 1,
+				strerror(errno));
 		done++;
 drop:
 		unlink(name);

@@ -97,6 +97,8 @@ void read_sysctl(const char *path, char *buf, size_t len);
  * before the change; restore_globals() puts back and removes all of it (a
  * test's .fini calls it), and so does the runner after every test, for a
  * test Criterion killed at its timeout or that crashed (no .fini runs then).
+ * One journal for the run: the tests run one at a time (--jobs 1, as make
+ * integration runs them), or one test's end would put back another's.
  */
 /* Keep @path's value to put back (the first kept value wins), then write @value. */
 void sysctl_set_restored(const char *path, const char *value);

@@ -126,8 +126,8 @@ Test(trigger, each_fires_on_a_workload_made_to_hit_it_and_not_on_one_that_does_n
 		 * preemption and waited about as long as the threshold: delay:1
 		 * missed once in a fresh-clone CI run.
 		 */
-		{ "delay", "delay:1", "taskset -c 0 %s -t 2 -i 10 -s 0 -l 30000000 >/dev/null", NULL,
-		  "for a CPU" },
+		{ "delay", "delay:1", "taskset -c 0 %s -t 2 -i 10 -s 0 -l 30000000 >/dev/null",
+		  NULL, "for a CPU" },
 		{ "delay", "delay:200", NULL, "%s -t 1 -i 50 -s 2000 >/dev/null", NULL },
 		{ "blocked", "blocked:200:S", "sleep 0.4", "%s -t 1 -i 50 -s 2000 >/dev/null",
 		  "off CPU in S" },
