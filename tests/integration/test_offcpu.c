@@ -148,7 +148,11 @@ Test(offcpu, show_names_where_each_thread_blocked_and_who_woke_it)
 	}
 }
 
-/* Sum of the folded lines of @comm (its first frame) in @folded. */
+/*
+ * Sum of the folded lines of @comm (its first frame) in @folded; a stack
+ * with no frame left is the comm alone ("offcpu-long 1234": a user-only fold
+ * of a stack whose user frames the kernel did not give, seen in the guests).
+ */
 static unsigned long long folded_sum(const char *folded, const char *comm)
 {
 	unsigned long long sum = 0, v;
@@ -162,7 +166,8 @@ static unsigned long long folded_sum(const char *folded, const char *comm)
 			break;
 		for (sp = nl; sp > p && sp[-1] != ' '; sp--)
 			;
-		if (!strncmp(p, comm, len) && p[len] == ';' && sscanf(sp, "%llu", &v) == 1)
+		if (!strncmp(p, comm, len) && (p[len] == ';' || p[len] == ' ') &&
+		    sscanf(sp, "%llu", &v) == 1)
 			sum += v;
 		p = nl + 1;
 	}
