@@ -209,16 +209,23 @@ static __always_inline struct rk_task *task_store(struct task_struct *t)
 	return bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/* A tid beyond the traced array: the hash lookup (its key built only here, off the array's path). */
+static __noinline int tid_in_pmu_info(__u32 tid)
+{
+	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
+
+	return bpf_map_lookup_elem(&pmu_info, &key) != NULL;
+}
+
 /* Is @tid traced (has a sched entry in pmu_info)? */
 static __always_inline int tid_traced(__u32 tid)
 {
-	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
 	__u32 idx = tid / RK_ASKED_PER;
 	struct rk_asked *a = bpf_map_lookup_elem(&traced, &idx);
 
 	if (a)
 		return a->b[tid & (RK_ASKED_PER - 1)];
-	return bpf_map_lookup_elem(&pmu_info, &key) != NULL;
+	return tid_in_pmu_info(tid);
 }
 
 /* What BPF itself changed in pmu_info for @tid: its byte in traced says so at once. */
@@ -366,6 +373,21 @@ static __always_inline int regrant_due(struct task_struct *t)
 }
 
 /*
+ * Is @was (@t's slot, seen before) what @t is now: the same objective
+ * credentials (real_cred: what ptrace and /proc check; cred, the subjective
+ * ones, is swapped for a while by override_creds(), which file systems do and
+ * which is not a change of who the task is) and dumpability? Read only, the
+ * answer of nearly every switch: three loads, no store. Shifted back
+ * arithmetically the slot's pointer is whole (its top bits are ones); a
+ * number is compared with a pointer, which the verifier allows a program
+ * loaded with CAP_PERFMON, as it allows storing one into a map.
+ */
+static __always_inline int creds_same(struct task_struct *t, struct mm_struct *mm, __u64 was)
+{
+	return was && (__s64)was >> 2 == (__s64)t->real_cred && (was & 3) == mm_dumpable(mm);
+}
+
+/*
  * Remember @t's credentials and dumpability. Return: 0 unchanged (or first
  * seen), 1 credentials changed, 2 dumpability changed (3: both). A task
  * without an mm (exiting, kernel), or in an exec (@at_exec: the exec hook
@@ -378,18 +400,15 @@ static __always_inline int creds_update(struct task_struct *t, int at_exec)
 
 	if (!mm)
 		return 0;
-	/* Mid-exec: the exec signal decides, and the exec hook refreshes what is kept. */
-	if (!at_exec && bpf_core_field_exists(t->in_execve) && BPF_CORE_READ_BITFIELD(t, in_execve))
-		return 0;
 	slot = creds_slot(t);
 	if (!slot)
 		return 0;
-	/*
-	 * The objective credentials (what ptrace and /proc check): cred, the
-	 * subjective ones, is swapped for a while by override_creds() (file
-	 * systems do), which is not a change of who the task is.
-	 */
 	was = *slot;
+	if (creds_same(t, mm, was))
+		return 0;
+	/* Mid-exec: the exec signal decides, and the exec hook refreshes what is kept. */
+	if (!at_exec && bpf_core_field_exists(t->in_execve) && BPF_CORE_READ_BITFIELD(t, in_execve))
+		return 0;
 	/*
 	 * The verifier allows no shift of a pointer: it goes through the slot
 	 * (allowed with CAP_PERFMON, as any kernel pointer into a map) and
