@@ -204,7 +204,7 @@ integration: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/fanout $(BE
 valgrind: $(UNIT_BIN) $(BIN)
 	RK_BIN=$(abspath $(BIN)) valgrind --error-exitcode=99 --leak-check=full \
 		--errors-for-leak-kinds=definite,indirect --trace-children=yes \
-		--trace-children-skip='*/perf,*/gdb,*/gcore,*/readelf,*/eu-readelf,*/cmp,*/sh,*/cat,*/sleep' -q $(UNIT_BIN) --jobs 1 \
+		--trace-children-skip='*/perf,*/gdb,*/gcore,*/readelf,*/eu-readelf,*/cmp,*/sh,*/cat,*/sleep' -q $(UNIT_BIN) --jobs 2 \
 		--tap=$(OUTPUT)/valgrind.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/valgrind.tap); exit $$rc
 
