@@ -1,26 +1,33 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """`ringkeeper show --json`'s document, written the way show writes it."""
+import re
+
 from .buffer import FormatError
 from .records import Decoder
 from .tracedata import lookup
 
 
+_ESCAPED = re.compile('["\\\\\x00-\x1f\x7f-\U0010ffff]')
+
+
+def _escape(m):
+    ch = m.group()
+    return "\\" + ch if ch in '"\\' else "\\u%04x" % ord(ch)
+
+
 def json_str(s):
     """rk_json_str(): " and \\ escaped, bytes below 0x20 and from 0x7f as \\u00XX."""
-    out = ['"']
-    for ch in s:
-        c = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif c < 0x20 or c >= 0x7F:
-            out.append("\\u%04x" % c)
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return '"' + _ESCAPED.sub(_escape, s) + '"'
 
 
 def json_value(v):
+    t = type(v)
+    if t is int:  # the usual ones first, by exact type (bool is an int too)
+        return str(v)
+    if t is str:
+        return json_str(v)
+    if t is dict:
+        return "{" + ",".join(json_str(k) + ":" + json_value(x) for k, x in v.items()) + "}"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """differential.py RK_BIN N SEED [FILE...]: N mutated copies of a buffer built from the
-spec (and of each FILE, real buffer files), each read by `RK_BIN show --json` and by
-`python3 -m ringkeeper show --json`: both accept it or both refuse it, and where they
-print records, the same ones (show's symbols aside). Exit 0 if they always agree."""
+spec (and of each FILE, real buffer files), each read by `RK_BIN show --json` and by the
+reader's `show --json` (run in this interpreter: inproc.py): both accept it or both refuse
+it, and where they print records, the same ones (show's symbols aside). Exit 0 if they
+always agree."""
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
+from inproc import reader  # noqa: E402
 from showdiff import strip  # noqa: E402
 from test_hostile import make_buffer, sched_records  # noqa: E402
 
@@ -23,7 +25,6 @@ def main():
     for p in sys.argv[4:]:
         with open(p, "rb") as f:
             srcs.append(f.read())
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE))
     hot = list(range(1024, 1104)) + list(range(1104, 1400))
     bad = accepted = 0
     with tempfile.TemporaryDirectory() as d:
@@ -37,14 +38,12 @@ def main():
             with open(p, "wb") as f:
                 f.write(b)
             c = subprocess.run([rk, "show", "--json", p], capture_output=True, timeout=60)
-            y = subprocess.run([sys.executable, "-m", "ringkeeper", "show", "--json", p],
-                               capture_output=True, env=env, timeout=60)
-            if (c.returncode == 0) != (y.returncode == 0) or (c.stdout == b"") != (
-                    y.stdout == b""):
+            y_code, y_out, y_err = reader(["show", "--json", p])
+            if (c.returncode == 0) != (y_code == 0) or (c.stdout == b"") != (y_out == b""):
                 print("%d: show exit %d, reader exit %d: %s / %s" % (
-                    i, c.returncode, y.returncode, c.stderr[:200], y.stderr[:200]))
+                    i, c.returncode, y_code, c.stderr[:200], y_err[:200]))
                 bad += 1
-            elif c.stdout and strip(json.loads(c.stdout)) != json.loads(y.stdout):
+            elif c.stdout and strip(json.loads(c.stdout)) != json.loads(y_out):
                 print("%d: the documents differ" % i)
                 bad += 1
             accepted += c.returncode == 0

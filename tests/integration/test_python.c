@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +36,14 @@ static void need_python(void)
 /* Run @cmd (in @root, the reader on PYTHONPATH); assert it exits 0; print its last line. */
 static void must(const char *what, const char *cmd)
 {
-	char full[4096];
-	char *out, *last;
+	char *full, *out, *last;
 	int st;
 
-	snprintf(full, sizeof(full), "cd %s && export PYTHONPATH=%s/python && { %s; } 2>&1", root,
-		 repo, cmd);
+	cr_assert_geq(asprintf(&full, "cd %s && export PYTHONPATH=%s/python && { %s; } 2>&1", root,
+			       repo, cmd),
+		      0);
 	out = sh_out(full, &st);
+	free(full);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s\n%s", what, cmd, out);
 	while (*out && out[strlen(out) - 1] == '\n')
 		out[strlen(out) - 1] = '\0';
@@ -50,40 +52,67 @@ static void must(const char *what, const char *cmd)
 	free(out);
 }
 
-/* show --json of @args (FILE, or --core B -e E TID) by both readers, compared. */
-static void same_show(const char *args)
-{
-	char cmd[2048];
+/* show's arguments for many buffers, compared by same_show_many() in one interpreter. */
+struct show_list {
+	char *cmd; /* "python3 .../showdiff.py --many RK_BIN 'ARGS' 'ARGS' ..." */
+	size_t n;
+};
 
-	snprintf(cmd, sizeof(cmd),
-		 "%s show --json %s > .c.json && python3 -m ringkeeper show --json %s > .p.json && "
-		 "python3 %s/python/tests/showdiff.py .c.json .p.json",
-		 rk_bin, args, args, repo);
-	must(args, cmd);
+static void show_list_add(struct show_list *l, const char *fmt, ...)
+{
+	char *arg, *cmd;
+	va_list ap;
+
+	va_start(ap, fmt);
+	cr_assert_geq(vasprintf(&arg, fmt, ap), 0);
+	va_end(ap);
+	if (!l->cmd)
+		cr_assert_geq(asprintf(&l->cmd, "python3 %s/python/tests/showdiff.py --many %s",
+				       repo, rk_bin),
+			      0);
+	cr_assert_geq(asprintf(&cmd, "%s '%s'", l->cmd, arg), 0);
+	free(l->cmd);
+	free(arg);
+	l->cmd = cmd;
+	l->n++;
+}
+
+/*
+ * show --json of every buffer of @l by both readers, compared record for
+ * record: one interpreter for them all (one per buffer was most of this
+ * suite's time).
+ */
+static void same_show_many(const char *what, struct show_list *l)
+{
+	cr_assert_gt(l->n, 0, "%s: no buffers", what);
+	must(what, l->cmd);
+	free(l->cmd);
+	l->cmd = NULL;
+	l->n = 0;
 }
 
 /* Every buffer file of session @s in each of @srcs, compared; return how many. */
 static size_t same_show_files(const char *s, const char *const srcs[], unsigned int *tids,
 			      size_t *ntids)
 {
-	char dir[300], args[400];
+	struct show_list l = { 0 };
+	char dir[300];
 	unsigned int t[256];
-	size_t n, i, k, total = 0;
+	size_t n, i, k, total;
 
 	for (k = 0; srcs[k]; k++) {
 		snprintf(dir, sizeof(dir), "%s/%s/%s", root, s, srcs[k]);
 		n = files_in(dir, t, 256);
 		cr_assert_gt(n, 0, "no %s files in %s", srcs[k], dir);
-		for (i = 0; i < n; i++) {
-			snprintf(args, sizeof(args), "%s/%s/%u", s, srcs[k], t[i]);
-			same_show(args);
-			total++;
-		}
+		for (i = 0; i < n; i++)
+			show_list_add(&l, "%s/%s/%u", s, srcs[k], t[i]);
 		if (!strcmp(srcs[k], "sched")) {
 			memcpy(tids, t, n * sizeof(*t));
 			*ntids = n;
 		}
 	}
+	total = l.n;
+	same_show_many("every file of the session", &l);
 	return total;
 }
 
@@ -92,7 +121,8 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 	/* Samples with call chains, and a tracepoint's fields (the session's tracing_data). */
 	const char *srcs[] = { "sched", "cpu-clock", "sched:sched_switch", "sideband", NULL };
 	const char *events[] = { "sched", "cpu-clock", "sched:sched_switch", NULL };
-	char cmd[2048], args[400], bundle[300];
+	struct show_list l = { 0 };
+	char cmd[2048], bundle[300];
 	unsigned int tids[256];
 	size_t ntids = 0, files, i, k;
 	int st;
@@ -148,10 +178,9 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 		free(e);
 	}
 	for (i = 0; i < ntids; i++)
-		for (k = 0; events[k]; k++) {
-			snprintf(args, sizeof(args), "--core py.rkb -e %s %u", events[k], tids[i]);
-			same_show(args);
-		}
+		for (k = 0; events[k]; k++)
+			show_list_add(&l, "--core py.rkb -e %s %u", events[k], tids[i]);
+	same_show_many("every buffer of the bundle", &l);
 	snprintf(
 		cmd, sizeof(cmd),
 		"%s show --core py.rkb > .c.txt; python3 -m ringkeeper show --core py.rkb > .p.txt && "
@@ -185,6 +214,7 @@ Test(python, reader_agrees_with_show_and_sched_on_a_session_and_its_bundle)
 Test(python, reader_agrees_with_show_on_a_real_core)
 {
 	char wo[128], we[128], core[200], state[200], cmd[2048], args[300], line[64];
+	struct show_list l = { 0 };
 	const char *extra[] = { "--wakeups", NULL };
 	unsigned int tids[64];
 	size_t n, i;
@@ -233,10 +263,9 @@ Test(python, reader_agrees_with_show_on_a_real_core)
 	snprintf(args, sizeof(args), "%s/cr/sched", root);
 	n = files_in(args, tids, 64);
 	cr_assert_geq(n, 3, "%zu sched files", n);
-	for (i = 0; i < n; i++) {
-		snprintf(args, sizeof(args), "--core core.%d %u", wl, tids[i]);
-		same_show(args);
-	}
+	for (i = 0; i < n; i++)
+		show_list_add(&l, "--core core.%d %u", wl, tids[i]);
+	same_show_many("every buffer of the core", &l);
 	snprintf(
 		cmd, sizeof(cmd),
 		"%s show --core core.%d > .c.txt; python3 -m ringkeeper show --core core.%d > .p.txt "
