@@ -690,6 +690,53 @@ Test(record, duration_fraction_summary_and_verbose_counters)
 	free(err);
 }
 
+/*
+ * A CMD that outlives tracing (-d) is waited for with nothing of the
+ * recorder's held: its session already says ended, and another recorder
+ * can start (the lock released, the maps unpinned) while the first waits;
+ * a SIGINT to it then is passed on to CMD (perf record sends its workload
+ * SIGTERM when it stops first).
+ */
+Test(record, waiting_for_cmd_after_tracing_stopped_holds_nothing)
+{
+	char *first[] = { (char *)rk_bin, "record", "--root", root,	    "--session", "w1",
+			  "-d",		  "0.3",    "--",     "/bin/sleep", "3",	 NULL };
+	char *second[] = { (char *)rk_bin, "record", "--root",	  root, "--session",
+			   "w2",	   "--",     "/bin/true", NULL };
+	char wo[128], we[128], *err, *out;
+	uint64_t t0 = now_ms();
+	pid_t rk;
+	int st;
+
+	snprintf(wo, sizeof(wo), "%s/.w1.out", root);
+	snprintf(we, sizeof(we), "%s/.w1.err", root);
+	rk = spawn(first, wo, we, -1);
+	usleep(1200000); /* tracing stopped at 0.3 s; sleep runs to 3 s */
+	cr_assert_eq(waitpid(rk, &st, WNOHANG), 0, "record did not wait for CMD");
+	cr_assert_neq(access("/sys/fs/bpf/ringkeeper", F_OK), 0, "maps still pinned while waiting");
+	st = run_rk(second, NULL, &err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "a second recorder while the first waits: %s", err);
+	free(err);
+	{
+		char *stat[] = { (char *)rk_bin, "stat", "--root", root, "--json", "w1", NULL };
+
+		st = run_rk(stat, &out, &err);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", err);
+		cr_assert_not_null(strstr(out, "\"state\":\"ended\""), "%s", out);
+		free(out);
+		free(err);
+	}
+	/* A signal to the waiting recorder is passed on: sleep ends early, and says how. */
+	cr_assert_eq(kill(rk, SIGINT), 0);
+	st = wait_for(rk, 30000);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT, "first record: status %#x", st);
+	cr_assert_lt(now_ms() - t0, 2900, "SIGINT was not passed on to CMD");
+	err = slurp(we);
+	cr_assert_not_null(strstr(err, "tracing stopped; waiting for /bin/sleep"), "%s", err);
+	cr_assert_not_null(strstr(err, "/bin/sleep was killed by signal 2"), "%s", err);
+}
+
 Test(record, sigint_stops_cleanly_and_keeps_files)
 {
 	char wo[128], we[128], line[64], dir[256], path[300], e[128];

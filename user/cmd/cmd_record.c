@@ -759,8 +759,9 @@ static const struct rec_opt opts[] = {
 	  "remove an exited thread's files DURATION after its exit\n"
 	  "(30s, 10m, 2h, 7d); live threads are never touched" },
 	{ "duration", 'd', "SECS", o_duration, NULL,
-	  "stop tracing after SECS seconds (fractions: 0.5); with -- CMD, ringkeeper then "
-	  "waits for CMD to exit, and says so" },
+	  "stop tracing after SECS seconds (fractions: 0.5); with -- CMD, ringkeeper then\n"
+	  "lets go of everything it holds and waits for CMD to exit, and says so (SIGINT,\n"
+	  "SIGTERM, SIGHUP to ringkeeper meanwhile are passed on to CMD)" },
 	{ "session", 0, "NAME", o_session, NULL, "session name (default: date-time-loaderpid)" },
 	{ "root", 0, "DIR", o_root, RK_DEFAULT_ROOT,
 	  "where sessions live: made if its parent exists; must\n"

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -608,6 +609,27 @@ static int child_exited(pid_t pid)
 }
 
 /*
+ * Until CMD (started, still running) exits: SIGINT, SIGTERM and SIGHUP that
+ * reach us (blocked, read from our signalfd) are passed on to it, as a
+ * shell's Ctrl-C would reach both. Without a signalfd: a plain wait.
+ */
+static void wait_passing_signals(struct rk_rec *r)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p = { .fd = r->sfd, .events = POLLIN };
+
+	while (r->sfd >= 0 && !child_exited(r->child)) {
+		/* SIGCHLD wakes us too; the timeout only bounds a missed one. */
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		if (read(r->sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
+			kill(r->child, (int)si.ssi_signo);
+	}
+}
+
+/*
  * The command we launched (never started if go_fd is still open): how it
  * ended, in one line, and as a shell reports it; then our fds.
  */
@@ -621,11 +643,14 @@ static void close_target(struct rk_rec *r)
 	 * Tracing stopped (--duration, a signal) while CMD runs on: not a
 	 * silent wait. WNOWAIT: only a look, the wait below reaps it.
 	 */
-	if (r->child > 0 && started && !child_exited(r->child))
+	if (r->child > 0 && started && !child_exited(r->child)) {
 		fprintf(stderr,
 			"ringkeeper: tracing stopped; waiting for %s (pid %d) to exit (it is not "
-			"traced any more)\n",
+			"traced any more; SIGINT, SIGTERM or SIGHUP to ringkeeper is passed on to "
+			"it)\n",
 			r->o->argv[0], (int)r->child);
+		wait_passing_signals(r);
+	}
 	if (r->child > 0 && waitpid(r->child, &status, 0) == r->child && started &&
 	    !r->killed_child) {
 		int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -724,31 +749,50 @@ static void resume_abandon(struct rk_rec *r)
 	rec_swring_unmap(r);
 }
 
-/* Undo what was set up, whatever step failed. */
+/* The session's state file says ended; its summary, unless setup failed. */
+static void session_end(struct rk_rec *r, int err)
+{
+	if (r->st) {
+		r->st->state = RK_SESSION_ENDED;
+		r->st->update_ns = rk_now_real_ns();
+		if (!err && rk_verbose)
+			rk_session_print(stderr, r->session, r->st, 0, NULL);
+		else if (!err)
+			rk_session_summary(stderr, r->session, r->dir, r->st);
+		munmap(r->st, sizeof(*r->st));
+		r->st = NULL;
+	}
+	/* Failed before tracing was on: nothing was recorded, no session is left. */
+	if (err && r->made_dir && !r->announced)
+		rk_rm_session(r->o->root, r->session, 0, 1);
+}
+
+/* Has CMD started and not exited yet (tracing stopped first: --duration, a signal)? */
+static int cmd_still_running(const struct rk_rec *r)
+{
+	return r->child > 0 && r->go_fd < 0 && !child_exited(r->child);
+}
+
+/*
+ * Undo what was set up, whatever step failed. A CMD still running when
+ * tracing stopped is waited for last, with nothing of ours held: the
+ * programs detached, the maps unpinned, buffers unlocked and the lock
+ * released, so that another recorder may start meanwhile.
+ */
 static void teardown(struct rk_rec *r, int err)
 {
+	int wait_cmd = !r->resume_failed && cmd_still_running(r);
 	int k;
 
 	if (r->resume_failed) {
 		resume_abandon(r);
 	} else {
-		close_target(r);
+		if (!wait_cmd)
+			close_target(r);
 		rec_trigger_stop(r);
 		threads_stop(r);
 		bpf_release(r);
-		if (r->st) {
-			r->st->state = RK_SESSION_ENDED;
-			r->st->update_ns = rk_now_real_ns();
-			if (!err && rk_verbose)
-				rk_session_print(stderr, r->session, r->st, 0, NULL);
-			else if (!err)
-				rk_session_summary(stderr, r->session, r->dir, r->st);
-			munmap(r->st, sizeof(*r->st));
-			r->st = NULL;
-		}
-		/* Failed before tracing was on: nothing was recorded, no session is left. */
-		if (err && r->made_dir && !r->announced)
-			rk_rm_session(r->o->root, r->session, 0, 1);
+		session_end(r, err);
 	}
 	rec_gone_free(r);
 	if (r->lock_fd >= 0)
@@ -756,6 +800,8 @@ static void teardown(struct rk_rec *r, int err)
 	for (k = 0; k < RK_NPROGS; k++)
 		if (r->prog_fds[k] >= 0)
 			close(r->prog_fds[k]);
+	if (wait_cmd)
+		close_target(r);
 }
 
 int rk_record(const struct rk_record_opts *opts)
