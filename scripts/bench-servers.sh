@@ -200,7 +200,7 @@ srv_bench_one() {
 			srv_tracer_start "$c" || { echo "   $srv: $c did not start" >&2; continue; }
 			tp=$("srv_load_$srv")
 			fig=$(srv_tracer_stop "$c")
-			echo "$c ${tp:-0} $fig" >>"$ROOT/srv-$srv.runs"
+			echo "$c ${tp:-0} $fig $rep" >>"$ROOT/srv-$srv.runs"
 		done
 	done
 	"srv_stop_$srv"
@@ -208,9 +208,14 @@ srv_bench_one() {
 }
 
 # The table of one server: per configuration, throughput ratio to bare's
-# median (median, min, max), its spread, tracer CPU per second, signals, drops.
+# median (median, min, max), its spread, tracer CPU per second, signals, drops;
+# then each configuration's ratio to bare of the same round (paired: drift
+# slower than a round cancels), and ringkeeper's rows to perf's of the same
+# round. SERVER_RUNS_DIR=DIR keeps every run's figures (srv-SERVER.runs: config,
+# throughput, CPU ms, signals, drops, round).
 srv_table() {
 	local srv=$1 c base
+	[ -n "${SERVER_RUNS_DIR:-}" ] && cp "$ROOT/srv-$srv.runs" "$SERVER_RUNS_DIR/"
 	base=$(awk '$1 == "bare" { print $2 }' "$ROOT/srv-$srv.runs" | sort -g |
 		awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
 	printf "   %s: bare median %s %s (%s runs of %s s per configuration)\n" "$srv" "$base" \
@@ -228,6 +233,25 @@ srv_table() {
 				printf "   %-44s %7.3f %7.3f %7.3f %9.0f %11s %7s\n", d, r[int((n + 1) / 2)],
 					r[1], r[n], cpu / n / s, nosig ? "-" : sprintf("%.0f", sig / n / s),
 					nodrop ? "-" : drops
+			}' "$ROOT/srv-$srv.runs"
+	done
+	echo "   paired, each run against another of the same round: median (min / max, rounds)"
+	srv_paired "$srv" bare "rk-a rk-a-wakeups rk-a-e perf-switch perf-g"
+	srv_paired "$srv" perf-switch "rk-a rk-a-wakeups"
+	srv_paired "$srv" perf-g "rk-a-e"
+}
+# Ratios of each of CFGS to BASE of the same round (a round missing either is skipped).
+srv_paired() {
+	local srv=$1 base=$2 c
+	for c in $3; do
+		awk -v c="$c" -v b="$base" -v d="$(srv_tracer_desc "$c") / $(srv_tracer_desc "$base")" '
+			$1 == b { bt[$6] = $2 } $1 == c { ct[$6] = $2 }
+			END {
+				for (k in ct) if ((k in bt) && bt[k] > 0) r[++n] = ct[k] / bt[k]
+				if (!n) exit
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+				printf "   %-70s %6.3f (%.3f / %.3f, %d)\n", d, r[int((n + 1) / 2)], r[1], r[n], n
 			}' "$ROOT/srv-$srv.runs"
 	done
 }
