@@ -240,14 +240,15 @@ srv_table() {
 	srv_paired "$srv" perf-switch "rk-a rk-a-wakeups"
 	srv_paired "$srv" perf-g "rk-a-e"
 }
-# Ratios of each of CFGS to BASE of the same round (a round missing either is skipped).
+# Ratios of each of CFGS to BASE of the same round (its last field; a round missing
+# either, or where either load failed, is skipped).
 srv_paired() {
 	local srv=$1 base=$2 c
 	for c in $3; do
 		awk -v c="$c" -v b="$base" -v d="$(srv_tracer_desc "$c") / $(srv_tracer_desc "$base")" '
-			$1 == b { bt[$6] = $2 } $1 == c { ct[$6] = $2 }
+			$1 == b { bt[$NF] = $2 } $1 == c { ct[$NF] = $2 }
 			END {
-				for (k in ct) if ((k in bt) && bt[k] > 0) r[++n] = ct[k] / bt[k]
+				for (k in ct) if ((k in bt) && bt[k] > 0 && ct[k] > 0) r[++n] = ct[k] / bt[k]
 				if (!n) exit
 				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
 					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }

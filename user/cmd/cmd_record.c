@@ -761,7 +761,7 @@ static const struct rec_opt opts[] = {
 	{ "duration", 'd', "SECS", o_duration, NULL,
 	  "stop tracing after SECS seconds (fractions: 0.5); with -- CMD, ringkeeper then\n"
 	  "lets go of everything it holds and waits for CMD to exit, and says so (SIGINT,\n"
-	  "SIGTERM, SIGHUP to ringkeeper meanwhile are passed on to CMD)" },
+	  "SIGTERM, SIGHUP sent to ringkeeper meanwhile are passed on to CMD)" },
 	{ "session", 0, "NAME", o_session, NULL, "session name (default: date-time-loaderpid)" },
 	{ "root", 0, "DIR", o_root, RK_DEFAULT_ROOT,
 	  "where sessions live: made if its parent exists; must\n"

@@ -610,8 +610,10 @@ static int child_exited(pid_t pid)
 
 /*
  * Until CMD (started, still running) exits: SIGINT, SIGTERM and SIGHUP that
- * reach us (blocked, read from our signalfd) are passed on to it, as a
- * shell's Ctrl-C would reach both. Without a signalfd: a plain wait.
+ * another process sends us (blocked, read from our signalfd) are passed on
+ * to it. One the kernel sent (a terminal's Ctrl-C or hangup, SI_KERNEL)
+ * reached CMD too, in our process group: not sent twice. Without a
+ * signalfd: a plain wait.
  */
 static void wait_passing_signals(struct rk_rec *r)
 {
@@ -624,7 +626,8 @@ static void wait_passing_signals(struct rk_rec *r)
 			continue;
 		if (read(r->sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 			continue;
-		if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP)
+		if ((si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) &&
+		    (si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE))
 			kill(r->child, (int)si.ssi_signo);
 	}
 }
@@ -646,8 +649,8 @@ static void close_target(struct rk_rec *r)
 	if (r->child > 0 && started && !child_exited(r->child)) {
 		fprintf(stderr,
 			"ringkeeper: tracing stopped; waiting for %s (pid %d) to exit (it is not "
-			"traced any more; SIGINT, SIGTERM or SIGHUP to ringkeeper is passed on to "
-			"it)\n",
+			"traced any more; SIGINT, SIGTERM or SIGHUP sent to ringkeeper is passed on "
+			"to it)\n",
 			r->o->argv[0], (int)r->child);
 		wait_passing_signals(r);
 	}
