@@ -29,7 +29,11 @@
 const char *rk_bin, *workload;
 char root[64];
 
+/* What rk_test_setup() names a test's scratch root (mkdtemp adds six characters). */
+#define RK_ROOT_PREFIX "/dev/shm/rk-itest-"
+
 static void wait_for_a_killed_test_s_recorder(void);
+static void remove_tree_at_restore(const char *path);
 
 void rk_test_setup(void)
 {
@@ -39,8 +43,10 @@ void rk_test_setup(void)
 		cr_skip_test("RK_BIN / RK_WORKLOAD not set: run through 'make integration'");
 	if (geteuid() != 0)
 		cr_skip_test("needs root (BPF, mlock): skipped, not passed");
-	snprintf(root, sizeof(root), "/dev/shm/rk-itest-XXXXXX");
+	snprintf(root, sizeof(root), RK_ROOT_PREFIX "XXXXXX");
 	cr_assert_not_null(mkdtemp(root));
+	/* A test Criterion kills at its timeout runs no teardown: the runner removes it then. */
+	remove_tree_at_restore(root);
 	/*
 	 * A test that skips itself (cr_skip_test) ends without its suite's
 	 * .fini: each skipped test left its empty root in /dev/shm (two per
@@ -561,7 +567,10 @@ void read_sysctl(const char *path, char *buf, size_t len)
 
 #define RK_RESTORE_DIR "/run/rk-itest-restore"
 
-/* Journal entries: NNN (the order kept), holding "w PATH\nVALUE" or "u PATH\n". */
+/*
+ * Journal entries: NNN (the order kept), holding "w PATH\nVALUE", "u PATH\n"
+ * (unlink it) or "r PATH\n" (a test's scratch root: removed with what is in it).
+ */
 static int journal_has(const char *kind, const char *path)
 {
 	char want[300], name[300], *c;
@@ -636,6 +645,26 @@ void remove_at_restore(const char *path)
 	journal_add("u", path, "");
 }
 
+static void remove_tree_at_restore(const char *path)
+{
+	journal_add("r", path, "");
+}
+
+/* A test's scratch root left behind (its test killed): removed; 1 if there was one. */
+static int remove_left_root(const char *path)
+{
+	char cmd[400];
+
+	/* Only what rk_test_setup() makes: nothing a journal entry names elsewhere. */
+	if (strncmp(path, RK_ROOT_PREFIX, strlen(RK_ROOT_PREFIX)) || strchr(path, '/') != path ||
+	    strstr(path, "..") || strchr(path, '\'') || access(path, F_OK))
+		return 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		fprintf(stderr, "cannot remove %s\n", path);
+	return 1;
+}
+
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
 	return strcmp((*a)->d_name, (*b)->d_name);
@@ -654,9 +683,14 @@ int restore_globals(void)
 		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
 		c = slurp(name);
 		nl = strchr(c, '\n');
-		if ((c[0] != 'w' && c[0] != 'u') || c[1] != ' ' || !nl)
+		if ((c[0] != 'w' && c[0] != 'u' && c[0] != 'r') || c[1] != ' ' || !nl)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
+		if (c[0] == 'r') {
+			/* Its teardown removed it, as it does unless the test was killed. */
+			done += remove_left_root(path);
+			goto drop;
+		}
 		if (c[0] == 'u')
 			unlink(path);
 		else if (write_value(path, nl + 1))
@@ -685,7 +719,7 @@ ReportHook(POST_FINI)(struct criterion_test_stats *stats)
 	int n = restore_globals();
 
 	if (n)
-		fprintf(stderr, "runner: %s::%s left %d global setting(s); put back\n",
+		fprintf(stderr, "runner: %s::%s left %d global setting(s) or its root; put back\n",
 			stats->test->category, stats->test->name, n);
 }
 
@@ -694,6 +728,7 @@ ReportHook(TEST_CRASH)(struct criterion_test_stats *stats)
 	int n = restore_globals();
 
 	if (n)
-		fprintf(stderr, "runner: %s::%s crashed leaving %d global setting(s); put back\n",
+		fprintf(stderr,
+			"runner: %s::%s crashed leaving %d global setting(s) or its root; put back\n",
 			stats->test->category, stats->test->name, n);
 }
