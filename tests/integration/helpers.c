@@ -402,8 +402,10 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 		if (k == 2 && res & RK_SWITCH_STATE && !(res & RK_SWITCH_PREEMPTED) &&
 		    res & (0x1 | 0x2) /* TASK_INTERRUPTIBLE, TASK_UNINTERRUPTIBLE */) {
 			c->sleeps++;
-			c->asleep = 1;
+			/* A wakeup stamped before the switch-out, in this run, ends this sleep. */
+			c->asleep = 1 + c->run_wakeups;
 		}
+		c->run_wakeups = 0;
 
 		if (!c->first_switch)
 			c->first_switch = k;
@@ -434,6 +436,8 @@ static int check_fn(const struct perf_event_header *h, void *ctx)
 		c->wakeups++;
 		if (c->asleep)
 			c->asleep++;
+		else
+			c->run_wakeups++;
 		break;
 	default:
 		c->other++;
@@ -650,19 +654,18 @@ static void remove_tree_at_restore(const char *path)
 	journal_add("r", path, "");
 }
 
-/* A test's scratch root left behind (its test killed): removed; 1 if there was one. */
-static int remove_left_root(const char *path)
+/* A test's scratch root left behind (its test killed): removed. */
+static void remove_left_root(const char *path)
 {
 	char cmd[400];
 
 	/* Only what rk_test_setup() makes: nothing a journal entry names elsewhere. */
 	if (strncmp(path, RK_ROOT_PREFIX, strlen(RK_ROOT_PREFIX)) || strchr(path, '/') != path ||
 	    strstr(path, "..") || strchr(path, '\'') || access(path, F_OK))
-		return 0;
+		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", path);
-	return 1;
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -687,8 +690,12 @@ int restore_globals(void)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
 		if (c[0] == 'r') {
-			/* Its teardown removed it, as it does unless the test was killed. */
-			done += remove_left_root(path);
+			/*
+			 * Its teardown removed it, unless the test was killed. Not
+			 * counted: a skipped test's atexit teardown may still be
+			 * running, and the root is no global setting.
+			 */
+			remove_left_root(path);
 			goto drop;
 		}
 		if (c[0] == 'u')
@@ -719,7 +726,7 @@ ReportHook(POST_FINI)(struct criterion_test_stats *stats)
 	int n = restore_globals();
 
 	if (n)
-		fprintf(stderr, "runner: %s::%s left %d global setting(s) or its root; put back\n",
+		fprintf(stderr, "runner: %s::%s left %d global setting(s); put back\n",
 			stats->test->category, stats->test->name, n);
 }
 
@@ -728,7 +735,6 @@ ReportHook(TEST_CRASH)(struct criterion_test_stats *stats)
 	int n = restore_globals();
 
 	if (n)
-		fprintf(stderr,
-			"runner: %s::%s crashed leaving %d global setting(s) or its root; put back\n",
+		fprintf(stderr, "runner: %s::%s crashed leaving %d global setting(s); put back\n",
 			stats->test->category, stats->test->name, n);
 }

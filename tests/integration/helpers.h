@@ -55,11 +55,15 @@ struct check {
 	long wakeups; /* RK_RECORD_WAKEUP (record --wakeups) */
 	/*
 	 * Switch-outs into a sleep (S or D, not preempted): each needs another
-	 * task's wakeup before the thread runs again. With --wakeups, each is
-	 * followed by exactly one before its next switch-in; the ones that are
-	 * not (none, or more) are counted.
+	 * task's wakeup before the thread runs again. With --wakeups, each has
+	 * exactly one between the switch-in of the run it ends and the next
+	 * switch-in; the ones that do not (none, or more) are counted. Usually
+	 * it follows the switch-out; a wakeup racing with it on another CPU
+	 * (try_to_wake_up() then waits for the switch to finish) is stamped
+	 * before it, inside the run (seen once in CI: "1 of 30 sleeps").
 	 */
 	long sleeps, sleeps_unwoken, sleeps_woken_twice;
+	long run_wakeups; /* wakeups since the last switch, the thread not asleep */
 	/* sleeps followed by another switch-out, no switch-in between (the kernel's unpaired) */
 	long sleeps_unpaired;
 	int asleep; /* the last switch-out was a sleep: wakeups since it, + 1 */

@@ -1130,8 +1130,9 @@ Test(record, wakeups_are_recorded_in_time_order)
 		/*
 		 * Exact, not lucky: a sleep that ends before its thread switched
 		 * out makes no record (a sleep of 500 us under the sanitizer
-		 * can), but every switch-out into a sleep is followed by exactly
-		 * one wakeup before the thread runs again.
+		 * can), but every switch-out into a sleep has exactly one wakeup
+		 * between the switch-in of its run and the next one (stamped
+		 * before the switch-out when the wakeup raced with it).
 		 */
 		cr_assert_gt(c.sleeps, 0, "%s: no switch-out into a sleep", path);
 		cr_assert_eq(c.sleeps_unwoken, 0,
