@@ -26,7 +26,7 @@ def json_value(v):
         return str(v)
     if t is str:
         return json_str(v)
-    if t is dict:
+    if isinstance(v, dict):
         return "{" + ",".join(json_str(k) + ":" + json_value(x) for k, x in v.items()) + "}"
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -34,8 +34,6 @@ def json_value(v):
         return str(v)
     if isinstance(v, str):
         return json_str(v)
-    if isinstance(v, dict):
-        return "{" + ",".join(json_str(k) + ":" + json_value(x) for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)):
         return "[" + ",".join(json_value(x) for x in v) + "]"
     if v is None:

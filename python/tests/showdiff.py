@@ -45,7 +45,8 @@ def many(rk, argss):
         a = shlex.split(args)
         c = subprocess.run([rk, "show", "--json"] + a, capture_output=True, timeout=120)
         if c.returncode:
-            print("%s: show exit %d: %s" % (args, c.returncode, c.stderr.decode(errors="replace")[-500:]))
+            why = c.stderr.decode(errors="replace")[-500:]
+            print("%s: show exit %d: %s" % (args, c.returncode, why))
             return 1
         code, out, err = reader(["show", "--json"] + a)
         if code:

@@ -230,17 +230,15 @@ Test(offcpu, folded_time_is_sched_sleeping_time)
 		unsigned long long f = folded_sum(folded, th.name[i]);
 		unsigned long long u = folded_sum(user, th.name[i]);
 		unsigned long long sl = sched_with_stacks(js, th.tid[i]);
+		unsigned long long sleeping = sched_off(js, th.tid[i], "sleeping");
 		char line[64];
 
-		cr_assert_gt(sched_off(js, th.tid[i], "sleeping"), 100000000ull,
-			     "%s: %llu ns sleeping", th.name[i],
-			     sched_off(js, th.tid[i], "sleeping"));
+		cr_assert_gt(sleeping, 100000000ull, "%s: %llu ns sleeping", th.name[i], sleeping);
 		cr_assert_eq(
 			f, sl,
 			"%s: folded %llu ns, sched off CPU with a stack %llu ns (sleeping %llu, "
 			"blocked %llu)",
-			th.name[i], f, sl, sched_off(js, th.tid[i], "sleeping"),
-			sched_off(js, th.tid[i], "blocked"));
+			th.name[i], f, sl, sleeping, sched_off(js, th.tid[i], "blocked"));
 		cr_assert_eq(u, sl, "%s: user-only folded %llu ns", th.name[i], u);
 		snprintf(line, sizeof(line), "tid %u %s (pid %u): %.3f ms", th.tid[i], th.name[i],
 			 th.pid, (double)sl / 1e6);

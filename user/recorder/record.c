@@ -608,6 +608,12 @@ static int child_exited(pid_t pid)
 	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) || si.si_pid != 0;
 }
 
+/* Has CMD started and not exited yet (tracing stopped first: --duration, a signal)? */
+static int cmd_still_running(const struct rk_rec *r)
+{
+	return r->child > 0 && r->go_fd < 0 && !child_exited(r->child);
+}
+
 /*
  * Until CMD (started, still running) exits: SIGINT, SIGTERM and SIGHUP that
  * another process sends us (blocked, read from our signalfd) are passed on
@@ -638,15 +644,15 @@ static void wait_passing_signals(struct rk_rec *r)
  */
 static void close_target(struct rk_rec *r)
 {
-	int status = 0, started = r->go_fd < 0;
-
-	if (r->go_fd >= 0)
-		close(r->go_fd); /* not started: the child exits without running CMD */
 	/*
 	 * Tracing stopped (--duration, a signal) while CMD runs on: not a
 	 * silent wait. WNOWAIT: only a look, the wait below reaps it.
 	 */
-	if (r->child > 0 && started && !child_exited(r->child)) {
+	int status = 0, started = r->go_fd < 0, waiting = cmd_still_running(r);
+
+	if (r->go_fd >= 0)
+		close(r->go_fd); /* not started: the child exits without running CMD */
+	if (waiting) {
 		fprintf(stderr,
 			"ringkeeper: tracing stopped; waiting for %s (pid %d) to exit (it is not "
 			"traced any more; SIGINT, SIGTERM or SIGHUP sent to ringkeeper is passed on "
@@ -768,12 +774,6 @@ static void session_end(struct rk_rec *r, int err)
 	/* Failed before tracing was on: nothing was recorded, no session is left. */
 	if (err && r->made_dir && !r->announced)
 		rk_rm_session(r->o->root, r->session, 0, 1);
-}
-
-/* Has CMD started and not exited yet (tracing stopped first: --duration, a signal)? */
-static int cmd_still_running(const struct rk_rec *r)
-{
-	return r->child > 0 && r->go_fd < 0 && !child_exited(r->child);
 }
 
 /*
