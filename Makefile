@@ -240,14 +240,21 @@ fuzz: $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus
 vmtest: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/bursts
 	scripts/vmtest.sh $(OUTPUT)
 
+# Each step says its time as it ends: the suite's budget (README) is kept by
+# knowing where it goes.
+define timed
+	@t0=$$(date +%s); $(MAKE) $(1); rc=$$?; \
+		echo "make test: $(1) took $$(($$(date +%s) - t0)) s (exit $$rc)"; exit $$rc
+endef
+
 test: deps
-	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) integration
-	$(MAKE) sanitize
-	$(MAKE) valgrind
-	$(MAKE) fuzz
-	$(MAKE) vmtest
+	$(call timed,all)
+	$(call timed,unit)
+	$(call timed,integration)
+	$(call timed,sanitize)
+	$(call timed,valgrind)
+	$(call timed,fuzz)
+	$(call timed,vmtest)
 
 demo: deps
 	$(MAKE) all
