@@ -72,7 +72,7 @@ BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
 	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/clock.bpf.o $(BENCH_DIR)/stamp.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts $(BENCH_DIR)/statson
 
-.PHONY: FORCE
+.PHONY: test-bins FORCE
 .PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
@@ -208,7 +208,15 @@ valgrind: $(UNIT_BIN) $(BIN)
 		--tap=$(OUTPUT)/valgrind.tap; rc=$$?; \
 		$(call say_skips,$(OUTPUT)/valgrind.tap); exit $$rc
 
+# What the test steps run, built ahead on every CPU (the steps themselves run
+# their tests one suite at a time).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+TEST_BINS := $(BIN) $(WORKLOAD) $(CRASHER) $(UNIT_BIN) $(INTEG_BIN) $(BENCH_DIR)/fanout \
+	$(BENCH_DIR)/bursts
+test-bins: $(TEST_BINS)
+
 sanitize:
+	$(MAKE) -j$(NPROC) SANITIZE=1 test-bins
 	$(MAKE) SANITIZE=1 unit integration
 
 # libFuzzer on the buffer file parser and printers, for a bounded time, from the
@@ -243,12 +251,12 @@ vmtest: $(BIN) $(WORKLOAD) $(CRASHER) $(INTEG_BIN) $(BENCH_DIR)/bursts
 # Each step says its time as it ends: the suite's budget (README) is kept by
 # knowing where it goes.
 define timed
-	@t0=$$(date +%s); $(MAKE) $(1); rc=$$?; \
+	@t0=$$(date +%s); $(MAKE) $(or $(2),$(1)); rc=$$?; \
 		echo "make test: $(1) took $$(($$(date +%s) - t0)) s (exit $$rc)"; exit $$rc
 endef
 
 test: deps
-	$(call timed,all)
+	$(call timed,build,-j$(NPROC) all test-bins $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus)
 	$(call timed,unit)
 	$(call timed,integration)
 	$(call timed,sanitize)

@@ -174,6 +174,26 @@ pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
 	return pid;
 }
 
+int rk_sanitized(void)
+{
+	const char *v = getenv("RK_SANITIZED");
+
+	return v && !strcmp(v, "1");
+}
+
+int in_vmtest(void)
+{
+	const char *v = getenv("RK_VMTEST");
+
+	return v && !strcmp(v, "1");
+}
+
+void plain_run_only(const char *why)
+{
+	if (rk_sanitized())
+		cr_skip_test("runs in the plain suite only: %s", why);
+}
+
 /*
  * A bound against a hang of @ms, four times longer in an emulated guest
  * (RK_SLOW: make vmtest boots its kernels side by side under QEMU TCG, where

@@ -114,5 +114,18 @@ void remove_at_restore(const char *path);
 int restore_globals(void);
 /* Run, expect exit @code and @needle in stderr. */
 void expect_error(char *const argv[], int code, const char *needle);
+/* Whether this is the ASan+UBSan build's run (make sanitize: RK_SANITIZED=1). */
+int rk_sanitized(void);
+/*
+ * Skip (said, with @why) in the sanitizer's run: for a test that adds
+ * nothing there, what it runs of ours under ASan other tests run too.
+ */
+void plain_run_only(const char *why);
+/*
+ * Whether this runs in make vmtest's guest (RK_VMTEST=1): a test may leave
+ * out there what only reads back files our own code wrote, which is the
+ * same on every kernel and ~25x slower under QEMU's TCG.
+ */
+int in_vmtest(void);
 
 #endif /* RK_TEST_HELPERS_H */

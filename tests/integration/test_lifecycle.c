@@ -481,7 +481,7 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 	cr_assert_eq(st.dropped, 20001,
 		     "every exited thread (the main one last) handled by --on-exit=drop");
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped at the default ringbuf size");
-	if (getenv("RK_SANITIZED") && !strcmp(getenv("RK_SANITIZED"), "1"))
+	if (rk_sanitized())
 		printf("RSS not checked under ASan: its quarantine keeps freed memory (LeakSanitizer "
 		       "checks leaks at the loader's exit)\n");
 	else
