@@ -35,6 +35,9 @@
  *     -R N    instead: the main thread renames itself N times in a row (r-0,
  *             r-1, ...), then sleeps 50 ms; prints "renamed T r-<N-1> NS" (the
  *             time the renames took)
+ *     -I MS   instead: count the SIGINTs delivered in MS ms, spinning on the
+ *             last CPU (a handler runs for each at once, none merged with
+ *             the next); prints "counting" first and "sigints N" at the end
  *     -O MS   instead: off-CPU stacks for MS ms: thread "offcpu-long" sleeps
  *             20 ms at a time in offcpu_long(), "offcpu-short" 5 ms in
  *             offcpu_short(), "offcpu-reader" blocks in offcpu_read() on a
@@ -51,6 +54,8 @@
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,6 +416,44 @@ static int run_offcpu(long ms)
 	return 0;
 }
 
+/* -I: one SIGINT delivered, counted. */
+static volatile sig_atomic_t sigints;
+
+static void count_sigint(int sig)
+{
+	(void)sig;
+	sigints++;
+}
+
+static int count_sigints(long ms)
+{
+	struct sigaction sa = { .sa_handler = count_sigint };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct timespec now, end;
+	cpu_set_t cpus;
+
+	if (sigaction(SIGINT, &sa, NULL))
+		return 1;
+	/* The last CPU (a test keeps the signal's other receivers on the first). */
+	CPU_ZERO(&cpus);
+	CPU_SET(ncpu > 1 ? (int)ncpu - 1 : 0, &cpus);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000;
+	if (end.tv_nsec >= 1000000000) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000;
+	}
+	printf("counting\n");
+	/* On CPU: a signal runs its handler at once, before a second one can merge with it. */
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	printf("sigints %d\n", (int)sigints);
+	return 0;
+}
+
 /* -X: the threads' runner: when the main thread has gone, the threads, then the process's end. */
 static int x_threads;
 static pthread_t x_main;
@@ -425,10 +468,11 @@ static void *main_gone_runner(void *arg)
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, main_exits = 0, c, err;
-	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0, offcpu_ms = 0;
+	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0, offcpu_ms = 0,
+	     count_ms = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:X")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:XI:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -478,9 +522,12 @@ int main(int argc, char **argv)
 		case 'X':
 			main_exits = 1;
 			break;
+		case 'I':
+			count_ms = atol(optarg);
+			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS] [-X]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS] [-X] [-I MS]\n");
 			return 2;
 		}
 	}
@@ -500,6 +547,8 @@ int main(int argc, char **argv)
 		if (read(wait_fd, &b, 1) < 0)
 			return 1;
 	}
+	if (count_ms)
+		return count_sigints(count_ms);
 	if (pair)
 		return run_pair();
 	if (offcpu_ms) {
