@@ -1176,12 +1176,80 @@ Test(record, the_loop_and_pin_workers_run_sched_fifo_and_the_command_does_not)
 }
 
 /*
+ * The kernel's own events for @tid in @txt (perf script -F tid,event,trace
+ * of sched_switch and sched_waking, in time order), counted as check_fn()
+ * counts a file's: switch-outs into a sleep (S or D), those with no
+ * sched_waking before the next switch-in (the kernel runs a sleeping task
+ * again without one now and then: a spurious return from schedule(), the
+ * sleep is then taken up again), those woken twice, and sched_waking by
+ * another task (the one that woke itself makes no record).
+ */
+struct kernel_sleeps {
+	long sleeps, unwoken, twice, wakeups;
+};
+
+static void kernel_sleeps_of(const char *txt, unsigned int tid, struct kernel_sleeps *k)
+{
+	int asleep = 0, run_wakeups = 0;
+	const char *l, *e;
+
+	memset(k, 0, sizeof(*k));
+	for (l = txt; l && *l; l = e ? e + 1 : NULL) {
+		unsigned int cur, pid, prev, next;
+		char line[512], st[8], *f, *g, *h;
+
+		e = strchr(l, '\n');
+		snprintf(line, sizeof(line), "%.*s", (int)(e ? e - l : (long)strlen(l)), l);
+		if (sscanf(line, " %u", &cur) != 1)
+			continue;
+		if (strstr(line, "sched:sched_waking:") && (f = strstr(line, " pid=")) &&
+		    sscanf(f, " pid=%u", &pid) == 1) {
+			if (pid != tid || cur == tid)
+				continue;
+			k->wakeups++;
+			if (asleep)
+				asleep++;
+			else
+				run_wakeups++;
+			continue;
+		}
+		if (!strstr(line, "sched:sched_switch:") || !(f = strstr(line, " prev_pid=")) ||
+		    !(g = strstr(line, " prev_state=")) || !(h = strstr(line, " next_pid=")) ||
+		    sscanf(f, " prev_pid=%u", &prev) != 1 ||
+		    sscanf(g, " prev_state=%7s", st) != 1 || sscanf(h, " next_pid=%u", &next) != 1)
+			continue;
+		if (prev == tid) {
+			asleep = 0; /* one still asleep: no run after it, unpaired (check_fn) */
+			if (st[0] == 'S' || st[0] == 'D') {
+				k->sleeps++;
+				asleep = 1 + run_wakeups;
+			}
+			run_wakeups = 0;
+		}
+		if (next == tid) {
+			if (asleep) {
+				k->unwoken += asleep == 1;
+				k->twice += asleep > 2;
+				asleep = 0;
+			}
+			run_wakeups = 0;
+		}
+	}
+}
+
+/*
  * record --wakeups: the wakeup programs load and attach (on each kernel
  * vmtest boots, too), and every thread's file carries its wakeups in time
- * order among its switches: each worker sleeps -i times, so it is woken at
- * least that often (by the timer's interrupt: another task, never itself),
- * the first time by its creation (sched_wakeup_new); the counter in stat
- * is their sum; sched has a delay for most runs.
+ * order among its switches, the first its creation (sched_wakeup_new); the
+ * counter in stat is their sum; sched has a delay for most runs. Exact, not
+ * lucky: perf records the kernel's own sched_switch and sched_waking of the
+ * same run, and each thread's file has as many sleeps, wakeups (its birth
+ * besides), sleeps woken twice and sleeps with no wakeup before the next
+ * run as the kernel's events. (Expecting none of the last failed 1 run in
+ * ~50 under ASan here: bpftrace on the kernel's own tracepoints saw the
+ * same thread switch out in S and back in on another CPU with no
+ * sched_waking, then sleep again at once: a spurious return from
+ * schedule(), which callers of it must expect.)
  */
 Test(record, wakeups_are_recorded_in_time_order)
 {
@@ -1189,16 +1257,35 @@ Test(record, wakeups_are_recorded_in_time_order)
 		(char *)rk_bin,	  "record", "--root", root, "--session", "wk", "--wakeups", "--",
 		(char *)workload, "-t",	    "3",      "-i", "30",	 "-s", "500",	    NULL
 	};
+	char *ktxt = NULL;
 	unsigned int files[16];
-	char *out, *err, dir[256], path[300], cmd[600], *s;
+	char *out, *err, dir[256], path[300], cmd[2048], *s;
 	struct rk_session_stat st;
 	long total = 0;
 	size_t n, i;
-	int status = run_rk(argv, &out, &err);
+	int status;
 
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record failed: %s", err);
-	free(out);
-	free(err);
+	if (!access("/usr/bin/perf", X_OK)) {
+		/* The kernel's own events of the same run, the workload's only. */
+		snprintf(
+			cmd, sizeof(cmd),
+			"cd %s && perf record -q -a -o k.data -e sched:sched_switch --filter "
+			"'prev_comm == \"workload\" || next_comm == \"workload\"' -e "
+			"sched:sched_waking --filter 'comm == \"workload\"' -- %s record --root %s "
+			"--session wk --wakeups -- %s -t 3 -i 30 -s 500 >wk.out 2>&1; echo rc=$?; "
+			"perf script -i k.data -F tid,event,trace 2>&1",
+			root, rk_bin, root, workload);
+		ktxt = sh_out(cmd, &status);
+		cr_assert_eq(status, 0, "%s", ktxt);
+		snprintf(path, sizeof(path), "%s/wk.out", root);
+		cr_assert_not_null(strstr(ktxt, "rc=0\n"), "record under perf: %s\n%s", ktxt,
+				   slurp(path));
+	} else {
+		status = run_rk(argv, &out, &err);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record failed: %s", err);
+		free(out);
+		free(err);
+	}
 	read_stat("wk", &st);
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped: a wakeup may be among them");
 	snprintf(dir, sizeof(dir), "%s/wk/sched", root);
@@ -1212,27 +1299,28 @@ Test(record, wakeups_are_recorded_in_time_order)
 		total += c.wakeups;
 		if (c.tid == c.tgid)
 			continue;
-		/*
-		 * Exact, not lucky: a sleep that ends before its thread switched
-		 * out makes no record (a sleep of 500 us under the sanitizer
-		 * can), but every switch-out into a sleep has exactly one wakeup
-		 * between the switch-in of its run and the next one (stamped
-		 * before the switch-out when the wakeup raced with it).
-		 */
 		cr_assert_gt(c.sleeps, 0, "%s: no switch-out into a sleep", path);
-		cr_assert_eq(c.sleeps_unwoken, 0,
-			     "%s: %ld of %ld sleeps with no wakeup before the next run", path,
-			     c.sleeps_unwoken, c.sleeps);
-		cr_assert_eq(c.sleeps_woken_twice, 0, "%s: %ld of %ld sleeps woken twice", path,
-			     c.sleeps_woken_twice, c.sleeps);
-		/*
-		 * A sleep followed by another switch-out (the kernel reported no
-		 * switch-in: stat unpaired, seen on 6.18) says nothing either way.
-		 */
-		cr_assert_geq(c.wakeups, c.sleeps - c.sleeps_unpaired + 1,
-			      "%s: %ld wakeups for %ld sleeps (%ld with no run after them, "
-			      "unpaired switches %d) and its birth",
-			      path, c.wakeups, c.sleeps, c.sleeps_unpaired, c.alternation_broken);
+		if (ktxt) {
+			struct kernel_sleeps k;
+
+			kernel_sleeps_of(ktxt, c.tid, &k);
+			cr_assert(
+				c.sleeps == k.sleeps && c.sleeps_unwoken == k.unwoken &&
+					c.sleeps_woken_twice == k.twice &&
+					c.wakeups == k.wakeups + 1,
+				"%s: sleeps %ld, unwoken %ld, woken twice %ld, wakeups %ld (birth "
+				"included); the kernel's events: %ld, %ld, %ld, %ld (and its birth)",
+				path, c.sleeps, c.sleeps_unwoken, c.sleeps_woken_twice, c.wakeups,
+				k.sleeps, k.unwoken, k.twice, k.wakeups);
+		} else {
+			/* No perf: what holds whatever the kernel does. */
+			cr_assert_geq(c.wakeups,
+				      c.sleeps - c.sleeps_unpaired - c.sleeps_unwoken + 1,
+				      "%s: %ld wakeups for %ld sleeps (%ld with no run after them, "
+				      "%ld with none before it) and its birth",
+				      path, c.wakeups, c.sleeps, c.sleeps_unpaired,
+				      c.sleeps_unwoken);
+		}
 		snprintf(cmd, sizeof(cmd),
 			 "%s show --root %s --session wk %u | grep -m1 RINGKEEPER_WAKEUP", rk_bin,
 			 root, files[i]);
@@ -1253,4 +1341,5 @@ Test(record, wakeups_are_recorded_in_time_order)
 	cr_assert_eq(status, 0, "%s", s);
 	cr_assert_not_null(strstr(s, "delays True "), "%s", s);
 	free(s);
+	free(ktxt);
 }
