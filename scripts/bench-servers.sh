@@ -6,7 +6,12 @@
 #
 #   SERVER_REPS=5 SERVER_SECS=5 SERVERS="redis nginx postgres" \
 #   SERVER_CONFIGS="bare rk-a rk-a-wakeups rk-a-e perf-switch perf-g" \
-#       SECTIONS=servers scripts/bench.sh
+#   SERVER_BARE_EACH=1  SECTIONS=servers scripts/bench.sh
+#
+# SERVER_BARE_EACH=1: a bare run before every other run (and one at the end),
+# and each run also set against the mean of the bare runs either side of it:
+# a drift slower than two runs cancels (on this VM bare's throughput moved by
+# a third within a minute). Twice the runs for the same SERVER_REPS.
 #
 # The servers come from Debian (redis-server + redis-tools, nginx-light +
 # wrk, postgresql + pgbench), installed here, for the bench only, when
@@ -16,6 +21,7 @@ SERVER_REPS=${SERVER_REPS:-5}
 SERVER_SECS=${SERVER_SECS:-5}
 SERVERS=${SERVERS:-"redis nginx postgres"}
 SERVER_CONFIGS=${SERVER_CONFIGS:-"bare rk-a rk-a-wakeups rk-a-e perf-switch perf-g"}
+SERVER_BARE_EACH=${SERVER_BARE_EACH:-0}
 
 # What each configuration runs during the load (empty: nothing).
 srv_tracer_desc() {
@@ -194,17 +200,31 @@ srv_bench_one() {
 	# A warm-up, not counted; for redis it sizes -n to about SERVER_SECS.
 	tp=$("srv_load_$srv")
 	[ "$srv" = redis ] && REDIS_N=$(( ${tp:-40000} * SERVER_SECS / 2 ))
+	SRV_SEQ=0
 	for rep in $(seq 1 "$SERVER_REPS"); do
 		for i in $(seq 0 $((n - 1))); do
 			c=${cfgs[$(((i + rep) % n))]}
-			srv_tracer_start "$c" || { echo "   $srv: $c did not start" >&2; continue; }
-			tp=$("srv_load_$srv")
-			fig=$(srv_tracer_stop "$c")
-			echo "$c ${tp:-0} $fig $rep" >>"$ROOT/srv-$srv.runs"
+			if [ "$SERVER_BARE_EACH" = 1 ]; then
+				[ "$c" = bare ] && continue
+				srv_run_one "$srv" bare "$rep"
+			fi
+			srv_run_one "$srv" "$c" "$rep"
 		done
 	done
+	[ "$SERVER_BARE_EACH" = 1 ] && srv_run_one "$srv" bare "$SERVER_REPS"
 	"srv_stop_$srv"
 	srv_table "$srv"
+}
+
+# One run of configuration C in round REP: its line in srv-SERVER.runs (config,
+# throughput, CPU ms, signals, drops, the run's number in the whole order, round).
+srv_run_one() {
+	local srv=$1 c=$2 rep=$3 tp fig
+	SRV_SEQ=$((SRV_SEQ + 1))
+	srv_tracer_start "$c" || { echo "   $srv: $c did not start" >&2; return; }
+	tp=$("srv_load_$srv")
+	fig=$(srv_tracer_stop "$c")
+	echo "$c ${tp:-0} $fig $SRV_SEQ $rep" >>"$ROOT/srv-$srv.runs"
 }
 
 # The table of one server: per configuration, throughput ratio to bare's
@@ -239,6 +259,32 @@ srv_table() {
 	srv_paired "$srv" bare "rk-a rk-a-wakeups rk-a-e perf-switch perf-g"
 	srv_paired "$srv" perf-switch "rk-a rk-a-wakeups"
 	srv_paired "$srv" perf-g "rk-a-e"
+	[ "$SERVER_BARE_EACH" = 1 ] || return 0
+	echo "   each run against the mean of the bare runs either side of it: median (min / max, runs)"
+	srv_neighbours "$srv" "rk-a rk-a-wakeups rk-a-e perf-switch perf-g"
+}
+
+# SERVER_BARE_EACH: each run of CFGS against the mean of the bare runs just
+# before and after it in the whole order (field 6); a run without both, or
+# with a failed load, is skipped.
+srv_neighbours() {
+	local srv=$1 c
+	for c in $2; do
+		awk -v c="$c" -v d="$(srv_tracer_desc "$c") / bare either side" '
+			{ name[$6] = $1; tp[$6] = $2 }
+			END {
+				for (k in name) {
+					if (name[k] != c || tp[k] <= 0) continue
+					if (name[k - 1] != "bare" || name[k + 1] != "bare") continue
+					if (tp[k - 1] <= 0 || tp[k + 1] <= 0) continue
+					r[++n] = 2 * tp[k] / (tp[k - 1] + tp[k + 1])
+				}
+				if (!n) exit
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+				printf "   %-70s %6.3f (%.3f / %.3f, %d)\n", d, r[int((n + 1) / 2)], r[1], r[n], n
+			}' "$ROOT/srv-$srv.runs"
+	done
 }
 # Ratios of each of CFGS to BASE of the same round (its last field; a round missing
 # either, or where either load failed, is skipped).
