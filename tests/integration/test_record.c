@@ -1296,7 +1296,9 @@ static void kernel_sleeps_of(const char *txt, unsigned int tid, struct kernel_sl
  * ~50 under ASan here: bpftrace on the kernel's own tracepoints saw the
  * same thread switch out in S and back in on another CPU with no
  * sched_waking, then sleep again at once: a spurious return from
- * schedule(), which callers of it must expect.)
+ * schedule(), which callers of it must expect.) In make vmtest the
+ * comparison runs in the guest that runs the peers' tools (6.12's; all
+ * three guests passed it once, at 3.5x a guest's time for this test).
  */
 Test(record, wakeups_are_recorded_in_time_order)
 {
@@ -1312,7 +1314,8 @@ Test(record, wakeups_are_recorded_in_time_order)
 	size_t n, i;
 	int status;
 
-	if (!access("/usr/bin/perf", X_OK)) {
+	/* In make vmtest, in the guest that runs the peers' tools (6.12's; ~30 s under TCG). */
+	if (!access("/usr/bin/perf", X_OK) && !getenv("RK_VMTEST_NOPEER")) {
 		/* The kernel's own events of the same run, the workload's only. */
 		snprintf(
 			cmd, sizeof(cmd),
