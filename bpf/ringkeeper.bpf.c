@@ -670,12 +670,18 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		int changed = creds_update(prev, 0);
 		__u16 flags = 0;
 
-		/* New credentials or dumpability since it last ran: readers decided again. */
+		/*
+		 * New credentials or dumpability since it last ran: readers
+		 * decided again, by the loader from what the task is then, so
+		 * at once (as an exit is), not at its next tick (50 ms when
+		 * the loop is idle).
+		 */
 		if (changed) {
 			w = sw_reserve(head, cpu, &wake);
 			if (w)
 				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0,
 					  RK_SIG_CREDS, changed & 2 ? RK_SIGF_DUMPABLE : 0);
+			wake = 1;
 		}
 
 		w = sw_reserve(head, cpu, &wake);

@@ -258,10 +258,12 @@ Test(hostile, setuid_exec_continues_in_a_root_only_file)
  * on, in a new file), then not dumpable again (root's, in a third). Each
  * part of its history keeps the readers it had when it was recorded.
  */
-static void credential_changes(const char *tid_maps)
+static void credential_changes(const char *tid_maps, const char *tick_ms)
 {
-	char *argv[] = { (char *)rk_bin, "record",	   "--root", root,    "--session", "c",
-			 "--",		 (char *)workload, "-D",     "65534", NULL };
+	char *argv[] = {
+		(char *)rk_bin,	 "record", "--root",	     root, "--session", "c", "--tick-ms",
+		(char *)tick_ms, "--",	   (char *)workload, "-D", "65534",	NULL
+	};
 	char p0[300], p1[300], p2[300], *out, *err;
 	struct rk_session_stat st;
 	struct rk_bufile *bf;
@@ -358,7 +360,7 @@ Test(hostile, a_process_that_becomes_a_user_s_gets_a_sideband_that_user_reads)
 
 Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
 {
-	credential_changes(NULL);
+	credential_changes(NULL, "5");
 }
 
 /*
@@ -368,7 +370,18 @@ Test(hostile, credential_changes_without_exec_follow_the_proc_rule)
  */
 Test(hostile, credential_changes_beyond_the_per_tid_maps)
 {
-	credential_changes("300");
+	credential_changes("300", "5");
+}
+
+/*
+ * The loader decides a change's readers from what the task is when it
+ * reads it: a credentials signal wakes it at once, whatever its tick (the
+ * idle pace's is 50 ms; the workload's steps are 30 ms apart). With a
+ * 200 ms tick and no wakeup, none of the two new files was made.
+ */
+Test(hostile, credential_changes_are_seen_at_once_whatever_the_tick)
+{
+	credential_changes(NULL, "200");
 }
 
 /*
