@@ -825,53 +825,6 @@ Test(record, a_terminal_s_ctrl_c_reaches_the_waited_for_cmd_once)
 	cr_assert_eq(n, 1, "CMD got %d SIGINTs for one Ctrl-C: %s", n, out);
 }
 
-/*
- * The idle pace: a recorder with little to hand out slows its drain tick
- * (docs/design.md, "The loop's pace"), and a busy workload after the quiet
- * brings the --tick-ms pace back with nothing lost: every switch the kernel
- * counted for each thread is in its file. Counted in stat (ticks,
- * idle_ticks), not timed.
- */
-Test(record, an_idle_recorder_slows_its_tick_and_keeps_every_record)
-{
-	char cmd[1024], path[300], *s, *p;
-	struct rk_session_stat st;
-	unsigned int tid;
-	int status, threads = 0;
-
-	snprintf(cmd, sizeof(cmd),
-		 "%s record --root %s --session idle -- /bin/sh -c 'sleep 1.5; exec %s -t 2 -i "
-		 "6000 -s 50' 2>&1",
-		 rk_bin, root, workload);
-	s = sh_out(cmd, &status);
-	cr_assert_eq(status, 0, "%s", s);
-	read_stat("idle", &st);
-	cr_assert_gt(st.idle_ticks, 0, "no tick at the idle pace in 1.5 s of quiet: %s", s);
-	/*
-	 * 20 ticks at 5 ms before the idle pace; the busy part (6,000 sleeps of
-	 * 50 us a thread, 0.4 s or more) is 80 more at 5 ms if the pace came
-	 * back, ~10 at 50 ms if not.
-	 */
-	cr_assert_geq(st.ticks - st.idle_ticks, 60,
-		      "%llu ticks at the --tick-ms pace (of %llu): it did not come back: %s",
-		      (unsigned long long)(st.ticks - st.idle_ticks), (unsigned long long)st.ticks,
-		      s);
-	cr_assert_eq(st.bpf_drops, 0);
-	cr_assert_eq(st.lost, 0);
-	for (p = s; (p = strstr(p, "tid ")); p += 4) {
-		struct check c;
-
-		if (sscanf(p, "tid %u", &tid) != 1)
-			continue;
-		snprintf(path, sizeof(path), "%s/idle/sched/%u", root, tid);
-		check_file(path, &c, NULL);
-		assert_switches_cover(&c, s, path);
-		threads++;
-	}
-	cr_assert_geq(threads, 2, "%s", s);
-	free(s);
-}
-
 Test(record, sigint_stops_cleanly_and_keeps_files)
 {
 	char wo[128], we[128], line[64], dir[256], path[300], e[128];

@@ -687,8 +687,7 @@ static const struct rec_opt opts[] = {
 	  "shorter than US on CPU (from a wakeup to its next sleep,\n"
 	  "preemptions included): the lock would land late in the\n"
 	  "run, for more than the run costs (0: lock every run)" },
-	{ "tick-ms", 0, "MS", o_tick, "5",
-	  "drain period of the BPF signal rings (50 ms while under 4,000 records a second)" },
+	{ "tick-ms", 0, "MS", o_tick, "5", "drain period of the BPF signal rings" },
 	{ "ringbuf-size", 0, "SZ", o_ringbuf, "4M",
 	  "BPF signal ringbuf size, power of two (the per-CPU switch rings take as much again)" },
 	{ "realtime", 'r', "PRIO", o_realtime, "1",

@@ -176,9 +176,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(oom_candidate, "recorder an OOM-killer candidate")   \
 	X(stacks, "off-CPU stacks recorded")                   \
 	X(stack_drops, "  stacks dropped (stack rings full)")  \
-	X(stacks_lost, "  stacks lost (not their record's)")   \
-	X(ticks, "drain ticks")                                \
-	X(idle_ticks, "  at the idle pace")
+	X(stacks_lost, "  stacks lost (not their record's)")
 
 static void put_escaped(FILE *f, const char *s)
 {

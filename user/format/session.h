@@ -188,9 +188,6 @@ struct rk_session_stat {
 	__u64 perf_sb_untraced; /* mmap/comm/task records of tasks not traced, dropped */
 	__u32 evcpu; /* how -e was opened: 0 per task, 1 per CPU (-a), 2 per CPU and cgroup */
 	__u32 pad_evcpu;
-	/* the loop's pace (0 in older stat files) */
-	__u64 ticks; /* drain ticks (--tick-ms) the loop woke for */
-	__u64 idle_ticks; /* of which at the idle pace (little handed out for a while) */
 };
 
 /* rk_session_stat.trigger_flags */

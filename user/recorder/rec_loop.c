@@ -804,63 +804,8 @@ static void ring_hung_up(int ep, const struct epoll_event *e)
 		rk_info("a cpu ring's owner has exited: its ring is drained at each tick");
 }
 
-/*
- * The idle pace. An idle recorder woke 200 times a second for nothing
- * (~8 ms of CPU a second here, BENCHMARKS.md 10). After RK_IDLE_AFTER ticks
- * in a row that each handed out less than RK_IDLE_RATE a second's worth,
- * with nothing waiting on the intake, the tick slows to RK_IDLE_TICK_NS;
- * the first tick over the rate (at the slow pace) brings the --tick-ms pace
- * back. BPF still wakes the loop at once for a lock, an exit, a crash or a
- * ring's watermark; at the idle pace the records of a quiet system reach
- * their files up to 50 ms after they happen, and a switch-out's unlock is
- * as late.
- */
-#define RK_IDLE_AFTER 20
-#define RK_IDLE_TICK_NS 50000000ull
-#define RK_IDLE_RATE 4000 /* signals and records a second */
-
-struct pace {
-	uint64_t handed; /* signals + records at the last tick */
-	unsigned int quiet; /* ticks in a row under the rate */
-	int idle; /* the timer runs at the idle pace */
-};
-
-static void set_tick(int tfd, uint64_t ns)
-{
-	struct itimerspec its = { 0 };
-
-	its.it_interval.tv_sec = (time_t)(ns / 1000000000ull);
-	its.it_interval.tv_nsec = (long)(ns % 1000000000ull);
-	its.it_value = its.it_interval;
-	timerfd_settime(tfd, 0, &its, NULL);
-}
-
-/* After a tick: the pace for the next ones (see RK_IDLE_AFTER). */
-static void pace_tick(struct rk_rec *r, int tfd, struct pace *p, uint64_t now, uint64_t deadline)
-{
-	uint64_t handed = r->st->signals + r->st->records, period;
-	int waiting = r->npending || rec_trigger_waiting(r) || r->target_exited;
-	int may_idle = r->o->tick_ns < RK_IDLE_TICK_NS && !waiting &&
-		       (!deadline || (now < deadline && deadline - now > RK_IDLE_TICK_NS));
-	int quiet;
-
-	period = p->idle ? RK_IDLE_TICK_NS : r->o->tick_ns;
-	quiet = (handed - p->handed) * 1000000000ull < (uint64_t)RK_IDLE_RATE * period;
-	p->handed = handed;
-	p->quiet = quiet ? p->quiet + 1 : 0;
-	if (!p->idle && may_idle && p->quiet >= RK_IDLE_AFTER) {
-		set_tick(tfd, RK_IDLE_TICK_NS);
-		p->idle = 1;
-	} else if (p->idle && (!quiet || !may_idle)) {
-		set_tick(tfd, r->o->tick_ns);
-		p->idle = 0;
-		p->quiet = 0;
-	}
-}
-
 int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 {
-	struct pace pace = { 0 };
 	struct epoll_event evs[4];
 	uint64_t deadline = r->o->duration_ns ? rk_now_mono_ns() + r->o->duration_ns : 0;
 	unsigned int ticks = 0;
@@ -892,7 +837,7 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 				watch(ep, rk_drain_ring_fd(r->drain, c), EV_RING, 0);
 	}
 	for (;;) {
-		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0, ticked = 0;
+		int n = epoll_wait(ep, evs, 4, -1), i, stop = 0;
 		uint64_t now;
 
 		if (n < 0 && errno != EINTR) {
@@ -917,10 +862,6 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 			case EV_TIMER:
 				if (read(tfd, &exp, sizeof(exp)) != sizeof(exp))
 					exp = 0;
-				r->st->ticks += exp;
-				if (pace.idle)
-					r->st->idle_ticks += exp;
-				ticked = 1;
 				break;
 			case EV_TARGET:
 				if (!r->target_exited) {
@@ -943,8 +884,6 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);
 		rec_trigger_tick(r, now);
-		if (ticked)
-			pace_tick(r, tfd, &pace, now, deadline);
 		if (++ticks % 20 == 0) {
 			rec_retention_tick(r, now);
 			rec_sideband_reap(r, now);

@@ -329,11 +329,6 @@ static void watchdog(struct rk_rec *r, uint64_t now)
 	}
 }
 
-int rec_trigger_waiting(const struct rk_rec *r)
-{
-	return r->trig && r->trig->nwait > 0;
-}
-
 void rec_trigger_tick(struct rk_rec *r, uint64_t now)
 {
 	struct rk_trig *g = r->trig;

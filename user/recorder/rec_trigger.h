@@ -48,8 +48,6 @@ void rec_trigger_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_s
  * instant the loop's intake and drain have passed handed to the writer.
  */
 void rec_trigger_tick(struct rk_rec *r, uint64_t now);
-/* Whether snapshots wait for the intake to pass their instant. */
-int rec_trigger_waiting(const struct rk_rec *r);
 /* rec_trigger_stop() - hand over every pending snapshot, wait for the writer, free. */
 void rec_trigger_stop(struct rk_rec *r);
 
