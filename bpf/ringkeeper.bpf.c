@@ -673,8 +673,8 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		/*
 		 * New credentials or dumpability since it last ran: readers
 		 * decided again, by the loader from what the task is then, so
-		 * at once (as an exit is), not at its next tick (50 ms when
-		 * the loop is idle).
+		 * at once (as an exit is), not at its next tick (--tick-ms:
+		 * the task may have changed again, or exited, by then).
 		 */
 		if (changed) {
 			w = sw_reserve(head, cpu, &wake);

@@ -375,9 +375,9 @@ Test(hostile, credential_changes_beyond_the_per_tid_maps)
 
 /*
  * The loader decides a change's readers from what the task is when it
- * reads it: a credentials signal wakes it at once, whatever its tick (the
- * idle pace's is 50 ms; the workload's steps are 30 ms apart). With a
- * 200 ms tick and no wakeup, none of the two new files was made.
+ * reads it: a credentials signal wakes it at once, whatever its tick
+ * (--tick-ms; the workload's steps are 30 ms apart). With a 200 ms tick
+ * and no wakeup, none of the two new files was made.
  */
 Test(hostile, credential_changes_are_seen_at_once_whatever_the_tick)
 {
