@@ -270,7 +270,7 @@ srv_table() {
 srv_neighbours() {
 	local srv=$1 c
 	for c in $2; do
-		awk -v c="$c" -v d="$(srv_tracer_desc "$c") / bare either side" '
+		awk -v c="$c" -v d="$(srv_tracer_desc "$c") / bare either side" "$SRV_SAY"'
 			{ name[$6] = $1; tp[$6] = $2 }
 			END {
 				for (k in name) {
@@ -279,26 +279,28 @@ srv_neighbours() {
 					if (tp[k - 1] <= 0 || tp[k + 1] <= 0) continue
 					r[++n] = 2 * tp[k] / (tp[k - 1] + tp[k + 1])
 				}
-				if (!n) exit
-				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-				printf "   %-70s %6.3f (%.3f / %.3f, %d)\n", d, r[int((n + 1) / 2)], r[1], r[n], n
+				say(d, r, n)
 			}' "$ROOT/srv-$srv.runs"
 	done
 }
+# awk: one line of ratios R[1..N], D its description: median (min / max, N).
+SRV_SAY='function say(d, r, n,   i, j, t) {
+	if (!n) return
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+	printf "   %-70s %6.3f (%.3f / %.3f, %d)\n", d, r[int((n + 1) / 2)], r[1], r[n], n
+}
+'
 # Ratios of each of CFGS to BASE of the same round (its last field; a round missing
 # either, or where either load failed, is skipped).
 srv_paired() {
 	local srv=$1 base=$2 c
 	for c in $3; do
-		awk -v c="$c" -v b="$base" -v d="$(srv_tracer_desc "$c") / $(srv_tracer_desc "$base")" '
+		awk -v c="$c" -v b="$base" -v d="$(srv_tracer_desc "$c") / $(srv_tracer_desc "$base")" "$SRV_SAY"'
 			$1 == b { bt[$NF] = $2 } $1 == c { ct[$NF] = $2 }
 			END {
 				for (k in ct) if ((k in bt) && bt[k] > 0 && ct[k] > 0) r[++n] = ct[k] / bt[k]
-				if (!n) exit
-				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-					if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
-				printf "   %-70s %6.3f (%.3f / %.3f, %d)\n", d, r[int((n + 1) / 2)], r[1], r[n], n
+				say(d, r, n)
 			}' "$ROOT/srv-$srv.runs"
 	done
 }
