@@ -331,7 +331,8 @@ static __attribute__((noinline)) void offcpu_nap(long ms)
 static long offcpu_until_ns;
 static int offcpu_pipe[2];
 
-static long offcpu_now(void)
+/* CLOCK_MONOTONIC in ns (-O, -I). */
+static long mono_ns(void)
 {
 	struct timespec ts;
 
@@ -381,7 +382,7 @@ static void *offcpu_thread(void *arg)
 
 	prctl(PR_SET_NAME, name);
 	printf("offcpu %ld %s\n", (long)syscall(SYS_gettid), name);
-	while (offcpu_now() < offcpu_until_ns) {
+	while (mono_ns() < offcpu_until_ns) {
 		if (!strcmp(name, "offcpu-long"))
 			offcpu_long();
 		else if (!strcmp(name, "offcpu-short"))
@@ -407,7 +408,7 @@ static int run_offcpu(long ms)
 
 	if (pipe(offcpu_pipe))
 		return 1;
-	offcpu_until_ns = offcpu_now() + ms * 1000000L;
+	offcpu_until_ns = mono_ns() + ms * 1000000L;
 	for (i = 0; i < 4; i++)
 		if (pthread_create(&th[i], NULL, offcpu_thread, (void *)names[i]))
 			return 1;
@@ -428,8 +429,7 @@ static void count_sigint(int sig)
 static int count_sigints(long ms)
 {
 	struct sigaction sa = { .sa_handler = count_sigint };
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	struct timespec now, end;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), end;
 	cpu_set_t cpus;
 
 	if (sigaction(SIGINT, &sa, NULL))
@@ -438,18 +438,11 @@ static int count_sigints(long ms)
 	CPU_ZERO(&cpus);
 	CPU_SET(ncpu > 1 ? (int)ncpu - 1 : 0, &cpus);
 	sched_setaffinity(0, sizeof(cpus), &cpus);
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += ms / 1000;
-	end.tv_nsec += (ms % 1000) * 1000000;
-	if (end.tv_nsec >= 1000000000) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000;
-	}
+	end = mono_ns() + ms * 1000000L;
 	printf("counting\n");
 	/* On CPU: a signal runs its handler at once, before a second one can merge with it. */
-	do
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+	while (mono_ns() < end)
+		;
 	printf("sigints %d\n", (int)sigints);
 	return 0;
 }

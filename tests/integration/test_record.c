@@ -387,7 +387,7 @@ Test(record, a_thread_is_locked_while_it_runs_and_wakeups_are_few)
 		      "more wakeups (%llu) than pins + unpins + threads",
 		      (unsigned long long)st.pin_wakeups);
 	/* Timing bounds only on a CPU at full speed (not under sanitizers or TCG). */
-	if ((!getenv("RK_SANITIZED") || !*getenv("RK_SANITIZED")) && !getenv("RK_SLOW")) {
+	if (!rk_sanitized() && !getenv("RK_SLOW")) {
 		cr_assert_geq(share, 0.5, "locked for %.1f%% of the runs' on-CPU time",
 			      share * 100);
 		cr_assert_leq(st.pin_lat_p50_ns, 1000000ull, "switch-in to locked p50 %llu ns",
@@ -783,9 +783,8 @@ Test(record, a_terminal_s_ctrl_c_reaches_the_waited_for_cmd_once)
 	cr_assert_geq(rk, 0);
 	if (!rk) {
 		const char *slave = ptsname(master);
-		int fd;
-
 		cpu_set_t first;
+		int fd;
 
 		/* A session of its own, the pty its terminal: the recorder in its foreground. */
 		if (prctl(PR_SET_PDEATHSIG, SIGINT) || getppid() != parent || setsid() < 0 ||
@@ -1255,40 +1254,36 @@ static void kernel_sleeps_of(const char *txt, unsigned int tid, struct kernel_sl
  */
 Test(record, wakeups_are_recorded_in_time_order)
 {
-	char *argv[] = {
-		(char *)rk_bin,	  "record", "--root", root, "--session", "wk", "--wakeups", "--",
-		(char *)workload, "-t",	    "3",      "-i", "30",	 "-s", "500",	    NULL
-	};
+	/* In make vmtest, in the guest that runs the peers' tools (6.12's; ~30 s under TCG). */
+	int perf = !access("/usr/bin/perf", X_OK) && !getenv("RK_VMTEST_NOPEER");
 	char *ktxt = NULL;
 	unsigned int files[16];
-	char *out, *err, dir[256], path[300], cmd[2048], *s;
+	char dir[256], path[300], cmd[2048], *s;
 	struct rk_session_stat st;
 	long total = 0;
 	size_t n, i;
 	int status;
 
-	/* In make vmtest, in the guest that runs the peers' tools (6.12's; ~30 s under TCG). */
-	if (!access("/usr/bin/perf", X_OK) && !getenv("RK_VMTEST_NOPEER")) {
-		/* The kernel's own events of the same run, the workload's only. */
-		snprintf(
-			cmd, sizeof(cmd),
-			"cd %s && perf record -q -a -o k.data -e sched:sched_switch --filter "
+	/* With perf: the kernel's own events of the same run, the workload's only. */
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && %s %s record --root %s --session wk --wakeups -- %s -t 3 -i 30 -s 500 "
+		 ">wk.out 2>&1; echo rc=$?; %s",
+		 root,
+		 perf ? "perf record -q -a -o k.data -e sched:sched_switch --filter "
 			"'prev_comm == \"workload\" || next_comm == \"workload\"' -e "
-			"sched:sched_waking --filter 'comm == \"workload\"' -- %s record --root %s "
-			"--session wk --wakeups -- %s -t 3 -i 30 -s 500 >wk.out 2>&1; echo rc=$?; "
-			"perf script -i k.data -F tid,event,trace 2>&1",
-			root, rk_bin, root, workload);
-		ktxt = sh_out(cmd, &status);
-		cr_assert_eq(status, 0, "%s", ktxt);
-		snprintf(path, sizeof(path), "%s/wk.out", root);
-		cr_assert_not_null(strstr(ktxt, "rc=0\n"), "record under perf: %s\n%s", ktxt,
-				   slurp(path));
-	} else {
-		status = run_rk(argv, &out, &err);
-		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "record failed: %s", err);
-		free(out);
-		free(err);
-	}
+			"sched:sched_waking --filter 'comm == \"workload\"' --" :
+			"",
+		 rk_bin, root, workload,
+		 perf ? "perf script -i k.data -F tid,event,trace 2>&1" : "");
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	snprintf(path, sizeof(path), "%s/wk.out", root);
+	cr_assert_not_null(strstr(s, "rc=0\n"), "record%s: %s\n%s", perf ? " under perf" : "", s,
+			   slurp(path));
+	if (perf)
+		ktxt = s;
+	else
+		free(s);
 	read_stat("wk", &st);
 	cr_assert_eq(st.bpf_drops, 0, "signals dropped: a wakeup may be among them");
 	snprintf(dir, sizeof(dir), "%s/wk/sched", root);
