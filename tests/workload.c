@@ -19,6 +19,11 @@
  *             a quiet one (10 sleeps of 50 ms); prints "busy T" and "quiet T"
  *     -C N    instead: churn N short-lived threads, 50 at a time; with -w FD,
  *             wait for a second byte on FD before exiting; prints "churned N"
+ *     -c R    with -C N and -w FD: R rounds of N, each after a byte on FD
+ *             (prints "churned N" after each), then the byte before exiting
+ *     -Y PID  with -C: each round first forks a child process whose pid is
+ *             PID (clone3's set_tid; root), which sleeps 2 ms three times
+ *             and exits: one tid, born again in every round
  *     -T      the spin loop reads the time (clock_gettime: the vdso) every step
  *     -D UID  instead, one thread changing who it is: (as root) setresuid to
  *             UID, then prctl(PR_SET_DUMPABLE) 1, then 0; 30 ms of sleeps
@@ -52,7 +57,10 @@
  *             whose first thread is gone, and a thread older than the byte
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -149,12 +157,39 @@ static void *brief(void *arg)
 	return NULL;
 }
 
+static int reborn_pid;
+
+/* -Y: a child process with pid reborn_pid, which sleeps a little and exits. */
+static int fork_reborn(void)
+{
+	pid_t want = reborn_pid, got;
+	struct clone_args ca = { .exit_signal = SIGCHLD,
+				 .set_tid = (__u64)(uintptr_t)&want,
+				 .set_tid_size = 1 };
+	int st, i;
+
+	got = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (got < 0) {
+		fprintf(stderr, "workload: clone3 with pid %d: %s\n", want, strerror(errno));
+		return 1;
+	}
+	if (got == 0) {
+		for (i = 0; i < 3; i++)
+			usleep(2000);
+		_exit(0);
+	}
+	printf("reborn %d\n", got);
+	return waitpid(got, &st, 0) != got || !WIFEXITED(st) || WEXITSTATUS(st);
+}
+
 static int churn(long n)
 {
 	pthread_t th[50];
 	long done = 0;
 	int i, k;
 
+	if (reborn_pid && fork_reborn())
+		return 1;
 	while (done < n) {
 		for (k = 0; k < 50 && done + k < n; k++)
 			if (pthread_create(&th[k], NULL, brief, NULL))
@@ -461,11 +496,11 @@ static void *main_gone_runner(void *arg)
 int main(int argc, char **argv)
 {
 	int nthreads = 4, do_fork = 0, wait_fd = -1, pair = 0, main_exits = 0, c, err;
-	long nchurn = 0, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0, offcpu_ms = 0,
-	     count_ms = 0;
+	long nchurn = 0, nrounds = 1, creds_uid = -1, nrenames = 0, nwrites = 0, flip_ms = 0,
+	     offcpu_ms = 0, count_ms = 0;
 	pid_t child = 0;
 
-	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:NTD:R:W:F:O:XI:")) != -1) {
+	while ((c = getopt(argc, argv, "t:i:s:l:fw:QC:c:Y:NTD:R:W:F:O:XI:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -503,6 +538,12 @@ int main(int argc, char **argv)
 		case 'D':
 			creds_uid = atol(optarg);
 			break;
+		case 'c':
+			nrounds = atol(optarg);
+			break;
+		case 'Y':
+			reborn_pid = atoi(optarg);
+			break;
 		case 'C':
 			nchurn = atol(optarg);
 			break;
@@ -520,7 +561,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS] [-X] [-I MS]\n");
+				"usage: workload [-t N] [-i ITERS] [-s US] [-l LOOPS] [-f] [-w FD] [-Q] [-C N [-c R]] [-N] [-T] [-D UID] [-R N] [-W N] [-F MS] [-O MS] [-X] [-I MS]\n");
 			return 2;
 		}
 	}
@@ -565,6 +606,12 @@ int main(int argc, char **argv)
 		char b;
 
 		err = churn(nchurn);
+		/* Each further round starts at a byte: the test changes the world in between. */
+		while (!err && --nrounds > 0) {
+			if (wait_fd < 0 || read(wait_fd, &b, 1) != 1)
+				return 1;
+			err = churn(nchurn);
+		}
 		if (wait_fd >= 0 && read(wait_fd, &b, 1) < 0)
 			return 1;
 		return err;

@@ -593,7 +593,8 @@ void read_sysctl(const char *path, char *buf, size_t len)
 
 /*
  * Journal entries: NNN (the order kept), holding "w PATH\nVALUE", "u PATH\n"
- * (unlink it) or "r PATH\n" (a test's scratch root: removed with what is in it).
+ * (unlink it), "m PATH\n" (a mount of the test's: unmounted, its directory
+ * removed) or "r PATH\n" (a test's scratch root: removed with what is in it).
  */
 static int journal_has(const char *kind, const char *path)
 {
@@ -669,6 +670,11 @@ void remove_at_restore(const char *path)
 	journal_add("u", path, "");
 }
 
+void unmount_at_restore(const char *path)
+{
+	journal_add("m", path, "");
+}
+
 static void remove_tree_at_restore(const char *path)
 {
 	journal_add("r", path, "");
@@ -706,7 +712,7 @@ int restore_globals(void)
 		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
 		c = slurp(name);
 		nl = strchr(c, '\n');
-		if ((c[0] != 'w' && c[0] != 'u' && c[0] != 'r') || c[1] != ' ' || !nl)
+		if (!strchr("wurm", c[0]) || !c[0] || c[1] != ' ' || !nl)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
 		if (c[0] == 'r') {
@@ -716,6 +722,13 @@ int restore_globals(void)
 			 * running, and the root is no global setting.
 			 */
 			remove_left_root(path);
+			goto drop;
+		}
+		if (c[0] == 'm') {
+			/* Its test unmounted it, unless it failed first: then not counted. */
+			if (!umount2(path, MNT_DETACH))
+				done++;
+			rmdir(path);
 			goto drop;
 		}
 		if (c[0] == 'u')

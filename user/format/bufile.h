@@ -51,6 +51,12 @@
  * ends it). Was the upper half of a __u64 pinned (0/1): 0 in older files.
  */
 #define RK_IDENT_VIA_CGROUP 1u
+/*
+ * Its end was not seen: the signals of its exit (or of its leaving the
+ * --cgroup subtrees) were dropped, and the running recorder found it out
+ * of the traced set and ended its file then (exit_ns 0: not known).
+ */
+#define RK_IDENT_END_UNSEEN 2u
 
 /*
  * A record type of ringkeeper's own in a sched ring (perf's kernel types are

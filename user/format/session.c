@@ -131,6 +131,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(creds_held, "  turns to dumpable held (rate limit)") \
 	X(outage_drops, "signals dropped while no recorder")   \
 	X(outage_exited, "threads found exited at resume")     \
+	X(threads_reconciled, "threads ended, end unseen")     \
 	X(loader_rss, "loader peak resident memory")           \
 	X(pins, "pins (mlock)")                                \
 	X(unpins, "unpins (munlock)")                          \
@@ -343,6 +344,9 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 #define HINT(field, what) { offsetof(struct rk_session_stat, field), what }
 		HINT(bpf_drops,
 		     "signals dropped by the BPF side (ringbuf or switch ring full): raise --ringbuf-size"),
+		HINT(threads_reconciled,
+		     "threads whose end was among the dropped signals: ended when the recorder "
+		     "found them gone, their files say so (end unseen)"),
 		HINT(perf_lost,
 		     "perf records lost in the kernel's per-CPU rings: raise --cpu-ring"),
 		HINT(lost, "records lost (larger than a ring, or no file): raise -m"),

@@ -188,6 +188,12 @@ struct rk_session_stat {
 	__u64 perf_sb_untraced; /* mmap/comm/task records of tasks not traced, dropped */
 	__u32 evcpu; /* how -e was opened: 0 per task, 1 per CPU (-a), 2 per CPU and cgroup */
 	__u32 pad_evcpu;
+	/*
+	 * threads the running recorder found out of the traced set (exited,
+	 * or gone from the cgroups) with their end's signals dropped: ended
+	 * then, flagged RK_IDENT_END_UNSEEN (0 in older stat files)
+	 */
+	__u64 threads_reconciled;
 };
 
 /* rk_session_stat.trigger_flags */

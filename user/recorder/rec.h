@@ -42,6 +42,17 @@ struct rk_thread {
 	int dead; /* final switch-out written, pin retired */
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
 	int refused; /* over a limit: no files, never traced (a marker, dead too) */
+	/*
+	 * A marker's refusal (CLOCK_MONOTONIC, after its map entries went):
+	 * its signals stamped before are stale; a fork of its tid after it is
+	 * a new thread. Freed once the intake is past it (rec_reclaim()).
+	 */
+	uint64_t refused_ns;
+	/*
+	 * rec_reconcile(): r->intakes when it was first seen out of the traced
+	 * set while still live in our books (0: not seen so).
+	 */
+	uint64_t untraced_seen;
 	int frozen; /* its process crashed: nothing more is written to its files */
 	int via_cgroup; /* traced for --cgroup only: leaving the subtrees ends it */
 	int left; /* it left the --cgroup subtrees: its signals still in flight are not a new thread */
@@ -127,6 +138,8 @@ struct rk_rec {
 	 * the newest signal handed out: a held rename is written between them.
 	 */
 	uint64_t handed_ns, last_sig_ns;
+	uint64_t intakes; /* intakes done: rec_reconcile() waits for one after what it saw */
+	uint64_t reconcile_ns; /* when rec_reconcile() last ran */
 	uint64_t held_ns; /* when the held renames were last written (RK_RENAMES_HELD_EVERY_NS) */
 	/*
 	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid

@@ -426,6 +426,17 @@ void rec_set_traced(struct rk_rec *r, __u32 tid, int on)
 		__atomic_store_n(&r->traced.b[tid], (__u8)(on ? 1 : 0), __ATOMIC_RELEASE);
 }
 
+int rec_tid_traced(struct rk_rec *r, __u32 tid)
+{
+	struct rk_pmu_key key = { .tid = tid, .src = RK_SRC_SCHED };
+	struct rk_pmu_entry v;
+
+	/* Pairs with BPF's store after the final switch-out's record (tid_set_traced()). */
+	if (r->traced.b && tid < r->traced.n)
+		return __atomic_load_n(&r->traced.b[tid], __ATOMIC_ACQUIRE) != 0;
+	return !bpf_map_lookup_elem(r->pmu_fd, &key, &v);
+}
+
 /* @tid's pin_asked flag, set to 0 (wake us at its next switch-in); NULL if none. */
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 {

@@ -54,6 +54,8 @@ int rec_bytes_map(struct rk_bytes *m, int fd, int zero);
 void rec_bytes_unmap(struct rk_bytes *m);
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid);
 void rec_set_traced(struct rk_rec *r, __u32 tid, int on);
+/* Does BPF trace @tid now (its byte in traced, or its sched entry beyond the array)? */
+int rec_tid_traced(struct rk_rec *r, __u32 tid);
 
 /*
  * The signal rings (swring, swpos, and the ringbuf r->sig_fd): mapped, and

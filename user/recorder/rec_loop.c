@@ -114,6 +114,7 @@ static void intake_to(struct rk_rec *r, uint64_t horizon)
 	rk_swring_merge(&r->sw, on_signal, r);
 	if (horizon > r->handed_ns)
 		r->handed_ns = horizon;
+	r->intakes++;
 }
 
 void rec_intake(struct rk_rec *r, int all)
@@ -150,6 +151,13 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 	} fr = { 0 };
 	struct rk_thread *parent = rec_thread_find(r, s->ptid);
 
+	/*
+	 * Its tid is live in our books: that thread ended and its end was
+	 * dropped (a fork record of the same thread twice has its time).
+	 */
+	t = rec_thread_find(r, s->tid);
+	if (t && !t->dead && SCHED_BF(t)->id.start_ns != s->time_ns)
+		rec_thread_end_unseen(r, t);
 	t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
 	if (!t)
 		return;
@@ -520,8 +528,12 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 
 	if (s->tgid == r->self)
 		return; /* ourselves (a resumed recorder, inherited from a traced parent) */
-	if (t && t->refused)
-		return; /* over a limit: not traced, already counted */
+	if (t && t->refused) {
+		if (rec_refused_stale(t, s))
+			return; /* over a limit: not traced, already counted */
+		rec_unrefuse(r, t); /* a new thread with its tid: tried again */
+		t = rec_thread_find(r, s->tid);
+	}
 	if (s->kind == RK_SIG_FORK) {
 		on_fork(r, s);
 		return;
@@ -884,6 +896,8 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		rk_pin_tick(r->pool, now);
 		rec_sample_vmlck(r);
 		rec_trigger_tick(r, now);
+		if (now - r->reconcile_ns >= RK_RECONCILE_NS)
+			rec_reconcile(r, now);
 		if (++ticks % 20 == 0) {
 			rec_retention_tick(r, now);
 			rec_sideband_reap(r, now);

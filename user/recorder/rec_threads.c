@@ -36,30 +36,66 @@
 void rec_refuse(struct rk_rec *r, __u32 tid, const char *why)
 {
 	struct rk_pmu_key key = { .tid = tid };
+	struct rk_thread *t = rec_thread_find(r, tid);
 	int k;
-
-	struct rk_thread *t = calloc(1, sizeof(*t));
 
 	rec_set_traced(r, tid, 0);
 	for (k = 0; k < rec_nsrc(r); k++) {
 		key.src = (__u32)k;
 		bpf_map_delete_elem(r->pmu_fd, &key);
 	}
-	/* A marker, so the signals already queued for it do not count it again. */
-	if (t) {
-		t->tid = tid;
-		t->refused = 1;
-		t->dead = 1;
-		t->hnext = r->buckets[tid % NBUCKETS];
-		r->buckets[tid % NBUCKETS] = t;
-		t->all_next = r->all;
-		r->all = t;
+	/*
+	 * A marker, so the signals already queued for it do not count it
+	 * again: those stamped before now (rec_refused_stale()). It lasts
+	 * until the intake is past now (rec_reclaim()), not for the life of
+	 * the tid: a refused thread's exit is never signalled, and a later
+	 * thread with its tid is a new one, tried again.
+	 */
+	if (!t || !t->refused) {
+		t = calloc(1, sizeof(*t));
+		if (t) {
+			t->tid = tid;
+			t->refused = 1;
+			t->dead = 1;
+			t->hnext = r->buckets[tid % NBUCKETS];
+			r->buckets[tid % NBUCKETS] = t;
+			t->all_next = r->all;
+			r->all = t;
+		}
 	}
+	if (t)
+		t->refused_ns = rk_now_mono_ns();
 	if (!r->st->not_traced)
 		rk_warn("tid %u and later threads over the limit are not traced (%s); see "
 			"'ringkeeper stat'",
 			tid, why);
 	r->st->not_traced++;
+}
+
+/*
+ * Is @s, for a tid refused at @t (a marker), one of the refused thread's
+ * own signals? A fork (or an adoption by -a/--cgroup) stamped after the
+ * refusal is a new thread with that tid: not stale. Anything else of
+ * that tid is: BPF stopped signalling it at the refusal.
+ */
+int rec_refused_stale(const struct rk_thread *t, const struct rk_signal *s)
+{
+	int born = s->kind == RK_SIG_FORK || (s->flags & RK_SIGF_ADOPTED);
+
+	return !born || s->time_ns <= t->refused_ns;
+}
+
+/* A marker gives way to a new thread of its tid: out of the table, freed by rec_reclaim(). */
+void rec_unrefuse(struct rk_rec *r, struct rk_thread *t)
+{
+	struct rk_thread **pp = &r->buckets[t->tid % NBUCKETS];
+
+	while (*pp && *pp != t)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = t->hnext;
+	t->hnext = NULL;
+	t->refused = 0; /* dead, with no buffers: rec_reclaim() frees it */
 }
 
 /*
@@ -438,9 +474,57 @@ void rec_thread_via_cgroup(struct rk_thread *t, int on)
 }
 
 /*
+ * The running recorder's books against the kernel's: a thread live in our
+ * books that BPF no longer traces lost the signals of its end (its final
+ * switch-out, dropped with its switch ring full; or its move out of the
+ * --cgroup subtrees). Seen so twice with an intake between (which hands
+ * out every signal stamped before the first look: a final switch-out is
+ * stored before BPF clears the thread's byte), it is ended then, flagged
+ * and counted, so its file leaves the live set and joins retention.
+ */
+void rec_reconcile(struct rk_rec *r, uint64_t now)
+{
+	struct rk_thread *t;
+
+	r->reconcile_ns = now;
+	for (t = r->all; t; t = t->all_next) {
+		if (t->dead || t->refused || t->pending)
+			continue;
+		if (rec_tid_traced(r, t->tid)) {
+			t->untraced_seen = 0;
+			continue;
+		}
+		if (!t->untraced_seen) {
+			t->untraced_seen = r->intakes;
+			continue;
+		}
+		if (r->intakes > t->untraced_seen)
+			rec_thread_end_unseen(r, t);
+	}
+}
+
+/*
+ * @t ended and we missed its end (reconciled, or its tid forked again):
+ * its files say so (RK_IDENT_END_UNSEEN), and it is finished as an exit,
+ * or as a move out of the cgroups if it is still there.
+ */
+void rec_thread_end_unseen(struct rk_rec *r, struct rk_thread *t)
+{
+	int k, alive = t->via_cgroup && !syscall(SYS_tgkill, t->tgid, t->tid, 0);
+
+	for (k = 0; k < rec_nsrc(r); k++) {
+		t->b[k].bf->id.flags |= RK_IDENT_END_UNSEEN;
+		rk_bufile__publish_ident(t->b[k].bf);
+	}
+	rec_thread_finish(r, t, alive ? RK_THREAD_LEFT : RK_THREAD_EXITED);
+	r->st->threads_reconciled++;
+}
+
+/*
  * Free the threads whose buffers are all finished and unmapped, so an
  * always-on recorder's memory follows the live threads, not all it saw.
- * Refused markers stay: they keep queued signals from counting twice.
+ * A refused marker goes once the intake is RK_MARKER_NS past its refusal:
+ * every signal stamped before it was handed out by then.
  */
 void rec_reclaim(struct rk_rec *r)
 {
@@ -449,6 +533,8 @@ void rec_reclaim(struct rk_rec *r)
 	while ((t = *pp)) {
 		struct rk_thread **hp;
 
+		if (t->refused && r->handed_ns > t->refused_ns + RK_MARKER_NS)
+			t->refused = 0;
 		if (!t->dead || t->refused || t->pending ||
 		    __atomic_load_n(&t->unreleased, __ATOMIC_ACQUIRE)) {
 			pp = &t->all_next;

@@ -49,5 +49,13 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 /* @t traced for --cgroup only (@on) or not: in memory and in its file, for a resume. */
 void rec_thread_via_cgroup(struct rk_thread *t, int on);
 void rec_reclaim(struct rk_rec *r);
+/* A refused marker lives this long past its refusal (signals in flight then). */
+#define RK_MARKER_NS (100 * 1000000ull)
+/* How often the running recorder checks its live threads against BPF's set. */
+#define RK_RECONCILE_NS (1000 * 1000000ull)
+int rec_refused_stale(const struct rk_thread *t, const struct rk_signal *s);
+void rec_unrefuse(struct rk_rec *r, struct rk_thread *t);
+void rec_reconcile(struct rk_rec *r, uint64_t now);
+void rec_thread_end_unseen(struct rk_rec *r, struct rk_thread *t);
 
 #endif /* RK_REC_THREADS_H */
