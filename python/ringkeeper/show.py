@@ -41,12 +41,17 @@ def json_value(v):
     raise TypeError(type(v))
 
 
+# rk_thread_ident.flags: the signals of its end were dropped (docs/format.md).
+IDENT_END_UNSEEN = 2
+
+
 def thread_header(buf, path):
     """show --json's "thread" object."""
     i, a = buf.ident, buf.attr
     return {
         "file": path, "tid": i.tid, "tgid": i.tgid, "ns_tid": i.ns_tid, "uid": i.uid,
-        "comm": i.comm, "state": i.state_name, "exit_code": i.exit_code,
+        "comm": i.comm, "state": i.state_name, "end_unseen": bool(i.flags & IDENT_END_UNSEEN),
+        "exit_code": i.exit_code,
         "start_ns": i.start_ns, "exit_ns": i.exit_ns, "data_size": buf.data_size,
         "data_head": buf.data_head, "data_tail": buf.data_tail, "overwritten": i.overwritten,
         "lost": i.lost, "pmu_offset": buf.pmu_offset, "pmu_size": buf.pmu_size,

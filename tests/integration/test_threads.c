@@ -24,6 +24,7 @@ TestSuite(threads, .init = rk_test_setup, .fini = rk_test_teardown);
 
 struct ends {
 	unsigned int files, live, unseen, exited;
+	char unseen_path[512]; /* one file that says its end was unseen */
 };
 
 /* Every sched file of @dir (incarnations <tid>.<n> included): their states. */
@@ -47,7 +48,10 @@ static void ends_in(const char *dir, struct ends *e)
 		e->files++;
 		e->live += bf->ident->state == RK_THREAD_LIVE;
 		e->exited += bf->ident->state == RK_THREAD_EXITED;
-		e->unseen += !!(bf->ident->flags & RK_IDENT_END_UNSEEN);
+		if (bf->ident->flags & RK_IDENT_END_UNSEEN) {
+			e->unseen++;
+			snprintf(e->unseen_path, sizeof(e->unseen_path), "%s", path);
+		}
 		rk_bufile__free(bf);
 	}
 	closedir(d);
@@ -126,6 +130,14 @@ Test(threads, a_thread_whose_end_was_dropped_is_ended_while_recording, .timeout 
 	cr_assert_eq(e.live, 1);
 	cr_assert_eq(e.unseen, st.threads_reconciled, "each thread ended unseen says so");
 	cr_assert_eq(e.exited, e.files - 1);
+	{
+		char *argv[] = { (char *)rk_bin, "show", e.unseen_path, NULL }, *out, *err;
+
+		cr_assert_eq(run_rk(argv, &out, &err), 0, "%s", err);
+		cr_assert_not_null(strstr(out, "end unseen"), "%s", out);
+		free(out);
+		free(err);
+	}
 	cr_assert_eq(write(gp[1], "x", 1), 1);
 	close(gp[1]);
 	status = wait_for(wl, 30000);

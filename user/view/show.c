@@ -646,12 +646,14 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 			id->tgid, id->ns_tid, id->uid);
 		rk_json_str(out, w.comm);
 		fprintf(out,
-			",\"state\":\"%s\",\"exit_code\":%d,\"start_ns\":%llu,\"exit_ns\":%llu,"
+			",\"state\":\"%s\",\"end_unseen\":%s,\"exit_code\":%d,\"start_ns\":%llu,"
+			"\"exit_ns\":%llu,"
 			"\"data_size\":%llu,\"data_head\":%llu,\"data_tail\":%llu,"
 			"\"overwritten\":%llu,\"lost\":%llu,\"pmu_offset\":%llu,\"pmu_size\":%llu,"
 			"\"attr\":{\"type\":%u,\"size\":%u,\"config\":\"0x%llx\",\"sample_type\":%llu,"
 			"\"context_switch\":%u,\"clockid\":%d},\"pmu_descsz\":%u},\n\"records\":[\n",
-			rk_thread_state_name(id->state), id->exit_code,
+			rk_thread_state_name(id->state),
+			id->flags & RK_IDENT_END_UNSEEN ? "true" : "false", id->exit_code,
 			(unsigned long long)id->start_ns, (unsigned long long)id->exit_ns,
 			(unsigned long long)bf->data_size, (unsigned long long)head,
 			(unsigned long long)tail, (unsigned long long)id->overwritten,
@@ -663,7 +665,10 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 		fprintf(out, "# file: %s\n", path);
 		fprintf(out, "# thread: tid %u (ns tid %u) tgid %u uid %u comm %s, %s", id->tid,
 			id->ns_tid, id->tgid, id->uid, w.comm, rk_thread_state_name(id->state));
-		if (id->state == RK_THREAD_EXITED || id->state == RK_THREAD_EXITING)
+		if (id->flags & RK_IDENT_END_UNSEEN)
+			fprintf(out, " (end unseen: the signals of its end were dropped; ended "
+				     "when the recorder found it gone)");
+		else if (id->state == RK_THREAD_EXITED || id->state == RK_THREAD_EXITING)
 			fprintf(out, " (exit_code 0x%x)", (unsigned int)id->exit_code);
 		fprintf(out,
 			"\n# data: %llu bytes ring, %llu in use [tail %llu, head %llu), "
