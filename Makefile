@@ -70,7 +70,8 @@ CRASHER := $(OUTPUT)/tests/crasher
 MAN := $(OUTPUT)/man/ringkeeper.8
 BENCH_DIR := $(OUTPUT)/bench
 BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_attach \
-	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/clock.bpf.o $(BENCH_DIR)/stamp.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts $(BENCH_DIR)/statson
+	$(BENCH_DIR)/noop.bpf.o $(BENCH_DIR)/clock.bpf.o $(BENCH_DIR)/stamp.bpf.o $(BENCH_DIR)/fanout $(BENCH_DIR)/bursts $(BENCH_DIR)/statson \
+	$(BENCH_DIR)/churn
 
 .PHONY: test-bins FORCE
 .PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format

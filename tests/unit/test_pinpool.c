@@ -541,29 +541,37 @@ Test(pinpool, short_runs_are_not_pinned_long_ones_are)
 
 	cr_assert_not_null(p);
 	item(&a, 0, 0);
-	rk_pin_want(p, &a, 1, 1000); /* no history: pinned */
-	rk_pin_flush(p);
-	cr_assert_eq(fk.locks, 1);
+	rk_pin_want(p, &a, 1, 1000); /* no run yet (a new thread): not pinned */
 	rk_pin_want(p, &a, 0, 11000); /* a 10 us run */
-	rk_pin_tick(p, 12000); /* linger 0: unlocked */
-	rk_pin_flush(p);
-	cr_assert_eq(fk.unlocks, 1);
 	rk_pin_want(p, &a, 1, 20000);
 	rk_pin_flush(p);
 	rk_pin_pool__stats(p, &st);
-	cr_assert_eq(fk.locks, 1, "a run after a 10 us one was pinned");
-	cr_assert_eq(st.skipped_short, 1);
+	cr_assert_eq(fk.locks, 0, "a new thread's run, or a run after a 10 us one, was pinned");
+	cr_assert_eq(st.skipped_short, 2);
 	rk_pin_want(p, &a, 0, 520000); /* a 500 us run */
 	rk_pin_want(p, &a, 1, 600000);
 	rk_pin_flush(p);
-	cr_assert_eq(fk.locks, 2, "a run after a 500 us one was not pinned");
+	cr_assert_eq(fk.locks, 1, "a run after a 500 us one was not pinned");
 	rk_pin_want(p, &a, 0, 610000); /* short, but still locked when it comes back */
 	rk_pin_want(p, &a, 1, 611000);
 	rk_pin_flush(p);
 	rk_pin_pool__stats(p, &st);
-	cr_assert_eq(fk.locks, 2);
-	cr_assert_eq(fk.unlocks, 1, "a locked buffer was dropped for a short run");
-	cr_assert_eq(st.skipped_short, 1);
+	cr_assert_eq(fk.locks, 1);
+	cr_assert_eq(fk.unlocks, 0, "a locked buffer was dropped for a short run");
+	cr_assert_eq(st.skipped_short, 2);
+	/* Not pinned at its switch-in (a 9 us run before), it runs on: locked at a tick. */
+	rk_pin_want(p, &a, 0, 620000);
+	rk_pin_tick(p, 621000); /* linger 0: unlocked */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.unlocks, 1);
+	rk_pin_want(p, &a, 1, 630000);
+	rk_pin_tick(p, 680000); /* 50 us on CPU: not yet */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 1, "locked before its run reached min_run_ns");
+	rk_pin_tick(p, 731000); /* 101 us */
+	rk_pin_flush(p);
+	cr_assert_eq(fk.locks, 2, "a run that went on past min_run_ns was not locked at a tick");
+	rk_pin_want(p, &a, 0, 740000);
 	rk_pin_pool__free(p);
 }
 
@@ -588,6 +596,8 @@ Test(pinpool, wakeup_flag_is_cleared_only_when_a_lock_is_wanted)
 	item(&b, 1, 0);
 	a.asked = &fa;
 	b.asked = &fb;
+	/* Threads with a long run behind them (a new one's first run is not pinned). */
+	a.last_run_ns = b.last_run_ns = MS;
 	fa = 1; /* what the switch-in program stores before it wakes us */
 	rk_pin_want(p, &a, RK_PIN_ON, 1000);
 	rk_pin_flush(p);
@@ -642,6 +652,7 @@ Test(pinpool, a_preempted_run_is_one_run_and_its_pin_lands)
 
 	cr_assert_not_null(p);
 	item(&a, 0, 0);
+	a.last_run_ns = MS; /* a long run behind it: its switch-in is pinned */
 	/* Gate closed: the pin stays in flight while the thread is preempted. */
 	fk.gate_closed = 1;
 	a.addr = mem[1];

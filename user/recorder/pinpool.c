@@ -36,6 +36,7 @@ struct rk_pin_pool {
 	struct rk_pin_item *pin_new, *pin_old; /* pins: newest, oldest */
 	unsigned long pin_turn;
 	struct rk_pin_item *lru_head, *lru_tail; /* lingering, oldest first */
+	struct rk_pin_item *w_head; /* on CPU, not locked: their run was deemed short */
 	unsigned int nbusy;
 	int stopping;
 	struct uid_acct *uids;
@@ -158,6 +159,43 @@ static void lru_add(struct rk_pin_pool *p, struct rk_pin_item *it)
 	it->in_lru = 1;
 }
 
+/*
+ * The watch list: items on CPU that were not locked at their switch-in
+ * (no run yet, or a short last one). rk_pin_tick() locks those whose run
+ * goes on past min_run_ns, so a long first run is locked too.
+ */
+static void watch_del(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	if (!it->in_watch)
+		return;
+	if (it->w_prev)
+		it->w_prev->w_next = it->w_next;
+	else
+		p->w_head = it->w_next;
+	if (it->w_next)
+		it->w_next->w_prev = it->w_prev;
+	it->w_prev = it->w_next = NULL;
+	it->in_watch = 0;
+}
+
+static void watch_add(struct rk_pin_pool *p, struct rk_pin_item *it)
+{
+	if (it->in_watch)
+		return;
+	it->w_prev = NULL;
+	it->w_next = p->w_head;
+	if (p->w_head)
+		p->w_head->w_prev = it;
+	p->w_head = it;
+	it->in_watch = 1;
+}
+
+/* Is @it's run, by its last one (or its having none yet), too short to lock? */
+static int run_short(const struct rk_pin_pool *p, const struct rk_pin_item *it)
+{
+	return p->opts.min_run_ns && it->last_run_ns < p->opts.min_run_ns;
+}
+
 static void enqueue(struct rk_pin_pool *p, struct rk_pin_item *it)
 {
 	if (it->queued)
@@ -248,7 +286,7 @@ static void rearm(const struct rk_pin_pool *p, struct rk_pin_item *it)
 {
 	if (it->retired || it->refused || it->wanted)
 		return;
-	if (it->last_run_ns && it->last_run_ns < p->opts.min_run_ns)
+	if (run_short(p, it))
 		return;
 	asked_store(it, 0);
 }
@@ -568,9 +606,10 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int how, uint64_
 				p->st.coalesced++;
 			lru_del(p, it);
 		} else if (!it->pinned) {
-			if (it->last_run_ns && it->last_run_ns < p->opts.min_run_ns) {
+			if (run_short(p, it)) {
 				if (new_run)
-					p->st.skipped_short++; /* a longer run will be pinned */
+					p->st.skipped_short++; /* locked if it runs on (tick) */
+				watch_add(p, it);
 			} else {
 				if (!it->want_since)
 					it->want_since = now_ns;
@@ -594,6 +633,7 @@ void rk_pin_want(struct rk_pin_pool *p, struct rk_pin_item *it, int how, uint64_
 		}
 		it->on_since = 0;
 		it->off_since = now_ns;
+		watch_del(p, it);
 		it->soon = how == RK_PIN_PREEMPTED;
 		if (!it->soon)
 			it->want_since = 0;
@@ -609,9 +649,32 @@ out:
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Under the lock: a run not locked at its switch-in that went on past min_run_ns is locked. */
+static void watch_tick(struct rk_pin_pool *p, uint64_t now_ns)
+{
+	struct rk_pin_item *it = p->w_head, *next;
+
+	for (; it; it = next) {
+		next = it->w_next;
+		if (!it->wanted || it->pinned || it->retired) {
+			watch_del(p, it);
+			continue;
+		}
+		if (it->run_ns + (now_ns > it->on_since ? now_ns - it->on_since : 0) <
+		    p->opts.min_run_ns)
+			continue;
+		watch_del(p, it);
+		if (!it->want_since)
+			it->want_since = now_ns;
+		if (!pin_inline(p, it))
+			enqueue(p, it);
+	}
+}
+
 void rk_pin_tick(struct rk_pin_pool *p, uint64_t now_ns)
 {
 	pthread_mutex_lock(&p->lock);
+	watch_tick(p, now_ns);
 	while (p->lru_head && now_ns - p->lru_head->off_since >= p->opts.linger_ns) {
 		struct rk_pin_item *it = p->lru_head;
 
@@ -624,14 +687,23 @@ void rk_pin_tick(struct rk_pin_pool *p, uint64_t now_ns)
 
 void rk_pin_retire(struct rk_pin_pool *p, struct rk_pin_item *it)
 {
+	void *owner = it->owner;
+	int mine = 0;
+
 	pthread_mutex_lock(&p->lock);
 	if (!it->retired) {
 		it->retired = 1;
 		it->wanted = 0;
 		lru_del(p, it);
-		enqueue(p, it);
+		watch_del(p, it);
+		/* Idle and unlocked: nothing for a worker (and no worker has it). */
+		mine = !it->pinned && !it->busy && !it->queued;
+		if (!mine)
+			enqueue(p, it);
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (mine && p->ops.release)
+		p->ops.release(owner, p->ops.ctx);
 }
 
 void rk_pin_flush(struct rk_pin_pool *p)

@@ -59,13 +59,15 @@ struct rk_pin_item {
 	struct rk_pin_item *q_next, *q_prev;
 	uint64_t queued_at; /* CLOCK_MONOTONIC when queued for a pin */
 	struct rk_pin_item *lru_prev, *lru_next;
+	struct rk_pin_item *w_prev, *w_next; /* on CPU and not locked for a short last run */
 	uint64_t off_since;
 	uint64_t on_since; /* switch-in of the current run, 0 while off CPU */
 	uint64_t last_run_ns; /* on-CPU length of its last run (see RK_PIN_PREEMPTED), 0 if none yet */
 	uint64_t run_ns; /* on-CPU time of the current run, before its last preemption */
 	uint64_t pinned_at; /* CLOCK_MONOTONIC of the last completed pin, 0 if unpinned */
 	uint64_t want_since; /* the switch-in that asked for the pin in flight, 0: none */
-	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1;
+	unsigned wanted : 1, pinned : 1, queued : 1, busy : 1, in_lru : 1, retired : 1,
+		in_watch : 1;
 	/* preempted: off CPU but runnable; a pin in flight still lands (then it lingers) */
 	unsigned soon : 1;
 	/* the last pin was refused, failed or passed over (no room): no wakeup until one works */
@@ -85,10 +87,13 @@ struct rk_pin_opts {
 	 */
 	int rt_prio;
 	/*
-	 * Do not pin a thread whose last run was shorter than this: it would
-	 * be off CPU again before the lock lands (a lock takes ~100 us), and
-	 * the pin, and the eviction that makes room for it, only cost. Its
-	 * records are written all the same. 0: pin every switch-in.
+	 * Do not pin a thread whose last run was shorter than this, or that
+	 * has had no run yet (a new thread: most live a few runs of a few
+	 * microseconds): it would be off CPU again before the lock lands (a
+	 * lock takes ~100 us), and the pin, and the eviction that makes room
+	 * for it, only cost. Its records are written all the same; a run that
+	 * goes on past it is locked at the next rk_pin_tick(). 0: pin every
+	 * switch-in.
 	 */
 	uint64_t min_run_ns;
 	/*
@@ -159,6 +164,9 @@ void rk_pin_tick(struct rk_pin_pool *pool, uint64_t now_ns);
 /**
  * rk_pin_retire() - the item will not run again: unlock it and call
  * ops->release(owner) from a worker. The pool does not touch it after that.
+ * An item that is idle (not locked, queued or worked on: most threads that
+ * lived a few short runs) needs no worker: ops->release is called here, in
+ * the caller's thread, with no hand-off between threads.
  */
 void rk_pin_retire(struct rk_pin_pool *pool, struct rk_pin_item *it);
 

@@ -437,7 +437,11 @@ int rec_tid_traced(struct rk_rec *r, __u32 tid)
 	return !bpf_map_lookup_elem(r->pmu_fd, &key, &v);
 }
 
-/* @tid's pin_asked flag, set to 0 (wake us at its next switch-in); NULL if none. */
+/*
+ * @tid's pin_asked flag, NULL if none; set to 0 (wake us at its next
+ * switch-in), or with --min-run-us to 1: a new thread's first run is not
+ * locked (the pool's run_short()), so waking us for it only costs.
+ */
 __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 {
 	__u8 *f;
@@ -445,7 +449,7 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 	if (!r->asked.b || tid >= r->asked.n)
 		return NULL;
 	f = &r->asked.b[tid];
-	__atomic_store_n(f, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(f, r->o->min_run_ns ? 1 : 0, __ATOMIC_RELAXED);
 	return f;
 }
 

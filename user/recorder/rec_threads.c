@@ -342,7 +342,10 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 	/* Files that stay: --keep-exited and --max-shm may remove them later. */
 	if (!(r->o->on_exit_drop && state == RK_THREAD_EXITED))
 		rec_gone_push(r, t);
-	/* The workers unlock and unmap the files; we never touch them again. */
+	/*
+	 * The workers unlock and unmap the locked files (an unlocked one is
+	 * unmapped here, rk_pin_retire()); we never touch them again.
+	 */
 	for (k = 0; k < rec_nsrc(r); k++)
 		rk_pin_retire(r->pool, &t->b[k].pin);
 	/* Its process's last thread: the process's sideband is finished too. */
