@@ -120,7 +120,11 @@ $(OUTPUT)/tests/%.o: tests/%.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(WARN) -Wno-missing-field-initializers $(CPPFLAGS) \
 		-Itests/common -MMD -MP -c $< -o $@
 
-$(UNIT_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS)
+# The recorder's retention queue is unit-tested too (test_retention.c: its work, counted).
+UNIT_REC_OBJS := $(OUTPUT)/user/recorder/rec_files.o $(OUTPUT)/user/recorder/rec_src.o
+$(OUTPUT)/tests/unit/test_retention.o: $(SKEL)
+
+$(UNIT_BIN): $(patsubst tests/%.c,$(OUTPUT)/tests/%.o,$(UNIT_SRCS)) $(LIB_OBJS) $(UNIT_REC_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ -lcriterion $(LIBS) -o $@
 

@@ -154,14 +154,26 @@ struct rk_rec {
 	int prog_fds[RK_NPROGS]; /* our programs, for their run statistics; -1: not known */
 	int made_dir; /* this recording created its session directory */
 	__u32 self; /* our tgid: never traced */
-	/* Retention: exited threads' files, oldest first (ring of gone_cap entries). */
+	/*
+	 * Retention: exited threads' files, oldest first (ring of gone_cap
+	 * entries). An entry is named by its sequence number (gone_seq0 is
+	 * gone[gone_head]'s), so the links between entries survive the ring's
+	 * growth: each path's hash chain (found by name in O(1) when its file
+	 * is moved aside) and each user's own queue (its oldest in O(1)).
+	 */
 	struct rk_gone {
 		uint64_t exit_ns; /* CLOCK_MONOTONIC */
 		uint64_t bytes;
 		char *path; /* NULL: removed out of order (fair retention) */
+		uint64_t hash; /* of path */
+		uint64_t hnext; /* sequence + 1 of the next entry of its hash bucket; 0: none */
+		uint64_t unext; /* sequence + 1 of its user's next entry; 0: none */
 		__u32 uid;
 	} * gone;
 	size_t gone_head, gone_n, gone_cap;
+	uint64_t gone_seq0;
+	uint64_t gone_steps; /* entries a lookup or removal visited: its work, which tests count */
+	uint64_t *gone_hash; /* gone_cap buckets: sequence + 1 of the first entry; 0: none */
 	/*
 	 * --max-shm's bytes per user (live and exited files) and each user's
 	 * exited files in the ring: who pays for room (fair retention).
@@ -170,6 +182,7 @@ struct rk_rec {
 		__u32 uid;
 		size_t ngone;
 		uint64_t bytes;
+		uint64_t first, last; /* sequence + 1 of its oldest and newest entry; 0: none */
 	} * ushm;
 	size_t nushm;
 	/* Each (directory, tid)'s next <tid>.<n> (rec_move_aside()): a table, a power of two. */

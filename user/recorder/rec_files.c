@@ -152,12 +152,59 @@ void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes)
 		u->bytes -= u->bytes < (uint64_t)-bytes ? u->bytes : (uint64_t)-bytes;
 }
 
-/* Entry @g goes: unlinked (unless removed already), its bytes no longer counted. */
-static void gone_remove(struct rk_rec *r, struct rk_gone *g)
+static uint64_t path_hash(const char *path)
 {
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *path; path++)
+		h = (h ^ (unsigned char)*path) * 1099511628211ull;
+	return h;
+}
+
+/* The entry of sequence number @seq, NULL if it left the ring. */
+static struct rk_gone *gone_at(struct rk_rec *r, uint64_t seq)
+{
+	if (seq < r->gone_seq0 || seq - r->gone_seq0 >= r->gone_n)
+		return NULL;
+	return &r->gone[(r->gone_head + (seq - r->gone_seq0)) % r->gone_cap];
+}
+
+static void hash_link(struct rk_rec *r, uint64_t seq, struct rk_gone *g)
+{
+	uint64_t *b = &r->gone_hash[g->hash & (r->gone_cap - 1)];
+
+	g->hnext = *b;
+	*b = seq + 1;
+}
+
+/* @g (sequence @seq) out of its hash chain: the chain is walked, a few entries at most. */
+static void hash_unlink(struct rk_rec *r, uint64_t seq, struct rk_gone *g)
+{
+	uint64_t *link = &r->gone_hash[g->hash & (r->gone_cap - 1)];
+
+	while (*link && *link != seq + 1) {
+		struct rk_gone *e = gone_at(r, *link - 1);
+
+		r->gone_steps++;
+		if (!e)
+			return; /* cannot be: every linked entry is in the ring */
+		link = &e->hnext;
+	}
+	if (*link)
+		*link = g->hnext;
+	g->hnext = 0;
+}
+
+/*
+ * Entry @seq, its user's oldest, goes: unlinked (unless removed already),
+ * its bytes no longer counted, out of its hash chain and its user's queue.
+ */
+static void gone_remove(struct rk_rec *r, uint64_t seq)
+{
+	struct rk_gone *g = gone_at(r, seq);
 	struct rk_uid_shm *u;
 
-	if (!g->path)
+	if (!g || !g->path)
 		return;
 	if (!unlink(g->path) || errno == ENOENT) {
 		r->st->retention_removed++;
@@ -170,6 +217,12 @@ static void gone_remove(struct rk_rec *r, struct rk_gone *g)
 	u = ushm_of(r, g->uid);
 	if (u && u->ngone)
 		u->ngone--;
+	if (u && u->first == seq + 1) {
+		u->first = g->unext;
+		if (!u->first)
+			u->last = 0;
+	}
+	hash_unlink(r, seq, g);
 	free(g->path);
 	g->path = NULL;
 }
@@ -178,64 +231,103 @@ static void gone_remove(struct rk_rec *r, struct rk_gone *g)
 static void gone_pop(struct rk_rec *r)
 {
 	do {
-		gone_remove(r, &r->gone[r->gone_head]);
+		gone_remove(r, r->gone_seq0);
 		r->gone_head = (r->gone_head + 1) % r->gone_cap;
+		r->gone_seq0++;
 		r->gone_n--;
 	} while (r->gone_n && !r->gone[r->gone_head].path);
+}
+
+/*
+ * Room for one more entry: the ring doubles, its entries keep their
+ * sequence numbers, and the hash buckets (as many as entries) are laid
+ * anew. Return: 0, or -ENOMEM (the entry is then kept out of retention).
+ */
+static int gone_grow(struct rk_rec *r)
+{
+	size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
+	struct rk_gone *n = malloc(cap * sizeof(*n));
+	uint64_t *h = calloc(cap, sizeof(*h));
+
+	if (!n || !h) {
+		free(n);
+		free(h);
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->gone_n; i++)
+		n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
+	free(r->gone);
+	free(r->gone_hash);
+	r->gone = n;
+	r->gone_hash = h;
+	r->gone_cap = cap;
+	r->gone_head = 0;
+	for (i = 0; i < r->gone_n; i++)
+		if (n[i].path)
+			hash_link(r, r->gone_seq0 + i, &n[i]);
+	return 0;
 }
 
 void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u32 uid)
 {
 	struct rk_uid_shm *u;
 	struct rk_gone *g;
+	uint64_t seq;
 
 	if (!r->o->max_shm && !r->o->keep_exited_ns)
 		return;
-	if (r->gone_n == r->gone_cap) {
-		size_t cap = r->gone_cap ? r->gone_cap * 2 : 256, i;
-		struct rk_gone *n = malloc(cap * sizeof(*n));
-
-		if (!n)
-			return; /* kept: only the limits are not enforced on it */
-		for (i = 0; i < r->gone_n; i++)
-			n[i] = r->gone[(r->gone_head + i) % r->gone_cap];
-		free(r->gone);
-		r->gone = n;
-		r->gone_cap = cap;
-		r->gone_head = 0;
-	}
+	if (r->gone_n == r->gone_cap && gone_grow(r))
+		return; /* kept: only the limits are not enforced on it */
+	seq = r->gone_seq0 + r->gone_n;
 	g = &r->gone[(r->gone_head + r->gone_n) % r->gone_cap];
+	memset(g, 0, sizeof(*g));
 	g->path = strdup(path);
 	if (!g->path)
 		return;
 	g->exit_ns = rk_now_mono_ns();
 	g->bytes = bytes;
 	g->uid = uid;
+	g->hash = path_hash(path);
 	r->gone_n++;
+	hash_link(r, seq, g);
 	u = ushm_of(r, uid);
-	if (u)
-		u->ngone++;
+	if (!u)
+		return; /* its file goes when the ring's head reaches it */
+	u->ngone++;
+	if (u->last) {
+		struct rk_gone *prev = gone_at(r, u->last - 1);
+
+		if (prev)
+			prev->unext = seq + 1;
+	} else {
+		u->first = seq + 1;
+	}
+	u->last = seq + 1;
 }
 
-/* @t finished: its files join the retention queue (unless already removed). */
+/*
+ * @t finished: its files join the retention queue (unless already removed).
+ * Written no more, each counts from now on the memory it holds: its page 0
+ * and the ring's pages written (a sparse file's, in order from the start;
+ * the AUX area is counted whole), with no stat() per file.
+ */
 void rec_gone_push(struct rk_rec *r, struct rk_thread *t)
 {
 	char path[PATH_MAX + 96];
 	int k;
 
 	for (k = 0; k < rec_nsrc(r); k++) {
+		struct rk_bufile *bf = t->b[k].bf;
 		uint64_t size = rk_bufile_layout_size(r->o->data_size, rec_src_aux(r, k)), used;
-		uint64_t charged = t->b[k].charged;
-		struct stat sb;
+		uint64_t charged = t->b[k].charged, data = bf ? bf->head : r->o->data_size;
 
+		if (data > r->o->data_size)
+			data = r->o->data_size;
+		used = RK_PAGE_SIZE + ((data + RK_PAGE_SIZE - 1) & ~(uint64_t)(RK_PAGE_SIZE - 1)) +
+		       rec_src_aux(r, k);
+		if (used > size)
+			used = size;
 		snprintf(path, sizeof(path), "%s/%s/%u", r->dir, rec_src_dir(r, k), t->tid);
-		/*
-		 * Written no more: from now on it counts the memory it holds (a
-		 * sparse file's blocks), not what it could have filled.
-		 */
-		used = !stat(path, &sb) && (uint64_t)sb.st_blocks * 512 < size ?
-			       (uint64_t)sb.st_blocks * 512 :
-			       size;
 		rec_shm_account(r, t->uid, (int64_t)used - (int64_t)charged);
 		t->b[k].charged = used;
 		if (used < size)
@@ -244,21 +336,32 @@ void rec_gone_push(struct rk_rec *r, struct rk_thread *t)
 	}
 }
 
+/* A retained file moved aside (rec_move_aside()): found by its name's hash. */
 void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
 {
-	size_t i;
+	uint64_t h = path_hash(from), link;
 
-	for (i = 0; i < r->gone_n; i++) {
-		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
+	if (!r->gone_cap)
+		return;
+	for (link = r->gone_hash[h & (r->gone_cap - 1)]; link;) {
+		struct rk_gone *g = gone_at(r, link - 1);
 		char *n;
 
-		if (!g->path || strcmp(g->path, from))
+		r->gone_steps++;
+		if (!g)
+			return;
+		if (g->hash != h || !g->path || strcmp(g->path, from)) {
+			link = g->hnext;
 			continue;
-		n = strdup(to);
-		if (n) {
-			free(g->path);
-			g->path = n;
 		}
+		n = strdup(to);
+		if (!n)
+			return; /* it keeps the old name: its removal finds nothing there */
+		hash_unlink(r, link - 1, g);
+		free(g->path);
+		g->path = n;
+		g->hash = path_hash(to);
+		hash_link(r, link - 1, g);
 		return;
 	}
 }
@@ -289,23 +392,20 @@ static struct rk_uid_shm *gone_victim(struct rk_rec *r, __u32 uid)
 	return best;
 }
 
-/* The oldest exited file of @victim goes. Return: 1, or 0 if it has none. */
+/* The oldest exited file of @victim goes (its queue's head). Return: 1, or 0 if it has none. */
 static int gone_remove_oldest_of(struct rk_rec *r, __u32 victim)
 {
-	size_t i;
+	struct rk_uid_shm *u = ushm_of(r, victim);
+	uint64_t seq;
 
-	for (i = 0; i < r->gone_n; i++) {
-		struct rk_gone *g = &r->gone[(r->gone_head + i) % r->gone_cap];
-
-		if (g->path && g->uid == victim) {
-			if (i == 0)
-				gone_pop(r);
-			else
-				gone_remove(r, g);
-			return 1;
-		}
-	}
-	return 0;
+	if (!u || !u->first)
+		return 0;
+	seq = u->first - 1;
+	if (seq == r->gone_seq0)
+		gone_pop(r);
+	else
+		gone_remove(r, seq);
+	return 1;
 }
 
 int rec_shm_grow(struct rk_rec *r, struct rk_thread *t, int k, size_t size)
@@ -370,7 +470,9 @@ void rec_gone_free(struct rk_rec *r)
 		r->gone_n--;
 	}
 	free(r->gone);
+	free(r->gone_hash);
 	r->gone = NULL;
+	r->gone_hash = NULL;
 	r->gone_cap = 0;
 	free(r->ushm);
 	free(r->aside);
