@@ -324,6 +324,40 @@ static __always_inline __u32 mm_dumpable(struct mm_struct *mm)
 	return (__u32)(f & RK_MMF_DUMPABLE_MASK);
 }
 
+/*
+ * RK_SIGF_IDS for a new task @t: its tid in its own pid namespace and who
+ * may read its files, as the loader decides from /proc (rk_access_reader_of):
+ * the user whose real, effective, saved and fs uids (and gids) are all
+ * one, not root, and whose mm is dumpable (SUID_DUMP_USER: /proc is then
+ * its). A task with no mm or not dumpable is left to the loader (a non-
+ * dumpable one's /proc owner is its user namespace's root). Return: 1 if set.
+ */
+static __always_inline int task_ids(struct rk_signal *s, struct task_struct *t)
+{
+	const struct cred *c = BPF_CORE_READ(t, real_cred);
+	struct mm_struct *mm = t->mm; /* a trusted load, as creds_update() reads it */
+	struct pid *pid = BPF_CORE_READ(t, thread_pid);
+	__u32 uid, level;
+
+	if (!c || !mm || !pid || mm_dumpable(mm) != 1)
+		return 0;
+	uid = BPF_CORE_READ(c, uid.val);
+	if (BPF_CORE_READ(c, euid.val) != uid || BPF_CORE_READ(c, suid.val) != uid ||
+	    BPF_CORE_READ(c, fsuid.val) != uid)
+		s->reader = 0;
+	else if (BPF_CORE_READ(c, egid.val) != BPF_CORE_READ(c, gid.val) ||
+		 BPF_CORE_READ(c, sgid.val) != BPF_CORE_READ(c, gid.val) ||
+		 BPF_CORE_READ(c, fsgid.val) != BPF_CORE_READ(c, gid.val))
+		s->reader = 0;
+	else
+		s->reader = uid ? uid + 1 : 0;
+	level = BPF_CORE_READ(pid, level);
+	if (level > 31)
+		return 0;
+	s->ns_tid = BPF_CORE_READ(pid, numbers[level].nr);
+	return 1;
+}
+
 /* @t's slot in creds (NULL: none, no memory). */
 static __always_inline __u64 *creds_slot(struct task_struct *t)
 {
@@ -842,6 +876,8 @@ signal:
 	s->flags = flags;
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, child);
+	if (task_ids(s, child))
+		s->flags |= RK_SIGF_IDS;
 	s->ptid = pkey.tid;
 	s->time_ns = bpf_ktime_get_ns();
 	if (s->tid == s->tgid)

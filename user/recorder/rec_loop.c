@@ -158,7 +158,7 @@ static void on_fork(struct rk_rec *r, const struct rk_signal *s)
 	t = rec_thread_find(r, s->tid);
 	if (t && !t->dead && SCHED_BF(t)->id.start_ns != s->time_ns)
 		rec_thread_end_unseen(r, t);
-	t = rec_thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns);
+	t = rec_thread_born(r, s);
 	if (!t)
 		return;
 	/*

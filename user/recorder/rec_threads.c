@@ -99,17 +99,55 @@ void rec_unrefuse(struct rk_rec *r, struct rk_thread *t)
 }
 
 /*
+ * Who the new thread is, for its identity and its readers: from its fork
+ * signal when BPF could say (RK_SIGF_IDS: read at the fork, no /proc read
+ * per birth), else from /proc now (a task already gone stays root's).
+ * Return: 1 if @reader may read its files.
+ */
+static int thread_who(const struct rk_signal *born, struct rk_thread_ident *id, const char *comm,
+		      uid_t *reader)
+{
+	char pcomm[RK_COMM_LEN] = "";
+	struct rk_task_ids ids = { 0 };
+
+	if (born && (born->flags & RK_SIGF_IDS)) {
+		id->ns_tid = born->ns_tid;
+		snprintf(id->comm, sizeof(id->comm), "%s", born->comm);
+		*reader = born->reader ? born->reader - 1 : 0;
+		return born->reader != 0;
+	}
+	rec_proc_ids(id->tgid, id->tid, &id->uid, &id->ns_tid, comm && *comm ? NULL : pcomm, &ids);
+	snprintf(id->comm, sizeof(id->comm), "%s", comm && *comm ? comm : pcomm);
+	return rk_access_reader_of((pid_t)id->tgid, (pid_t)id->tid, &ids, reader) == 1;
+}
+
+static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
+				    const char *comm, uint64_t start_ns,
+				    const struct rk_signal *born);
+
+/* A thread whose fork signal is @s: its files, its identity from the signal where it can. */
+struct rk_thread *rec_thread_born(struct rk_rec *r, const struct rk_signal *s)
+{
+	return thread_new(r, s->tid, s->tgid, s->uid, s->comm, s->time_ns, s);
+}
+
+struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
+				 const char *comm, uint64_t start_ns)
+{
+	return thread_new(r, tid, tgid, uid, comm, start_ns, NULL);
+}
+
+/*
  * Files for @tid, one per source. A dead thread with the same tid (tid
  * reuse) keeps its files under <tid>.<n>.
  */
-struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
-				 const char *comm, uint64_t start_ns)
+static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
+				    const char *comm, uint64_t start_ns,
+				    const struct rk_signal *born)
 {
 	struct rk_thread_ident id = { 0 };
 	char path[PATH_MAX + 96];
 	struct rk_thread *t, *prev = rec_thread_find(r, tid);
-	char pcomm[RK_COMM_LEN] = "";
-	struct rk_task_ids ids = { 0 };
 	uid_t reader = 0;
 	int k, can;
 
@@ -145,10 +183,7 @@ struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 
 	id.uid = uid;
 	id.start_ns = start_ns;
 	id.state = RK_THREAD_LIVE;
-	rec_proc_ids(tgid, tid, &id.uid, &id.ns_tid, comm && *comm ? NULL : pcomm, &ids);
-	snprintf(id.comm, sizeof(id.comm), "%s", comm && *comm ? comm : pcomm);
-	/* Who may read it: decided from /proc now; a task already gone stays root's. */
-	can = rk_access_reader_of((pid_t)tgid, (pid_t)tid, &ids, &reader) == 1;
+	can = thread_who(born, &id, comm, &reader);
 	for (k = 0; k < rec_nsrc(r); k++) {
 		struct rk_bufile *bf;
 

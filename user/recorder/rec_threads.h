@@ -20,6 +20,7 @@
 #include "access.h"
 
 void rec_refuse(struct rk_rec *r, __u32 tid, const char *why);
+struct rk_thread *rec_thread_born(struct rk_rec *r, const struct rk_signal *s);
 struct rk_thread *rec_thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u32 uid,
 				 const char *comm, uint64_t start_ns);
 void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *rec, size_t size);
