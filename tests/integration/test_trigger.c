@@ -360,3 +360,46 @@ Test(trigger, a_storm_of_triggers_is_bounded_and_counted)
 	}
 	free(out);
 }
+
+/*
+ * Debian's perf reads every perf.data export of a session with triggers:
+ * the session's and its bundle's, with wakeups and off-CPU stacks in them
+ * too. A trigger record once went into the export as it was, and perf
+ * script stopped at it ("failed to process type: 21070", exit 234).
+ */
+Test(trigger, perf_reads_the_exports_of_a_session_and_its_bundle)
+{
+	const char *opts[] = { "--trigger", "exit", "--wakeups", "--offcpu", NULL };
+	char cmd[1400], names[4][600], data[300], *s, *out = NULL;
+	struct rk_session_stat st;
+	int status;
+	size_t n;
+
+	if (access("/usr/bin/perf", X_OK))
+		cr_skip_test("perf is not installed");
+	snprintf(cmd, sizeof(cmd), "%s -t 2 -i 20 -s 1000 >/dev/null; sh -c 'exit 3'; true",
+		 workload);
+	record_sh("pd", opts, cmd, &st, &out);
+	cr_assert_eq(st.triggers, 1, "%llu triggers", (unsigned long long)st.triggers);
+	n = bundles(names, 4);
+	cr_assert_eq(n, 1, "%zu bundles", n);
+
+	snprintf(data, sizeof(data), "%s/session.data", root);
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session pd --perf-data %s 2>&1", rk_bin,
+		 root, data);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 trigger records are not in it"), "not said:\n%s", s);
+	free(s);
+	assert_perf_reads(data);
+
+	snprintf(data, sizeof(data), "%s/bundle.data", root);
+	snprintf(cmd, sizeof(cmd), "%s export --bundle %s --perf-data %s 2>&1", rk_bin, names[0],
+		 data);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 trigger records are not in it"), "not said:\n%s", s);
+	free(s);
+	assert_perf_reads(data);
+	free(out);
+}
