@@ -67,9 +67,9 @@
 /*
  * record --trigger killed: SIGKILL sent to a traced process
  * (signal_generate): tid/tgid its target, ptid/next_tgid the sender
- * (current: for the kernel's own SIGKILL, SI_KERNEL, e.g. the OOM killer,
- * the task it ran in), prev_state the si_code (0 SI_USER, 0x80 SI_KERNEL),
- * comm the sender's.
+ * (0 for the kernel's own SIGKILL, SI_KERNEL, e.g. the OOM killer's: no
+ * task sent it), prev_state the si_code (0 SI_USER, 0x80 SI_KERNEL), comm
+ * the sender's, RK_SIGF_WAKER_OTHER if the sender is another user's.
  */
 #define RK_SIG_KILL 14
 
@@ -86,7 +86,10 @@
 #define RK_SIGF_WAKE_NEW 0x80 /* RK_SIG_WAKING: a new task's first wakeup (wake_up_new_task) */
 /* switch-out: sched_switch's preempt, the kernel took the CPU (it reports R+) */
 #define RK_SIGF_INVOLUNTARY 0x100
-/* RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is another user's */
+/*
+ * RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is
+ * another user's; RK_SIG_KILL: the sender is
+ */
 #define RK_SIGF_WAKER_OTHER 0x200
 /*
  * record --offcpu: this switch-out (into a sleep, not a preemption) or

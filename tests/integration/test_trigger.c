@@ -403,3 +403,37 @@ Test(trigger, perf_reads_the_exports_of_a_session_and_its_bundle)
 	assert_perf_reads(data);
 	free(out);
 }
+
+/*
+ * A user's process SIGKILLed by root's shell: the trigger's record in that
+ * user's own file hides the sender as --wakeups hides another user's waker
+ * (pid and tid 0, "another user's task"), unless perf_event_paranoid is -1;
+ * the bundle, root's, names it in its reason.
+ */
+Test(trigger, a_kill_by_another_user_is_hidden_in_the_user_s_file)
+{
+	const char *opts[] = { "--trigger", "killed", NULL };
+	char paranoid[16], cmd[600], *lines, *out = NULL;
+	struct rk_session_stat st;
+
+	read_sysctl("/proc/sys/kernel/perf_event_paranoid", paranoid, sizeof(paranoid));
+	if (atoi(paranoid) < 0)
+		cr_skip_test("perf_event_paranoid is -1: the user may see every sender");
+	cr_assert_eq(chmod(root, 0755), 0);
+	record_sh("kh", opts,
+		  "setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & sleep 0.3; "
+		  "kill -9 $!; wait",
+		  &st, &out);
+	cr_assert_eq(st.triggers, 1, "%llu triggers", (unsigned long long)st.triggers);
+	lines = trigger_lines("kh", 0);
+	cr_assert_not_null(strstr(lines,
+				  "trigger: killed by signal 9, sent by another user's task"),
+			   "not hidden:\n%s", lines);
+	cr_assert_null(strstr(lines, "sent by pid"), "root's sender named:\n%s", lines);
+	free(lines);
+	snprintf(cmd, sizeof(cmd), "cat %s/kh/snapshots", root);
+	lines = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(lines, "killed by signal 9 (SIGKILL), sent by pid"), "%s", lines);
+	free(lines);
+	free(out);
+}
