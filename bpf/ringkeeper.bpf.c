@@ -679,8 +679,9 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (changed) {
 			w = sw_reserve(head, cpu, &wake);
 			if (w)
-				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0,
-					  RK_SIG_CREDS, changed & 2 ? RK_SIGF_DUMPABLE : 0);
+				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0,
+					  BPF_CORE_READ(prev, real_cred, uid.val), RK_SIG_CREDS,
+					  changed & 2 ? RK_SIGF_DUMPABLE : 0);
 			wake = 1;
 		}
 

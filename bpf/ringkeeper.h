@@ -31,7 +31,8 @@
  * A traced task's credentials or its process's dumpability changed since it
  * last ran (seen at its switch-out; exec refreshes what is remembered): who
  * may read its files is decided again (for the whole process with
- * RK_SIGF_DUMPABLE, dumpability being the mm's).
+ * RK_SIGF_DUMPABLE, dumpability being the mm's). prev_state: its real uid
+ * now (the loader's /proc may be gone by the time it reads it).
  */
 #define RK_SIG_CREDS 8
 /*

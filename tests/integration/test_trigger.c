@@ -437,3 +437,36 @@ Test(trigger, a_kill_by_another_user_is_hidden_in_the_user_s_file)
 	free(lines);
 	free(out);
 }
+
+/*
+ * Whose a bundle is: the user of the process that fired it when it fired.
+ * Root's shell starts short-lived processes as nobody (setpriv: its
+ * credentials change, then it exits at once) and nobody runs a setuid-root
+ * program that fails (umount): every bundle is nobody's (.u65534.). The
+ * file made at the change took its user from /proc, which the loader read
+ * after the process was gone: 5 of 60 were booked to root.
+ */
+Test(trigger, a_short_lived_process_s_bundle_is_its_user_s)
+{
+	const char *opts[] = { "--trigger", "exit", "--snapshot-max", "200", NULL };
+	char names[200][600], *out = NULL;
+	struct rk_session_stat st;
+	size_t n, i;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	record_sh("who", opts,
+		  "for i in $(seq 40); do "
+		  "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'exit 1'; "
+		  "[ -u /usr/bin/umount ] && setpriv --reuid=65534 --regid=65534 --clear-groups "
+		  "umount /nonexistent-rk 2>/dev/null; sleep 0.02; done; true",
+		  &st, &out);
+	n = bundles(names, 200);
+	printf("who: %llu triggers, %llu snapshots, %zu bundles\n", (unsigned long long)st.triggers,
+	       (unsigned long long)st.snapshots, n);
+	cr_assert_geq(st.triggers, 40, "%llu triggers", (unsigned long long)st.triggers);
+	cr_assert_eq(n, st.snapshots);
+	cr_assert_gt(n, 20, "%zu bundles", n);
+	for (i = 0; i < n; i++)
+		cr_assert_not_null(strstr(names[i], ".u65534.rkb"), "%s: not nobody's", names[i]);
+	free(out);
+}

@@ -227,14 +227,13 @@ static void put_record(struct rk_rec *r, struct rk_thread *t, const struct rk_tr
 
 /* In the histories it concerns: @tid's, or with @whole every live thread of its process. */
 static void put_records(struct rk_rec *r, __u32 tid, int whole, const struct rk_trigger_record *tr,
-			__u64 time_ns, __u32 *uid)
+			__u64 time_ns)
 {
 	struct rk_thread *t = tid ? rec_thread_find(r, tid) : NULL;
 	__u32 tgid;
 
 	if (!t || t->refused)
 		return;
-	*uid = t->uid;
 	tgid = t->tgid;
 	if (!whole) {
 		if (!t->dead)
@@ -247,7 +246,8 @@ static void put_records(struct rk_rec *r, __u32 tid, int whole, const struct rk_
 }
 
 void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 time_ns,
-		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, const char *why)
+		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, __u32 uid,
+		      const char *why)
 {
 	struct rk_trigger_record tr = {
 		.kind = kind, .state = state, .value = value, .by_pid = by_pid, .by_tid = by_tid
@@ -255,12 +255,11 @@ void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 
 	struct rk_trig *g = r->trig;
 	struct rk_thread *t = tid ? rec_thread_find(r, tid) : NULL;
 	struct req *q;
-	__u32 uid = 0;
 
 	if (!g)
 		return;
 	r->st->triggers++;
-	put_records(r, tid, whole, &tr, time_ns, &uid);
+	put_records(r, tid, whole, &tr, time_ns);
 	/* One snapshot per gap: a storm (or a hostile user) costs a count, not the disk. */
 	if ((g->last_fire && time_ns < g->last_fire + g->o->gap_ns) || g->nwait == RK_TRIG_QUEUE) {
 		r->st->triggers_dropped++;
@@ -339,7 +338,7 @@ static void watchdog(struct rk_rec *r, uint64_t now)
 		snprintf(why, sizeof(why), "tid %u (pid %u) off CPU in %s for %.3f s", t->tid,
 			 t->tgid, state_name(t->off_state), (now - t->off_since) / 1e9);
 		rec_trigger_fire(r, RK_TRIG_BLOCKED, t->tid, 0, now, now - t->off_since,
-				 t->off_state, 0, 0, why);
+				 t->off_state, 0, 0, t->uid, why);
 	}
 }
 
@@ -397,6 +396,7 @@ static void kill_seen(struct rk_trig *g, const struct rk_signal *s)
 
 void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s)
 {
+	struct rk_thread *t;
 	char why[200];
 
 	if (!r->trig)
@@ -407,8 +407,9 @@ void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	snprintf(why, sizeof(why), "tid %u (pid %u) waited %.3f ms for a CPU", s->tid, s->tgid,
 		 s->prev_state / 1e3);
+	t = rec_thread_find(r, s->tid);
 	rec_trigger_fire(r, RK_TRIG_DELAY, s->tid, 0, s->time_ns, (__u64)s->prev_state * 1000, 0, 0,
-			 0, why);
+			 0, t ? t->uid : 0, why);
 }
 
 /*
@@ -458,12 +459,12 @@ void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 			 rk_strip_controls(SCHED_BF(t)->id.comm), sig, sigabbrev_np(sig) ?: "?",
 			 who);
 		rec_trigger_fire(r, RK_TRIG_KILLED, t->tid, 1, s->time_ns, (__u64)sig, state,
-				 by_pid, by_tid, why);
+				 by_pid, by_tid, s->uid, why);
 	} else if (!sig && status && g->o->exit_nonzero) {
 		snprintf(why, sizeof(why), "pid %u (%s) exited with status %d", t->tgid,
 			 rk_strip_controls(SCHED_BF(t)->id.comm), status);
 		rec_trigger_fire(r, RK_TRIG_EXIT, t->tid, 1, s->time_ns, (__u64)status, 0, 0, 0,
-				 why);
+				 s->uid, why);
 	}
 }
 
