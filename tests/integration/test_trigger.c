@@ -377,6 +377,9 @@ Test(trigger, perf_reads_the_exports_of_a_session_and_its_bundle)
 
 	if (access("/usr/bin/perf", X_OK))
 		cr_skip_test("perf is not installed");
+	if (in_vmtest())
+		cr_skip_test("perf reads back our own exports, the same on every kernel: the host "
+			     "does");
 	snprintf(cmd, sizeof(cmd), "%s -t 2 -i 20 -s 1000 >/dev/null; sh -c 'exit 3'; true",
 		 workload);
 	record_sh("pd", opts, cmd, &st, &out);
