@@ -713,8 +713,9 @@ int BPF_PROG(rk_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		if (changed) {
 			w = sw_reserve(head, cpu, &wake);
 			if (w)
-				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0, 0,
-					  RK_SIG_CREDS, changed & 2 ? RK_SIGF_DUMPABLE : 0);
+				sw_commit(head, w, now, prev->pid, prev->tgid, 0, 0,
+					  BPF_CORE_READ(prev, real_cred, uid.val), RK_SIG_CREDS,
+					  changed & 2 ? RK_SIGF_DUMPABLE : 0);
 			wake = 1;
 		}
 
@@ -1006,13 +1007,23 @@ int BPF_PROG(rk_signal_generate, int sig, struct kernel_siginfo *info, struct ta
 	s->cpu = bpf_get_smp_processor_id();
 	s->tid = key.tid;
 	s->tgid = BPF_CORE_READ(task, tgid);
-	s->ptid = cur->pid;
-	s->next_tgid = cur->tgid;
 	s->uid = BPF_CORE_READ(task, real_cred, uid.val);
 	/* SEND_SIG_NOINFO (0) and SEND_SIG_PRIV (1) are not pointers: SI_USER and SI_KERNEL. */
 	s->prev_state = (unsigned long)info <= 1 ? ((unsigned long)info ? 0x80 : 0) :
 						   (__u32)BPF_CORE_READ(info, si_code);
-	bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), &cur->comm);
+	/*
+	 * SI_KERNEL: no task sent it. current is only where the kernel ran
+	 * (the OOM killer's: the task whose allocation failed, often the
+	 * victim itself), so no sender is named.
+	 */
+	if (s->prev_state != 0x80 /* SI_KERNEL */) {
+		s->ptid = cur->pid;
+		s->next_tgid = cur->tgid;
+		bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), &cur->comm);
+		/* Who may learn the sender's ids: as for a waker (docs/trust.md). */
+		if (BPF_CORE_READ(cur, real_cred, uid.val) != s->uid)
+			s->flags |= RK_SIGF_WAKER_OTHER;
+	}
 	s->time_ns = bpf_ktime_get_ns();
 	submit(s, 1);
 	return 0;

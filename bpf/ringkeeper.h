@@ -31,7 +31,8 @@
  * A traced task's credentials or its process's dumpability changed since it
  * last ran (seen at its switch-out; exec refreshes what is remembered): who
  * may read its files is decided again (for the whole process with
- * RK_SIGF_DUMPABLE, dumpability being the mm's).
+ * RK_SIGF_DUMPABLE, dumpability being the mm's). prev_state: its real uid
+ * now (the loader's /proc may be gone by the time it reads it).
  */
 #define RK_SIG_CREDS 8
 /*
@@ -67,9 +68,9 @@
 /*
  * record --trigger killed: SIGKILL sent to a traced process
  * (signal_generate): tid/tgid its target, ptid/next_tgid the sender
- * (current: for the kernel's own SIGKILL, SI_KERNEL, e.g. the OOM killer,
- * the task it ran in), prev_state the si_code (0 SI_USER, 0x80 SI_KERNEL),
- * comm the sender's.
+ * (0 for the kernel's own SIGKILL, SI_KERNEL, e.g. the OOM killer's: no
+ * task sent it), prev_state the si_code (0 SI_USER, 0x80 SI_KERNEL), comm
+ * the sender's, RK_SIGF_WAKER_OTHER if the sender is another user's.
  */
 #define RK_SIG_KILL 14
 
@@ -86,7 +87,10 @@
 #define RK_SIGF_WAKE_NEW 0x80 /* RK_SIG_WAKING: a new task's first wakeup (wake_up_new_task) */
 /* switch-out: sched_switch's preempt, the kernel took the CPU (it reports R+) */
 #define RK_SIGF_INVOLUNTARY 0x100
-/* RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is another user's */
+/*
+ * RK_SIG_WAKING: the waker (or the task an interrupt woke it from) is
+ * another user's; RK_SIG_KILL: the sender is
+ */
 #define RK_SIGF_WAKER_OTHER 0x200
 /*
  * record --offcpu: this switch-out (into a sleep, not a preemption) or

@@ -204,6 +204,9 @@ def trigger_detail(raw):
         if by_pid:
             return "trigger: killed by signal %u, sent by pid %u tid %u" % (value, by_pid,
                                                                            by_tid)
+        if state & 3:
+            return "trigger: killed by signal %u, sent by %s" % (
+                value, "the kernel" if state & 1 else "another user's task")
         return "trigger: killed by signal %u" % value
     if kind == 5:
         return "trigger: exit status %u" % value

@@ -188,6 +188,25 @@ int in_vmtest(void)
 	return v && !strcmp(v, "1");
 }
 
+void assert_perf_reads(const char *data)
+{
+	static const char *const tools[] = { "script", "report --stdio" };
+	char cmd[600], *s;
+	size_t i;
+	int status;
+
+	for (i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		/* stdout away: perf's own errors ("failed to process type") stay. */
+		snprintf(cmd, sizeof(cmd), "perf %s -i %s 2>&1 >/dev/null", tools[i], data);
+		s = sh_out(cmd, &status);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "perf %s cannot read %s (status 0x%x):\n%s", tools[i], data, status, s);
+		cr_assert_null(strstr(s, "failed to process"), "perf %s on %s:\n%s", tools[i], data,
+			       s);
+		free(s);
+	}
+}
+
 void plain_run_only(const char *why)
 {
 	if (rk_sanitized())

@@ -124,6 +124,12 @@ int rk_sanitized(void);
  */
 void plain_run_only(const char *why);
 /*
+ * Debian's perf reads the perf.data file @data whole: `perf script` and
+ * `perf report` exit 0 and stop at no record (the caller skips if perf is
+ * not installed).
+ */
+void assert_perf_reads(const char *data);
+/*
  * Whether this runs in make vmtest's guest (RK_VMTEST=1): a test may leave
  * out there what only reads back files our own code wrote, which is the
  * same on every kernel and ~25x slower under QEMU's TCG.

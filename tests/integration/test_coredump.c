@@ -1003,6 +1003,8 @@ Test(coredump, through_the_kernel_a_segfault_ends_every_thread_history_at_the_cr
 	free(s);
 	if (in_vmtest())
 		return; /* what follows reads the export and the core's notes: the host does */
+	snprintf(cmd, sizeof(cmd), "%s/c.data", root);
+	assert_perf_reads(cmd);
 	snprintf(cmd, sizeof(cmd), "perf script -i %s/c.data 2>/dev/null | grep -c crash_here",
 		 root);
 	s = sh_out(cmd, NULL);

@@ -800,6 +800,16 @@ Test(hostile, an_oom_killed_process_leaves_a_snapshot, .fini = memcg_cleanup)
 	s = sh_out(cmd, NULL);
 	cr_assert_not_null(strstr(s, "killed by signal 9 (SIGKILL), sent by the kernel (SI_KERNEL"),
 			   "%s", s);
+	/* No task sent it: the one the OOM killer ran in (here tail itself) is no sender. */
+	cr_assert_null(strstr(s, "by pid"), "the reason names a sender:\n%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd),
+		 "for f in %s/oom/sched/[0-9]*; do %s show --root %s --session oom "
+		 "${f##*/}; done 2>&1 | grep RINGKEEPER_TRIGGER",
+		 root, rk_bin, root);
+	s = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(s, "trigger: killed by signal 9, sent by the kernel"), "%s", s);
+	cr_assert_null(strstr(s, "sent by pid"), "the history names a sender:\n%s", s);
 	free(s);
 	free(out);
 	free(err);

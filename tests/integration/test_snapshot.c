@@ -414,3 +414,77 @@ Test(snapshot, for_user_bundle_has_only_what_that_user_may_read)
 		cr_assert_neq(b.v[i].bf.ident->state, RK_THREAD_EXECED, "a root-only history");
 	rk_core_bufs__free(&b);
 }
+
+/*
+ * --for-user's symbol tables are of the files the user's processes mapped,
+ * read as that user: nobody's program, recorded with -e, then replaced by
+ * nobody with a symlink to a file only root reads. The bundle has the
+ * program's table while it is there, and none after (another file at its
+ * path, said), never the root-only file's symbols: it was opened by path,
+ * as root, through the link.
+ */
+Test(snapshot, for_user_symbols_are_of_the_mapped_file_read_as_the_user)
+{
+	char cmd[1400], out[200], *s, *said;
+	int st;
+
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("no setpriv to run the workload as nobody");
+	cr_assert_eq(chmod(root, 0755), 0);
+	/* nobody's directory, nobody's program; a root-only ELF (ours) beside. */
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir %s/u && cp %s %s/u/wl && chown -R nobody %s/u && chmod 755 %s/u/wl && "
+		 "cp %s %s/secret && chmod 600 %s/secret && "
+		 "%s record --root %s --session sy -e cpu-clock -- setpriv --reuid nobody "
+		 "--regid nogroup --clear-groups %s/u/wl -t 1 -i 10 -l 200000 >/dev/null 2>&1",
+		 root, workload, root, root, root, rk_bin, root, root, rk_bin, root, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+
+	snprintf(out, sizeof(out), "%s/before.rkb", root);
+	snprintf(cmd, sizeof(cmd), "%s snapshot --root %s -o %s --for-user nobody sy 2>&1", rk_bin,
+		 root, out);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_null(strstr(s, "no symbol table"), "%s", s);
+	free(s);
+	snprintf(cmd, sizeof(cmd), "grep -c -a offcpu_pipe_read %s", out);
+	s = sh_out(cmd, NULL);
+	cr_assert_gt(atoi(s), 0, "no table of nobody's program in the bundle");
+	free(s);
+
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid nobody --regid nogroup --clear-groups sh -c "
+		 "'rm %s/u/wl && ln -s %s/secret %s/u/wl'",
+		 root, root, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(out, sizeof(out), "%s/after.rkb", root);
+	snprintf(cmd, sizeof(cmd), "%s snapshot --root %s -o %s --for-user nobody sy 2>&1", rk_bin,
+		 root, out);
+	said = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", said);
+	snprintf(cmd, sizeof(cmd), "grep -c -a rk_bundle_write %s", out);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(atoi(s), 0, "the root-only file's symbols are in nobody's bundle");
+	free(s);
+	cr_assert_not_null(strstr(said, "1 mapped files have no symbol table"), "not said:\n%s",
+			   said);
+	free(said);
+	snprintf(cmd, sizeof(cmd), "grep -c -a offcpu_pipe_read %s", out);
+	s = sh_out(cmd, NULL);
+	cr_assert_eq(atoi(s), 0, "a table for a file no longer there");
+	free(s);
+
+	/* Another ELF nobody may read, at the path: not the one mapped either. */
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid nobody --regid nogroup --clear-groups sh -c "
+		 "'rm %s/u/wl && cp /bin/true %s/u/wl'",
+		 root, root);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(out, sizeof(out), "%s/other.rkb", root);
+	snprintf(cmd, sizeof(cmd), "%s snapshot --root %s -o %s --for-user nobody sy 2>&1", rk_bin,
+		 root, out);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 mapped files have no symbol table"), "not said:\n%s", s);
+	free(s);
+}

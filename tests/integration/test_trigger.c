@@ -360,3 +360,116 @@ Test(trigger, a_storm_of_triggers_is_bounded_and_counted)
 	}
 	free(out);
 }
+
+/*
+ * Debian's perf reads every perf.data export of a session with triggers:
+ * the session's and its bundle's, with wakeups and off-CPU stacks in them
+ * too. A trigger record once went into the export as it was, and perf
+ * script stopped at it ("failed to process type: 21070", exit 234).
+ */
+Test(trigger, perf_reads_the_exports_of_a_session_and_its_bundle)
+{
+	const char *opts[] = { "--trigger", "exit", "--wakeups", "--offcpu", NULL };
+	char cmd[1400], names[4][600], data[300], *s, *out = NULL;
+	struct rk_session_stat st;
+	int status;
+	size_t n;
+
+	if (access("/usr/bin/perf", X_OK))
+		cr_skip_test("perf is not installed");
+	if (in_vmtest())
+		cr_skip_test("perf reads back our own exports, the same on every kernel: the host "
+			     "does");
+	snprintf(cmd, sizeof(cmd), "%s -t 2 -i 20 -s 1000 >/dev/null; sh -c 'exit 3'; true",
+		 workload);
+	record_sh("pd", opts, cmd, &st, &out);
+	cr_assert_eq(st.triggers, 1, "%llu triggers", (unsigned long long)st.triggers);
+	n = bundles(names, 4);
+	cr_assert_eq(n, 1, "%zu bundles", n);
+
+	snprintf(data, sizeof(data), "%s/session.data", root);
+	snprintf(cmd, sizeof(cmd), "%s export --root %s --session pd --perf-data %s 2>&1", rk_bin,
+		 root, data);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 trigger records are not in it"), "not said:\n%s", s);
+	free(s);
+	assert_perf_reads(data);
+
+	snprintf(data, sizeof(data), "%s/bundle.data", root);
+	snprintf(cmd, sizeof(cmd), "%s export --bundle %s --perf-data %s 2>&1", rk_bin, names[0],
+		 data);
+	s = sh_out(cmd, &status);
+	cr_assert_eq(status, 0, "%s", s);
+	cr_assert_not_null(strstr(s, "1 trigger records are not in it"), "not said:\n%s", s);
+	free(s);
+	assert_perf_reads(data);
+	free(out);
+}
+
+/*
+ * A user's process SIGKILLed by root's shell: the trigger's record in that
+ * user's own file hides the sender as --wakeups hides another user's waker
+ * (pid and tid 0, "another user's task"), unless perf_event_paranoid is -1;
+ * the bundle, root's, names it in its reason.
+ */
+Test(trigger, a_kill_by_another_user_is_hidden_in_the_user_s_file)
+{
+	const char *opts[] = { "--trigger", "killed", NULL };
+	char paranoid[16], cmd[600], *lines, *out = NULL;
+	struct rk_session_stat st;
+
+	read_sysctl("/proc/sys/kernel/perf_event_paranoid", paranoid, sizeof(paranoid));
+	if (atoi(paranoid) < 0)
+		cr_skip_test("perf_event_paranoid is -1: the user may see every sender");
+	cr_assert_eq(chmod(root, 0755), 0);
+	record_sh("kh", opts,
+		  "setpriv --reuid=65534 --regid=65534 --clear-groups sleep 5 & sleep 0.3; "
+		  "kill -9 $!; wait",
+		  &st, &out);
+	cr_assert_eq(st.triggers, 1, "%llu triggers", (unsigned long long)st.triggers);
+	lines = trigger_lines("kh", 0);
+	cr_assert_not_null(strstr(lines,
+				  "trigger: killed by signal 9, sent by another user's task"),
+			   "not hidden:\n%s", lines);
+	cr_assert_null(strstr(lines, "sent by pid"), "root's sender named:\n%s", lines);
+	free(lines);
+	snprintf(cmd, sizeof(cmd), "cat %s/kh/snapshots", root);
+	lines = sh_out(cmd, NULL);
+	cr_assert_not_null(strstr(lines, "killed by signal 9 (SIGKILL), sent by pid"), "%s", lines);
+	free(lines);
+	free(out);
+}
+
+/*
+ * Whose a bundle is: the user of the process that fired it when it fired.
+ * Root's shell starts short-lived processes as nobody (setpriv: its
+ * credentials change, then it exits at once) and nobody runs a setuid-root
+ * program that fails (umount): every bundle is nobody's (.u65534.). The
+ * file made at the change took its user from /proc, which the loader read
+ * after the process was gone: 5 of 60 were booked to root.
+ */
+Test(trigger, a_short_lived_process_s_bundle_is_its_user_s)
+{
+	const char *opts[] = { "--trigger", "exit", "--snapshot-max", "200", NULL };
+	char names[200][600], *out = NULL;
+	struct rk_session_stat st;
+	size_t n, i;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	record_sh("who", opts,
+		  "for i in $(seq 40); do "
+		  "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'exit 1'; "
+		  "[ -u /usr/bin/umount ] && setpriv --reuid=65534 --regid=65534 --clear-groups "
+		  "umount /nonexistent-rk 2>/dev/null; sleep 0.02; done; true",
+		  &st, &out);
+	n = bundles(names, 200);
+	printf("who: %llu triggers, %llu snapshots, %zu bundles\n", (unsigned long long)st.triggers,
+	       (unsigned long long)st.snapshots, n);
+	cr_assert_geq(st.triggers, 40, "%llu triggers", (unsigned long long)st.triggers);
+	cr_assert_eq(n, st.snapshots);
+	cr_assert_gt(n, 20, "%zu bundles", n);
+	for (i = 0; i < n; i++)
+		cr_assert_not_null(strstr(names[i], ".u65534.rkb"), "%s: not nobody's", names[i]);
+	free(out);
+}

@@ -28,6 +28,16 @@ static void export_crash_note(const struct rk_export_stats *es)
 			"not in it: perf.data has no such record; `ringkeeper show` and `stat` "
 			"print them\n",
 			es->crashes);
+	if (es->triggers)
+		fprintf(stderr,
+			"ringkeeper: %llu trigger records are not in it: perf.data has no such "
+			"record; `ringkeeper show` prints them (RINGKEEPER_TRIGGER)\n",
+			es->triggers);
+	if (es->unknown)
+		fprintf(stderr,
+			"ringkeeper: %llu records of a type this ringkeeper does not know are not "
+			"in it (perf would refuse the file): a newer ringkeeper exports them\n",
+			es->unknown);
 	if (es->wakeups)
 		fprintf(stderr,
 			"ringkeeper: %llu wakeup records are not in it: this machine's tracefs "

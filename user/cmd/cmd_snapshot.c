@@ -159,6 +159,11 @@ static void report(const char *session, const char *out, __u64 t, const char *re
 	if (st->skipped)
 		rk_warn("%zu files not bundled (not valid buffers%s)", st->skipped,
 			" or not readable by the bundle's user");
+	if (st->symtabs_left)
+		rk_warn("%zu mapped files have no symbol table in it: gone, not readable by the "
+			"bundle's user, or the file at their path is not the one mapped (replaced "
+			"since, or a link)",
+			st->symtabs_left);
 	if (!st->settled)
 		rk_warn("the recorder did not publish within %d ms after T: records up to T it "
 			"still held may be missing",

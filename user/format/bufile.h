@@ -135,12 +135,20 @@ struct rk_crash_record {
 #define RK_TRIG_OPERATOR 1 /* SIGUSR2 or `snapshot --trigger` */
 #define RK_TRIG_DELAY 2 /* value: the wait for a CPU, ns */
 #define RK_TRIG_BLOCKED 3 /* value: off CPU so far, ns; state: its TASK_* state */
-#define RK_TRIG_KILLED 4 /* value: the signal; by_pid/by_tid: its sender (0: not known) */
+#define RK_TRIG_KILLED 4 /* value: the signal; by_pid/by_tid: its sender (0: see state) */
 #define RK_TRIG_EXIT 5 /* value: the exit status */
+/*
+ * RK_TRIG_KILLED's state, where by_pid is 0: the kernel sent it (SI_KERNEL,
+ * the OOM killer's way: no task did), or another user's task did and this
+ * file's user may not learn which (as a wakeup's RK_WAKEUP_HIDDEN waker).
+ */
+#define RK_TRIG_BY_KERNEL 1u
+#define RK_TRIG_BY_HIDDEN 2u
 
 /**
  * struct rk_trigger_record - RK_RECORD_TRIGGER (then sample_id).
- * @kind: RK_TRIG_*. @state: RK_TRIG_BLOCKED's TASK_* state, else 0.
+ * @kind: RK_TRIG_*. @state: RK_TRIG_BLOCKED's TASK_* state, RK_TRIG_KILLED's
+ *	RK_TRIG_BY_* flags, else 0.
  * @value: as the kind says. @by_pid, @by_tid: who caused it, where known.
  */
 struct rk_trigger_record {

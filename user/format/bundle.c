@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -215,13 +216,27 @@ static int settle(const char *session_dir, int ms)
 	return 1;
 }
 
+/*
+ * A mapped file a kept sideband names, and which file it was: its device
+ * and inode as the kernel (or /proc/PID/maps) gave them, or its build id
+ * (PERF_RECORD_MISC_MMAP_BUILD_ID). The path is only a name: another file
+ * may be there now.
+ */
+struct mapped {
+	char *name;
+	int by_id;
+	__u32 maj, min;
+	__u64 ino;
+	char build_id[RK_BUILD_ID_HEX];
+};
+
 /* A bundle being written. */
 struct writer {
 	int fd;
 	__u64 notes_bytes;
 	char *text; /* the session note */
 	size_t text_len, nbuf;
-	char **maps; /* mapped files named by the sidebands kept */
+	struct mapped *maps; /* mapped files named by the sidebands kept */
 	size_t nmaps;
 	const struct rk_bundle_opts *o;
 	struct rk_bundle_stats *st;
@@ -250,27 +265,58 @@ static int note_add(struct writer *w, __u32 type, const void *data, size_t size)
 	return err;
 }
 
-/* Each file mapping's name (a path, or [vdso]) once: their tables go in. */
+/* MMAP2's identity of the file: maj, min, ino (or the build id), after pid, tid, addr, len, pgoff. */
+#define MMAP2_ID_OFF (sizeof(struct perf_event_header) + 8 + 24)
+
+/* Which file @h mapped, into @m (its name set by the caller). */
+static void map_identity(const struct perf_event_header *h, struct mapped *m)
+{
+	const __u8 *id = (const __u8 *)h + MMAP2_ID_OFF;
+	size_t k;
+
+	m->by_id = !!(h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID);
+	if (!m->by_id) {
+		memcpy(&m->maj, id, 4);
+		memcpy(&m->min, id + 4, 4);
+		memcpy(&m->ino, id + 8, 8);
+		return;
+	}
+	/* u8 size, 3 reserved, then up to 20 bytes. */
+	for (k = 0; k < id[0] && k < 20; k++)
+		snprintf(m->build_id + 2 * k, 3, "%02x", id[4 + k]);
+}
+
+static int same_mapped(const struct mapped *a, const struct mapped *b)
+{
+	if (strcmp(a->name, b->name) || a->by_id != b->by_id)
+		return 0;
+	return a->by_id ? !strcmp(a->build_id, b->build_id) :
+			  a->maj == b->maj && a->min == b->min && a->ino == b->ino;
+}
+
+/* Each mapped file (a path, or [vdso]) once, with which file it was: their tables go in. */
 static int map_take(const struct perf_event_header *h, void *ctx)
 {
 	struct writer *w = ctx;
 	const char *name = rk_mmap2_name(h);
-	char **v;
+	struct mapped m = { 0 }, *v;
 	size_t i;
 
 	if (!name || (name[0] != '/' && strcmp(name, "[vdso]")))
 		return 0;
+	m.name = (char *)name;
+	map_identity(h, &m);
 	for (i = 0; i < w->nmaps; i++)
-		if (!strcmp(w->maps[i], name))
+		if (same_mapped(&w->maps[i], &m))
 			return 0;
 	v = realloc(w->maps, (w->nmaps + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	w->maps = v;
-	w->maps[w->nmaps] = strdup(name);
-	if (!w->maps[w->nmaps])
+	m.name = strdup(name);
+	if (!m.name)
 		return -ENOMEM;
-	w->nmaps++;
+	w->maps[w->nmaps++] = m;
 	return 0;
 }
 
@@ -400,7 +446,51 @@ static int add_session(struct writer *w, const char *session_dir, __u64 t)
 	return err;
 }
 
-/* The symbols of every file the kept sidebands name, as the files are now. */
+/*
+ * The mapped file @m, opened as the bundle's user would open it (open_as():
+ * with --for-user, that user's fsuid and fsgid decide, never root's) and
+ * only if it is the file that was mapped: the same device and inode (the
+ * path is a name a user may have pointed elsewhere since, a symlink to a
+ * file only root reads). -1 if not; a build id is checked once read.
+ */
+static int open_mapped(struct writer *w, const struct mapped *m)
+{
+	struct stat sb;
+	int fd = open_as(AT_FDCWD, m->name, w->o);
+
+	if (fd < 0) {
+		w->st->symtabs_left++;
+		return -1;
+	}
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	    (!m->by_id &&
+	     (major(sb.st_dev) != m->maj || minor(sb.st_dev) != m->min || sb.st_ino != m->ino))) {
+		close(fd);
+		w->st->symtabs_left++;
+		return -1;
+	}
+	return fd;
+}
+
+/* @m's table, if the file there now is the one mapped. Return: 0 (@tab maybe empty). */
+static int load_mapped(struct writer *w, const struct mapped *m, struct rk_symtab *tab)
+{
+	int fd, err;
+
+	if (!strcmp(m->name, "[vdso]"))
+		return rk_symtab__load_file(tab, m->name);
+	fd = open_mapped(w, m);
+	err = rk_symtab__load_fd(tab, m->name, fd);
+	if (fd >= 0)
+		close(fd);
+	if (!err && m->by_id && strcmp(tab->build_id, m->build_id)) {
+		w->st->symtabs_left++;
+		err = -ESTALE;
+	}
+	return err;
+}
+
+/* The symbols of every file the kept sidebands name, if the file there now is the one mapped. */
 static int add_symtabs(struct writer *w)
 {
 	struct rk_symtab tab;
@@ -410,7 +500,7 @@ static int add_symtabs(struct writer *w)
 	int err = 0;
 
 	for (i = 0; !err && i < w->nmaps; i++) {
-		if (rk_symtab__load_file(&tab, w->maps[i]) || !tab.nsyms) {
+		if (load_mapped(w, &w->maps[i], &tab) || !tab.nsyms) {
 			rk_symtab__release(&tab);
 			continue;
 		}
@@ -564,7 +654,7 @@ int rk_bundle_write(const char *session_dir, __u64 t, const char *why, const cha
 	if (err)
 		unlink(tmp);
 	for (i = 0; i < w.nmaps; i++)
-		free(w.maps[i]);
+		free(w.maps[i].name);
 	free(w.maps);
 	free(w.text);
 	return err;

@@ -98,13 +98,15 @@ int rk_bundle_cut_window(const struct rk_bufile *bf, __u64 from, __u64 t, void *
 /**
  * struct rk_bundle_stats - what rk_bundle_write() put in.
  * @buffers, @sidebands, @symtabs: notes; @skipped: files not read (not a
- *	valid buffer, or not @for_uid's).
+ *	valid buffer, or not @for_uid's). @symtabs_left: mapped files left
+ *	without a table: gone, not readable by the bundle's user, or another
+ *	file at their path now (or a build id that differs).
  * @kept, @after, @overwritten: summed over the cuts.
  * @bytes: the bundle's size. @settled: 1 if the recorder had written
  *	everything up to T (or did not run), 0 if @settle_ms ran out.
  */
 struct rk_bundle_stats {
-	size_t buffers, sidebands, symtabs, skipped;
+	size_t buffers, sidebands, symtabs, skipped, symtabs_left;
 	__u64 kept, after, overwritten, bytes;
 	int settled;
 };

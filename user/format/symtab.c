@@ -287,10 +287,11 @@ static void load_segments(struct rk_symtab *t, Elf *e)
 	}
 }
 
-int rk_symtab__load_file(struct rk_symtab *t, const char *path)
+/* @path's symbols from @fd (-1: "[vdso]", our own). */
+static int load(struct rk_symtab *t, const char *path, int fd)
 {
 	void *vdso_copy = NULL;
-	int fd = -1, err = 0;
+	int err = 0;
 	Elf *e;
 
 	memset(t, 0, sizeof(*t));
@@ -299,17 +300,10 @@ int rk_symtab__load_file(struct rk_symtab *t, const char *path)
 		return -ENOMEM;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	if (!strcmp(path, "[vdso]")) {
-		e = own_vdso(&vdso_copy);
-	} else {
-		fd = rk_open_regular(path, 1, NULL);
-		if (fd < 0)
-			return -ENOENT;
-		e = elf_begin(fd, ELF_C_READ, NULL);
-	}
+	e = fd < 0 ? own_vdso(&vdso_copy) : elf_begin(fd, ELF_C_READ, NULL);
 	if (!e) {
 		err = -EINVAL;
-		goto out_close;
+		goto out;
 	}
 	load_segments(t, e);
 	if (build_id(e, t->build_id, sizeof(t->build_id)))
@@ -320,10 +314,34 @@ int rk_symtab__load_file(struct rk_symtab *t, const char *path)
 		load_syms(t, e, 0);
 	rk_symtab_sort(t->syms, &t->nsyms);
 	elf_end(e);
-out_close:
-	if (fd >= 0)
-		close(fd);
+out:
 	free(vdso_copy);
+	return err;
+}
+
+int rk_symtab__load_fd(struct rk_symtab *t, const char *path, int fd)
+{
+	if (fd < 0) {
+		memset(t, 0, sizeof(*t));
+		return -EBADF;
+	}
+	return load(t, path, fd);
+}
+
+int rk_symtab__load_file(struct rk_symtab *t, const char *path)
+{
+	int fd, err;
+
+	if (!strcmp(path, "[vdso]"))
+		return load(t, path, -1);
+	fd = rk_open_regular(path, 1, NULL);
+	if (fd < 0) {
+		memset(t, 0, sizeof(*t));
+		t->path = strdup(path);
+		return t->path ? -ENOENT : -ENOMEM;
+	}
+	err = load(t, path, fd);
+	close(fd);
 	return err;
 }
 

@@ -69,6 +69,14 @@ struct rk_symtab {
 int rk_symtab__load_file(struct rk_symtab *t, const char *path);
 
 /**
+ * rk_symtab__load_fd() - rk_symtab__load_file() from @fd, a regular file the
+ * caller opened (and checked is the one @path names in its records: the
+ * path itself is not opened again); @fd stays open.
+ * Return: as rk_symtab__load_file().
+ */
+int rk_symtab__load_fd(struct rk_symtab *t, const char *path, int fd);
+
+/**
  * rk_symtab_build_id_of() - the GNU build id of the ELF file at @path as hex
  * into @hex (at least 41 bytes for sha1). Return: 0, or -1 (none, not ELF,
  * unreadable).

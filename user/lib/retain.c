@@ -11,17 +11,62 @@
 
 struct aged {
 	char name[256];
-	time_t mtime;
+	struct timespec mtime;
 	off_t size;
 	unsigned int uid;
 	int gone;
 };
 
+/*
+ * Names compared as a person would: runs of digits by their value, so that
+ * "s.9.1" < "s.10.1" and "s.5.9" < "s.5.10" (seconds and sequence numbers
+ * are not zero-padded).
+ */
+static int natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			size_t na, nb;
+			int c;
+
+			while (*a == '0' && a[1] >= '0' && a[1] <= '9')
+				a++;
+			while (*b == '0' && b[1] >= '0' && b[1] <= '9')
+				b++;
+			na = strspn(a, "0123456789");
+			nb = strspn(b, "0123456789");
+			if (na != nb)
+				return na < nb ? -1 : 1;
+			c = memcmp(a, b, na);
+			if (c)
+				return c;
+			a += na;
+			b += nb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a ? 1 : *b ? -1 : 0;
+}
+
+/*
+ * Newest first: by mtime to the nanosecond, then (files written within one
+ * tick of the file system's clock share it) by name, the greater the newer:
+ * the names hold their time and, for snapshots, a sequence. Whole seconds
+ * then ascending names once removed the newest of the oldest second.
+ */
 static int by_mtime_desc(const void *a, const void *b)
 {
 	const struct aged *x = a, *y = b;
 
-	return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : strcmp(x->name, y->name);
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+	return -natural_cmp(x->name, y->name);
 }
 
 /* The user a name says ("...uUID..." after its last ".u"), 0 if none. */
@@ -66,7 +111,7 @@ static struct aged *list(int dir, const char *prefix, const char *suffix, size_t
 		v = nv;
 		memset(&v[*n], 0, sizeof(v[*n]));
 		memcpy(v[*n].name, de->d_name, strnlen(de->d_name, sizeof(v[*n].name) - 1));
-		v[*n].mtime = st.st_mtime;
+		v[*n].mtime = st.st_mtim;
 		v[*n].size = st.st_size;
 		v[*n].uid = uid_of(de->d_name);
 		(*n)++;

@@ -268,7 +268,7 @@ static void put_comm(struct rk_rec *r, struct rk_thread *t, const struct rk_sign
 /* An exec: the thread's access decided again, then its COMM record. */
 static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
-	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED);
+	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED, s->uid);
 	rec_sideband_recheck(r, s->tgid, RK_THREAD_EXECED);
 	if (!t)
 		return;
@@ -358,7 +358,9 @@ static void on_creds(struct rk_rec *r, const struct rk_signal *s)
 		if (t->tgid != s->tgid || t->dead || t->refused ||
 		    (!(s->flags & RK_SIGF_DUMPABLE) && t->tid != s->tid))
 			continue;
-		rec_access_recheck(r, t, NULL, s->time_ns, RK_THREAD_CREDS);
+		/* Its new real uid is the signal's (prev_state); the others' did not change. */
+		rec_access_recheck(r, t, NULL, s->time_ns, RK_THREAD_CREDS,
+				   t->tid == s->tid ? s->prev_state : t->uid);
 	}
 	rec_sideband_recheck(r, s->tgid, RK_THREAD_CREDS);
 }
@@ -782,7 +784,7 @@ static void operator_trigger(struct rk_rec *r, __u32 from)
 	/* Everything up to now first: the instant is this one. */
 	rec_intake(r, 0);
 	snprintf(why, sizeof(why), "operator: SIGUSR2 from pid %u", from);
-	rec_trigger_fire(r, RK_TRIG_OPERATOR, 0, 0, rk_now_mono_ns(), 0, 0, from, 0, why);
+	rec_trigger_fire(r, RK_TRIG_OPERATOR, 0, 0, rk_now_mono_ns(), 0, 0, from, 0, 0, why);
 }
 
 /* What woke the loop: epoll's data holds the kind, and a ring's fd above it. */

@@ -464,7 +464,7 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen)
  * no file could be made (then counted as not traced).
  */
 struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
-				     __u64 time_ns, __u32 why)
+				     __u64 time_ns, __u32 why, __u32 uid)
 {
 	uid_t reader = 0;
 	int can = rk_access_task_reader((pid_t)t->tgid, (pid_t)t->tid, &reader) == 1;
@@ -481,7 +481,8 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 	if ((can ? (uint64_t)reader + 1 : 0) == t->reader || t->frozen)
 		return t;
 	rec_thread_finish(r, t, why);
-	n = rec_thread_new(r, t->tid, t->tgid, 0, comm, time_ns);
+	/* Not 0 "for /proc to say": gone, it said nothing, and root was charged. */
+	n = rec_thread_new(r, t->tid, t->tgid, uid, comm, time_ns);
 	if (!n)
 		return NULL;
 	r->st->threads--; /* the same thread, in a second file */

@@ -43,10 +43,12 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
 /*
  * Who may read @t's files, decided again (exec, credentials, dumpability):
  * if that changed, @t is finished as @why and a new thread record with new
- * files is returned (NULL if none could be made); else @t.
+ * files is returned (NULL if none could be made); else @t. @uid: its real
+ * uid now, from the signal (the new files' user, charged for them: /proc
+ * may already be gone, a short-lived process exited and reaped).
  */
 struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
-				     __u64 time_ns, __u32 why);
+				     __u64 time_ns, __u32 why, __u32 uid);
 /* @t traced for --cgroup only (@on) or not: in memory and in its file, for a resume. */
 void rec_thread_via_cgroup(struct rk_thread *t, int on);
 void rec_reclaim(struct rk_rec *r);

@@ -56,6 +56,7 @@ struct rk_trig {
 	/* A process whose SIGKILL's sender we saw, for its end's trigger. */
 	struct {
 		__u32 pid, by_pid, by_tid, si_code;
+		int other; /* the sender is another user's (RK_SIGF_WAKER_OTHER) */
 		char comm[RK_COMM_LEN];
 	} killed[8];
 	int nkilled;
@@ -195,6 +196,12 @@ int rec_trigger_start(struct rk_rec *r)
 	return 0;
 }
 
+/*
+ * rec_trigger_fire()'s @state bit for RK_TRIG_KILLED: the sender is another
+ * user's. Ours only: each file's record gets RK_TRIG_BY_HIDDEN or the ids.
+ */
+#define TRIG_SENDER_OTHER 0x80000000u
+
 /* The trigger's record in @t's history. */
 static void put_record(struct rk_rec *r, struct rk_thread *t, const struct rk_trigger_record *tr,
 		       __u64 time_ns)
@@ -205,6 +212,13 @@ static void put_record(struct rk_rec *r, struct rk_thread *t, const struct rk_tr
 	} rec = { .tr = *tr };
 	struct rk_signal s = { .time_ns = time_ns, .cpu = t->last_cpu };
 
+	rec.tr.state &= ~TRIG_SENDER_OTHER;
+	/* Another user's sender, in a file this thread's user reads: hidden as a waker is. */
+	if (tr->state & TRIG_SENDER_OTHER && t->reader && r->paranoid > -1) {
+		rec.tr.by_pid = 0;
+		rec.tr.by_tid = 0;
+		rec.tr.state |= RK_TRIG_BY_HIDDEN;
+	}
 	rec.tr.h.type = RK_RECORD_TRIGGER;
 	rec.tr.h.size = sizeof(rec);
 	rec_fill_id(r, &rec.id, t, &s);
@@ -213,14 +227,13 @@ static void put_record(struct rk_rec *r, struct rk_thread *t, const struct rk_tr
 
 /* In the histories it concerns: @tid's, or with @whole every live thread of its process. */
 static void put_records(struct rk_rec *r, __u32 tid, int whole, const struct rk_trigger_record *tr,
-			__u64 time_ns, __u32 *uid)
+			__u64 time_ns)
 {
 	struct rk_thread *t = tid ? rec_thread_find(r, tid) : NULL;
 	__u32 tgid;
 
 	if (!t || t->refused)
 		return;
-	*uid = t->uid;
 	tgid = t->tgid;
 	if (!whole) {
 		if (!t->dead)
@@ -233,7 +246,8 @@ static void put_records(struct rk_rec *r, __u32 tid, int whole, const struct rk_
 }
 
 void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 time_ns,
-		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, const char *why)
+		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, __u32 uid,
+		      const char *why)
 {
 	struct rk_trigger_record tr = {
 		.kind = kind, .state = state, .value = value, .by_pid = by_pid, .by_tid = by_tid
@@ -241,12 +255,11 @@ void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 
 	struct rk_trig *g = r->trig;
 	struct rk_thread *t = tid ? rec_thread_find(r, tid) : NULL;
 	struct req *q;
-	__u32 uid = 0;
 
 	if (!g)
 		return;
 	r->st->triggers++;
-	put_records(r, tid, whole, &tr, time_ns, &uid);
+	put_records(r, tid, whole, &tr, time_ns);
 	/* One snapshot per gap: a storm (or a hostile user) costs a count, not the disk. */
 	if ((g->last_fire && time_ns < g->last_fire + g->o->gap_ns) || g->nwait == RK_TRIG_QUEUE) {
 		r->st->triggers_dropped++;
@@ -325,7 +338,7 @@ static void watchdog(struct rk_rec *r, uint64_t now)
 		snprintf(why, sizeof(why), "tid %u (pid %u) off CPU in %s for %.3f s", t->tid,
 			 t->tgid, state_name(t->off_state), (now - t->off_since) / 1e9);
 		rec_trigger_fire(r, RK_TRIG_BLOCKED, t->tid, 0, now, now - t->off_since,
-				 t->off_state, 0, 0, why);
+				 t->off_state, 0, 0, t->uid, why);
 	}
 }
 
@@ -376,12 +389,14 @@ static void kill_seen(struct rk_trig *g, const struct rk_signal *s)
 	g->killed[i].by_pid = s->next_tgid;
 	g->killed[i].by_tid = s->ptid;
 	g->killed[i].si_code = s->prev_state;
+	g->killed[i].other = !!(s->flags & RK_SIGF_WAKER_OTHER);
 	memcpy(g->killed[i].comm, s->comm, RK_COMM_LEN);
 	g->killed[i].comm[RK_COMM_LEN - 1] = '\0';
 }
 
 void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s)
 {
+	struct rk_thread *t;
 	char why[200];
 
 	if (!r->trig)
@@ -392,13 +407,17 @@ void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s)
 	}
 	snprintf(why, sizeof(why), "tid %u (pid %u) waited %.3f ms for a CPU", s->tid, s->tgid,
 		 s->prev_state / 1e3);
+	t = rec_thread_find(r, s->tid);
 	rec_trigger_fire(r, RK_TRIG_DELAY, s->tid, 0, s->time_ns, (__u64)s->prev_state * 1000, 0, 0,
-			 0, why);
+			 0, t ? t->uid : 0, why);
 }
 
-/* Who sent @pid's SIGKILL, as a phrase for the reason. */
+/*
+ * Who sent @pid's SIGKILL, as a phrase for the reason (the bundle is
+ * root's) and as the record's sender and RK_TRIG_BY_* @state.
+ */
 static void killer(struct rk_trig *g, __u32 pid, char *buf, size_t len, __u32 *by_pid,
-		   __u32 *by_tid)
+		   __u32 *by_tid, __u32 *state)
 {
 	int i;
 
@@ -408,20 +427,24 @@ static void killer(struct rk_trig *g, __u32 pid, char *buf, size_t len, __u32 *b
 		snprintf(buf, len, "sender not seen");
 		return;
 	}
+	if (g->killed[i].si_code == 0x80 /* SI_KERNEL */) {
+		/* The task the kernel ran in is no sender (the OOM killer's: often the victim). */
+		*state = RK_TRIG_BY_KERNEL;
+		snprintf(buf, len, "sent by the kernel (SI_KERNEL: the OOM killer's way)");
+		return;
+	}
 	*by_pid = g->killed[i].by_pid;
 	*by_tid = g->killed[i].by_tid;
-	snprintf(buf, len, "%s by pid %u (%s)",
-		 g->killed[i].si_code == 0x80 ?
-			 "sent by the kernel (SI_KERNEL: the OOM killer's way)" :
-			 "sent",
-		 g->killed[i].by_pid, rk_strip_controls(g->killed[i].comm));
+	*state = g->killed[i].other ? TRIG_SENDER_OTHER : 0;
+	snprintf(buf, len, "sent by pid %u (%s)", g->killed[i].by_pid,
+		 rk_strip_controls(g->killed[i].comm));
 }
 
 void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
 	struct rk_trig *g = r->trig;
 	int sig = s->exit_code & 0x7f, status = (s->exit_code >> 8) & 0xff;
-	__u32 by_pid = 0, by_tid = 0;
+	__u32 by_pid = 0, by_tid = 0, state = 0;
 	char why[240], who[120];
 
 	/* The leader's exit stands for its process's: every thread's exit code says the same. */
@@ -429,19 +452,19 @@ void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_sig
 		return;
 	if (sig && !(s->exit_code & 0x80) && g->o->killed) {
 		if (sig == SIGKILL)
-			killer(g, t->tgid, who, sizeof(who), &by_pid, &by_tid);
+			killer(g, t->tgid, who, sizeof(who), &by_pid, &by_tid, &state);
 		else
 			snprintf(who, sizeof(who), "no core");
 		snprintf(why, sizeof(why), "pid %u (%s) killed by signal %d (SIG%s), %s", t->tgid,
 			 rk_strip_controls(SCHED_BF(t)->id.comm), sig, sigabbrev_np(sig) ?: "?",
 			 who);
-		rec_trigger_fire(r, RK_TRIG_KILLED, t->tid, 1, s->time_ns, (__u64)sig, 0, by_pid,
-				 by_tid, why);
+		rec_trigger_fire(r, RK_TRIG_KILLED, t->tid, 1, s->time_ns, (__u64)sig, state,
+				 by_pid, by_tid, s->uid, why);
 	} else if (!sig && status && g->o->exit_nonzero) {
 		snprintf(why, sizeof(why), "pid %u (%s) exited with status %d", t->tgid,
 			 rk_strip_controls(SCHED_BF(t)->id.comm), status);
 		rec_trigger_fire(r, RK_TRIG_EXIT, t->tid, 1, s->time_ns, (__u64)status, 0, 0, 0,
-				 why);
+				 s->uid, why);
 	}
 }
 

@@ -34,10 +34,13 @@ int rec_trigger_start(struct rk_rec *r);
  * rec_trigger_fire() - trigger @kind (RK_TRIG_*) at @time_ns, concerning
  * thread @tid (0: none, the session: an operator's) or, with @whole, every
  * live thread of its process; @value, @state, @by_pid, @by_tid as in
- * struct rk_trigger_record; @why: the reason, one line.
+ * struct rk_trigger_record; @uid: whose the snapshot is (".uUID.", its
+ * retention's account): the real uid of the task that fired it, when it
+ * fired (0 for the operator's); @why: the reason, one line.
  */
 void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 time_ns,
-		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, const char *why);
+		      __u64 value, __u32 state, __u32 by_pid, __u32 by_tid, __u32 uid,
+		      const char *why);
 /* The signals of the BPF side (RK_SIG_TRIGGER, RK_SIG_KILL) and a thread's exit. */
 void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s);
 void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);

@@ -381,6 +381,17 @@ static int on_record(const struct perf_event_header *h, void *ctx)
 		e->st->crashes++;
 		return 0;
 	}
+	if (h->type == RK_RECORD_TRIGGER) {
+		/* Likewise ("failed to process type: 21070"): the trigger is in show. */
+		e->st->triggers++;
+		return 0;
+	}
+	if (h->type >= PERF_RECORD_MAX && h->type != RK_RECORD_STACK &&
+	    h->type != RK_RECORD_WAKEUP) {
+		/* A type of ours this export does not know (a newer recorder's): perf would stop. */
+		e->st->unknown++;
+		return 0;
+	}
 	if (e->o->windowed &&
 	    (h->type == PERF_RECORD_SAMPLE || h->type == PERF_RECORD_SWITCH ||
 	     h->type == RK_RECORD_WAKEUP) &&

@@ -34,6 +34,10 @@ struct rk_export_stats {
 	unsigned long long aux_bytes; /* Intel PT bytes, in AUXTRACE records */
 	/* RK_RECORD_CRASH records left out: perf.data has no record type for them */
 	unsigned long long crashes;
+	/* RK_RECORD_TRIGGER records left out, likewise */
+	unsigned long long triggers;
+	/* records of a type neither perf nor this export knows, left out */
+	unsigned long long unknown;
 	/* RK_RECORD_WAKEUP records left out: this machine has no sched_waking format for them */
 	unsigned long long wakeups;
 	unsigned long long outside; /* samples and switches outside the window, left out */

@@ -118,6 +118,11 @@ static void trigger_detail(const struct perf_event_header *h, char *buf, size_t 
 		if (tr.by_pid)
 			snprintf(buf, len, "trigger: killed by signal %llu, sent by pid %u tid %u",
 				 (unsigned long long)tr.value, tr.by_pid, tr.by_tid);
+		else if (tr.state & (RK_TRIG_BY_KERNEL | RK_TRIG_BY_HIDDEN))
+			snprintf(buf, len, "trigger: killed by signal %llu, sent by %s",
+				 (unsigned long long)tr.value,
+				 tr.state & RK_TRIG_BY_KERNEL ? "the kernel" :
+								"another user's task");
 		else
 			snprintf(buf, len, "trigger: killed by signal %llu",
 				 (unsigned long long)tr.value);
