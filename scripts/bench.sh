@@ -9,6 +9,7 @@
 #   SECTIONS="mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu" \
 #       scripts/bench.sh
 #   SECTIONS=servers scripts/bench.sh     redis, nginx, postgres (scripts/bench-servers.sh)
+#   SECTIONS=churn scripts/bench.sh       thread births and deaths against perf (issue 49)
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
 set -u
@@ -16,7 +17,7 @@ set -u
 RUNS=${RUNS:-5}
 ROUNDS=${ROUNDS:-100000}
 NTHREADS=${NTHREADS:-"16 256 4096"}
-SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu"}
+SECTIONS=${SECTIONS:-"mem switch wakeups switchab progtime pin rate scale system coredump view snapshot offcpu churn"}
 SNAP_TRIGGERS=${SNAP_TRIGGERS:-20}
 VIEW_THREADS=${VIEW_THREADS:-2000}
 SCALE_THREADS=${SCALE_THREADS:-"64 512 4096"}
@@ -927,6 +928,98 @@ section_snapshot() {
 		ab_of "$w" tracked tracked-triggers "$reps" triggers
 	done
 	rm -rf "$ROOT/snaps"
+}
+
+# --- churn: thread births and deaths (issue 49) -----------------------------
+# tests/bench/churn creates and joins CHURN_THREADS threads in a loop for
+# CHURN_SECS (lifetimes/s), or fork+execs /bin/true CHURN_EXECS times; the
+# tools in turn, CHURN_ROUNDS rounds, each run against bare of its round.
+CHURN_SECS=${CHURN_SECS:-5}
+CHURN_ROUNDS=${CHURN_ROUNDS:-3}
+CHURN_THREADS=${CHURN_THREADS:-64}
+CHURN_EXECS=${CHURN_EXECS:-3000}
+PERF_TP="-e sched:sched_switch -e sched:sched_process_fork -e sched:sched_process_exec -e sched:sched_process_exit"
+
+# One run of WORKLOAD ("$@") under TOOL: prints "rate cpu_us_per_life drops lost"
+# (the last three "-" for bare and perf).
+churn_run() {
+	local tool=$1 st pid rate n cpu
+	shift
+	case $tool in
+	bare)
+		rate=$("$@" | awk '{ print $6 + 0 }') ;;
+	rk|rk-g)
+		if [ "$tool" = rk ]; then start_recorder churn -a || die "recorder"
+		else start_recorder churn -a -e cpu-clock -F 99 -g || die "recorder"; fi
+		pid=$LAST
+		rate=$("$@" | awk '{ print $6 + 0 }')
+		stop_bg "$pid"
+		st=$("$RK" stat --root "$ROOT" --json churn)
+		n=$(jfield "$st" threads)
+		cpu=$(awk -v c="$(jfield "$st" loader_cpu_ns)" -v a="$(jfield "$st" attach_cpu_ns)" \
+			-v n="$n" 'BEGIN { printf "%.1f", n ? (c - a) / 1e3 / n : 0 }')
+		echo "$rate $cpu $(jfield "$st" bpf_drops) $(( $(jfield "$st" perf_lost) + $(jfield "$st" lost) ))"
+		rm -rf "${ROOT:?}/churn"
+		return ;;
+	perf|perf-g)
+		if [ "$tool" = perf ]; then
+			# shellcheck disable=SC2086
+			perf record -a $PERF_TP -o "$ROOT/churn.data" >/dev/null 2>"$ROOT/perf.err" &
+		else
+			perf record -a -e cpu-clock -F 99 -g -o "$ROOT/churn.data" >/dev/null 2>"$ROOT/perf.err" &
+		fi
+		pid=$!
+		sleep 1.5
+		rate=$("$@" | awk '{ print $6 + 0 }')
+		stop_bg "$pid"
+		n=$(perf report -i "$ROOT/churn.data" --stats 2>/dev/null | awk '/LOST events:/ { n = $3 } END { print n + 0 }')
+		echo "$rate - - $n"
+		rm -f "$ROOT/churn.data"
+		return ;;
+	esac
+	echo "$rate - - -"
+}
+
+# Rounds of TOOLS over WORKLOAD ("$@"); prints each tool's ratios to the bare
+# run of its round (median, min / max) and its loader CPU and losses.
+churn_rounds() {
+	local title=$1 tools=$2 r t line base
+	shift 2
+	declare -A ratios=() cpus=() drops=() lost=()
+	for r in $(seq 1 "$CHURN_ROUNDS"); do
+		line=$(churn_run bare "$@")
+		base=${line%% *}
+		for t in $tools; do
+			line=$(churn_run "$t" "$@")
+			read -r rate cpu d l <<<"$line"
+			ratios[$t]+="$(awk -v a="$rate" -v b="$base" 'BEGIN { printf "%.3f", b ? a / b : 0 }') "
+			cpus[$t]+="$cpu "
+			drops[$t]+="$d "
+			lost[$t]+="$l "
+		done
+		printf "   round %s: bare %s lifetimes/s\n" "$r" "$base"
+	done
+	printf "   %-8s %-34s %-16s %-10s %s\n" "$title" "ratio to bare (median, min/max)" \
+		"loader us/life" "drops" "lost"
+	for t in $tools; do
+		printf "   %-8s %-34s %-16s %-10s %s\n" "$t" \
+			"$(tr ' ' '\n' <<<"${ratios[$t]}" | grep . | sort -g | awk '{a[NR]=$1}
+				END { printf "%.3f (%.3f / %.3f)", a[int((NR+1)/2)], a[1], a[NR] }')" \
+			"$(tr ' ' '\n' <<<"${cpus[$t]}" | grep -v '^-*$' | mmm3 | awk '{ print $2 }')" \
+			"$(echo ${drops[$t]})" "$(echo ${lost[$t]})"
+	done
+}
+
+section_churn() {
+	[ -x "$B/churn" ] || die "missing $B/churn: run 'make bench'"
+	echo
+	echo "== Churn: thread births and deaths; each tool against bare of its round ($CHURN_ROUNDS rounds)"
+	echo "   threads: create and join $CHURN_THREADS threads in a loop for ${CHURN_SECS}s (lifetimes/s);"
+	echo "   rk = record -a, rk-g = record -a -e cpu-clock -F 99 -g; perf = perf record -a with"
+	echo "   sched_switch, fork, exec and exit tracepoints, perf-g = perf record -a -e cpu-clock -F 99 -g"
+	churn_rounds threads "rk perf rk-g perf-g" "$B/churn" -t "$CHURN_THREADS" -d "$CHURN_SECS"
+	echo "   exec: fork+exec /bin/true $CHURN_EXECS times, one at a time (lifetimes/s)"
+	churn_rounds exec "rk perf" "$B/churn" -e "$CHURN_EXECS" /bin/true
 }
 
 for s in $SECTIONS; do
