@@ -936,6 +936,9 @@ int BPF_PROG(rk_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	s->flags = flags;
 	s->cpu = bpf_get_smp_processor_id();
 	fill_task(s, p);
+	/* The new program's credentials and dumpability are committed by now (begin_new_exec()). */
+	if (task_ids(s, p))
+		s->flags |= RK_SIGF_IDS;
 	s->ptid = old_pid;
 	s->time_ns = bpf_ktime_get_ns();
 	submit(s, 1);

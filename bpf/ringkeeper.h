@@ -109,8 +109,8 @@
 #define RK_SIGF_SOFTIRQ 0x2000
 #define RK_SIGF_NMI 0x4000
 /*
- * RK_SIG_FORK: the child's identity as /proc would give it, read at the
- * fork: ns_tid (its tid in its own pid namespace) and reader (uid + 1 of
+ * RK_SIG_FORK, RK_SIG_EXEC: the task's identity as /proc would give it,
+ * read at the fork (the exec): ns_tid (its tid in its own pid namespace) and reader (uid + 1 of
  * the user who may read its files by the kernel's /proc rule, 0: root
  * only). Set only where BPF decides as the loader would (a dumpable mm):
  * otherwise the loader reads /proc.
@@ -439,13 +439,13 @@ struct rk_signal {
 	__u32 ptid;
 	union {
 		__u32 prev_state;
-		__u32 ns_tid; /* RK_SIG_FORK with RK_SIGF_IDS */
+		__u32 ns_tid; /* RK_SIG_FORK, RK_SIG_EXEC with RK_SIGF_IDS */
 	};
 	__u64 time_ns;
 	union {
 		__s32 exit_code;
 		__u32 next_tgid;
-		__u32 reader; /* RK_SIG_FORK with RK_SIGF_IDS */
+		__u32 reader; /* RK_SIG_FORK, RK_SIG_EXEC with RK_SIGF_IDS */
 	};
 	__u32 uid;
 	char comm[RK_COMM_LEN];

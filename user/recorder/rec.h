@@ -124,6 +124,7 @@ struct rk_rec {
 	int maps_pinned;
 	unsigned int ncpus;
 	uint64_t last_pins;
+	uint64_t vmlck_ns; /* when VmLck was last sampled (rec_sample_vmlck()) */
 	struct rk_thread **pendingv;
 	size_t npending, cappending;
 	uint64_t drain_gen; /* drains started */

@@ -268,7 +268,7 @@ static void put_comm(struct rk_rec *r, struct rk_thread *t, const struct rk_sign
 /* An exec: the thread's access decided again, then its COMM record. */
 static void on_exec(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
 {
-	t = rec_access_recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED, s->uid);
+	t = rec_exec_recheck(r, t, s);
 	rec_sideband_recheck(r, s->tgid, RK_THREAD_EXECED);
 	if (!t)
 		return;
@@ -579,8 +579,9 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		 */
 		if (t && t->left && !(s->flags & RK_SIGF_ADOPTED))
 			return;
-		t = rec_thread_new(r, s->tid, s->tgid, s->uid,
-				   s->kind == RK_SIG_EXEC ? s->comm : "", s->time_ns);
+		t = s->kind == RK_SIG_EXEC ?
+			    rec_thread_born(r, s) :
+			    rec_thread_new(r, s->tid, s->tgid, s->uid, "", s->time_ns);
 		if (!t)
 			return;
 		if (s->kind == RK_SIG_EXEC && s->flags & RK_SIGF_ADOPTED)

@@ -487,14 +487,26 @@ void rec_note_vmlck(struct rk_rec *r)
 		r->st->vmlck_peak = (__u64)kb * 1024;
 }
 
-/* Sample VmLck whenever pins happened: the kernel's view, next to our accounting. */
+/*
+ * Sample VmLck when pins happened, at most every RK_VMLCK_EVERY_NS: the
+ * kernel's view, next to our accounting. A read of /proc/self/status costs
+ * ms with thousands of files mapped: at every loop turn with a pin (a
+ * fork+exec loop) it was 10% of the loader's CPU.
+ */
+#define RK_VMLCK_EVERY_NS (50 * 1000000ull)
+
 void rec_sample_vmlck(struct rk_rec *r)
 {
 	struct rk_pin_stats ps;
+	uint64_t now;
 
 	rk_pin_pool__stats(r->pool, &ps);
 	if (ps.pins == r->last_pins)
 		return;
+	now = rk_now_mono_ns();
+	if (now - r->vmlck_ns < RK_VMLCK_EVERY_NS)
+		return;
+	r->vmlck_ns = now;
 	r->last_pins = ps.pins;
 	rec_note_vmlck(r);
 }

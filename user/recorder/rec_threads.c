@@ -463,13 +463,20 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen)
  * Return: the thread to write to (@t, or its new incarnation), NULL if
  * no file could be made (then counted as not traced).
  */
-struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
-				     __u64 time_ns, __u32 why, __u32 uid)
+static struct rk_thread *recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
+				 __u64 time_ns, __u32 why, __u32 uid, const struct rk_signal *sig)
 {
 	uid_t reader = 0;
-	int can = rk_access_task_reader((pid_t)t->tgid, (pid_t)t->tid, &reader) == 1;
-	int last = t->last_switch;
+	int last = t->last_switch, can;
 	struct rk_thread *n;
+
+	/* An exec signal may say who may read the new program (RK_SIGF_IDS), as a fork's does. */
+	if (sig && (sig->flags & RK_SIGF_IDS)) {
+		can = sig->reader != 0;
+		reader = sig->reader ? sig->reader - 1 : 0;
+	} else {
+		can = rk_access_task_reader((pid_t)t->tgid, (pid_t)t->tid, &reader) == 1;
+	}
 
 	/*
 	 * The kernel's rule for /proc/PID: its owner now. The same reader (or
@@ -482,7 +489,7 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 		return t;
 	rec_thread_finish(r, t, why);
 	/* Not 0 "for /proc to say": gone, it said nothing, and root was charged. */
-	n = rec_thread_new(r, t->tid, t->tgid, uid, comm, time_ns);
+	n = thread_new(r, t->tid, t->tgid, uid, comm, time_ns, sig);
 	if (!n)
 		return NULL;
 	r->st->threads--; /* the same thread, in a second file */
@@ -496,6 +503,17 @@ struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, cons
 	if (last == RK_SIG_SWITCH_IN)
 		rec_thread_pin(r, n, RK_PIN_ON, time_ns);
 	return n;
+}
+
+struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
+				     __u64 time_ns, __u32 why, __u32 uid)
+{
+	return recheck(r, t, comm, time_ns, why, uid, NULL);
+}
+
+struct rk_thread *rec_exec_recheck(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+{
+	return recheck(r, t, s->comm, s->time_ns, RK_THREAD_EXECED, s->uid, s);
 }
 
 void rec_thread_via_cgroup(struct rk_thread *t, int on)
