@@ -159,6 +159,10 @@ static void report(const char *session, const char *out, __u64 t, const char *re
 	if (st->skipped)
 		rk_warn("%zu files not bundled (not valid buffers%s)", st->skipped,
 			" or not readable by the bundle's user");
+	if (st->left_out || st->trimmed)
+		rk_warn("trimmed to its limits: %zu notes or mapped files left out, %zu symbol "
+			"tables trimmed (ringkeeper show --bundle %s lists what)",
+			st->left_out, st->trimmed, out);
 	if (!st->settled)
 		rk_warn("the recorder did not publish within %d ms after T: records up to T it "
 			"still held may be missing",
