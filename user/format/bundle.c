@@ -661,7 +661,15 @@ static int finish(struct writer *w)
 		memcpy(q + 16, &w->sums[i].crc, 4);
 		memcpy(q + 20, &w->sums[i].type, 4);
 	}
-	put_u32(q, (__u32)crc32(crc32(0, NULL, 0), desc, (uInt)(size - 4)));
+	/* Its own CRC32: of its note header and owner, then of the desc before it. */
+	{
+		__u32 hdr[3] = { sizeof(RK_NOTE_OWNER), (__u32)size, RK_NOTE_CHECKSUM };
+		char owner[ALIGN4(sizeof(RK_NOTE_OWNER))] = RK_NOTE_OWNER;
+
+		crc = (__u32)crc32(crc32(0, NULL, 0), (const Bytef *)hdr, sizeof(hdr));
+		crc = (__u32)crc32(crc, (const Bytef *)owner, sizeof(owner));
+		put_u32(q, (__u32)crc32(crc, desc, (uInt)(size - 4)));
+	}
 	{
 		struct rk_core_note nt = { RK_NOTE_CHECKSUM, -1, desc, size };
 

@@ -747,15 +747,34 @@ static const char *check_ranges(const __u8 *p, __u32 n, const __u8 *base, __u64 
 }
 
 /*
+ * The checksum note, the file's last bytes: its CRC32 (its last 4 bytes)
+ * is of its note header and owner, then of its desc before it, so every
+ * byte of the file is checked. Return: NULL, or what is wrong.
+ */
+static const char *check_self(const __u8 *p, size_t size, const __u8 *base, __u64 fsize)
+{
+	const __u8 *note = base + fsize - size - 24;
+	__u32 crc;
+
+	if (memcmp(note + 24, p, size))
+		return "damaged: its checksum note is not its last bytes";
+	memcpy(&crc, p + size - 4, 4);
+	if ((__u32)crc32(crc32(0, NULL, 0), note, (uInt)(24 + size - 4)) != crc)
+		return "damaged: its checksum note (its last bytes) does not match its own CRC32";
+	return NULL;
+}
+
+/*
  * A bundle against its checksum note (docs/format.md): u32 version (1),
  * u32 count, count x {u64 offset, u64 size, u32 crc32, u32 note type},
- * then the CRC32 of those bytes. Return: 0, or -EBADMSG with *@why.
+ * then the CRC32 of the note's header, owner and those bytes; the note is
+ * the file's last bytes. Return: 0, or -EBADMSG with *@why.
  */
 static int verify(const char *path, const struct rk_core_bufs *b, const char **why)
 {
 	const __u8 *p = b->checksum.data;
 	size_t size = b->checksum.size;
-	__u32 ver, n, crc;
+	__u32 ver, n;
 	struct stat st;
 	__u8 *base;
 	int fd;
@@ -780,24 +799,21 @@ static int verify(const char *path, const struct rk_core_bufs *b, const char **w
 		*why = "damaged: its checksum note is not one (its version or its size)";
 		return -EBADMSG;
 	}
-	memcpy(&crc, p + size - 4, 4);
-	if ((__u32)crc32(crc32(0, NULL, 0), p, (uInt)(size - 4)) != crc) {
-		*why = "damaged: its checksum note (the last one) does not match its own CRC32";
-		return -EBADMSG;
-	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !st.st_size) {
+	if (fstat(fd, &st) || (__u64)st.st_size < size + 24) {
 		close(fd);
-		*why = "damaged: empty";
+		*why = "damaged: its checksum note is not its last bytes";
 		return -EBADMSG;
 	}
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
 	if (base == MAP_FAILED)
 		return -errno;
-	*why = check_ranges(p + 8, n, base, (__u64)st.st_size);
+	*why = check_self(p, size, base, (__u64)st.st_size);
+	if (!*why)
+		*why = check_ranges(p + 8, n, base, (__u64)st.st_size);
 	munmap(base, (size_t)st.st_size);
 	return *why ? -EBADMSG : 0;
 }
