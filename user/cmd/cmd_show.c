@@ -322,11 +322,14 @@ static int show_from_core(const char *tid_s, int json)
 					rk_warn("--core %s: symbol table %zu: %s", show_core, k,
 						why);
 			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
-			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
-					  tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
-					  show_twin.lo, show_twin.hi) ?
-				    1 :
-				    0;
+			err = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
+					    tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
+					    show_twin.lo, show_twin.hi);
+			/* A record that does not parse was said where it is. */
+			if (err && err != -EBADMSG)
+				rk_err("--core %s: %s: cannot show its records: %s", show_core,
+				       cb->name, strerror(-err));
+			r = err ? 1 : 0;
 			window_note(&cb->bf, &counts);
 			rk_symbols__free(syms);
 		}
@@ -469,9 +472,8 @@ int cmd_show(int argc, char **argv)
 	window_note(bf, &counts);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);
-	if (err) {
-		rk_err("%s: records do not parse past the point shown (%s)", path, strerror(-err));
-		return 1;
-	}
-	return 0;
+	/* A record that does not parse was said where it is (rk_show_range()). */
+	if (err && err != -EBADMSG)
+		rk_err("%s: cannot show its records: %s", path, strerror(-err));
+	return err ? 1 : 0;
 }
