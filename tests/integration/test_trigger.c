@@ -407,6 +407,7 @@ Test(trigger, a_mapped_file_cannot_make_a_bundle_or_the_recorder_unbounded)
 	cr_assert_lt(ru.ru_maxrss, 160 * 1024, "the recorder peaked at %ld KB", ru.ru_maxrss);
 	snprintf(cmd, sizeof(cmd), "%s show --bundle %s 2>&1", rk_bin, names[0]);
 	list = sh_out(cmd, NULL);
+	printf("%s", list);
 	cr_assert_not_null(strstr(list, "size limit 16777216"), "%s", list);
 	snprintf(cmd, sizeof(cmd), "names cut: %s", elf);
 	cr_assert_not_null(strstr(list, "symbols trimmed "), "%s", list);
