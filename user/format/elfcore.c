@@ -463,9 +463,9 @@ static int walk_notes(const __u8 *base, const __u8 *p, const __u8 *end, rk_note_
 		memcpy(&descsz, p + 4, 4);
 		memcpy(&type, p + 8, 4);
 		name = p + 12;
-		desc = name + ALIGN4((__u64)namesz);
-		if (ALIGN4((__u64)namesz) > (__u64)(end - name) ||
-		    (__u64)descsz > (__u64)(end - desc)) {
+		/* desc is computed only once inside the segment (no pointer past the map). */
+		desc = ALIGN4((__u64)namesz) <= (__u64)(end - name) ? name + ALIGN4(namesz) : NULL;
+		if (!desc || (__u64)descsz > (__u64)(end - desc)) {
 			snprintf(damage, sizeof(damage),
 				 "a corrupt note at byte %llu: its name (%u bytes) or desc (%u "
 				 "bytes) runs past its segment's end at byte %llu",
