@@ -666,6 +666,16 @@ Test(bundle, a_bundle_holds_its_size_limit_and_says_what_it_left_out)
 	cr_assert_eq(t.nsyms + t.dropped, 2000);
 	rk_symtab__release(&t);
 	rk_core_bufs__free(&b);
+	/* Showing a thread of it warns that it was trimmed. */
+	if (getenv("RK_BIN")) {
+		char cmd[600], *o1;
+
+		snprintf(cmd, sizeof(cmd), "%s show --bundle %s 42 2>&1 >/dev/null",
+			 getenv("RK_BIN"), out);
+		o1 = sh_out(cmd, NULL);
+		cr_assert_not_null(strstr(o1, "was trimmed to its limits"), "%s", o1);
+		free(o1);
+	}
 
 	/* Room for one buffer only (8 KiB each): the other is left out, and the sideband. */
 	o.force = 1;
