@@ -5,12 +5,17 @@ docs/format.md, "A core dump's buffers" and "A snapshot bundle".
 import os
 import re
 import struct
+import zlib
 
 from .buffer import PAGE, Buffer, FormatError, OpenFile, Source
 
 NOTE_OWNER = b"RINGKEEPER\0"
-NOTE_BUFFER, NOTE_SIDEBAND, NOTE_SESSION, NOTE_SYMTAB, NOTE_TRACEDATA = (
-    0x524B0001, 0x524B0002, 0x524B0003, 0x524B0004, 0x524B0005)
+NOTE_BUFFER, NOTE_SIDEBAND, NOTE_SESSION, NOTE_SYMTAB, NOTE_TRACEDATA, NOTE_CHECKSUM = (
+    0x524B0001, 0x524B0002, 0x524B0003, 0x524B0004, 0x524B0005, 0x524B0006)
+# What a checksummed range holds (its note type; 0: the ELF and program headers).
+_RANGE_WHAT = {0: "the ELF and program headers", NOTE_BUFFER: "a thread's buffer",
+               NOTE_SIDEBAND: "a process's sideband", NOTE_SESSION: "the description",
+               NOTE_SYMTAB: "a mapped file's symbol table", NOTE_TRACEDATA: "the tracing data"}
 MAX_BUFS = 65536
 PT_NOTE = 4
 ET_CORE = 4
@@ -49,6 +54,8 @@ class Core:
     """The RINGKEEPER notes of a core or bundle: .buffers (CoreBuffer, in note order,
     sideband notes included), .description (the 0x524b0003 text), .symtabs and
     .tracing_data (raw bytes), .skipped (buffer notes past the 65,536 a reader takes).
+    A bundle is checked against its checksum note first: a damaged one raises
+    FormatError saying which bytes and what they hold.
 
     A buffer's records are read from the file when first asked for: it stays open
     while the Core or one of its buffers is referred to, or until close()."""
@@ -56,10 +63,12 @@ class Core:
     def __init__(self, path):
         self.path = os.fsdecode(path)
         self.buffers, self.description, self.symtabs = [], None, []
-        self.tracing_data, self.skipped = None, 0
+        self.tracing_data, self.skipped, self._checksum = None, 0, None
         self._file = OpenFile(path, follow=True)
         try:
-            self._read(Source(self._file, 0, self._file.size, self.path))
+            src = Source(self._file, 0, self._file.size, self.path)
+            self._read(src)
+            self._verify(src)
             self._name_buffers()
         except BaseException:
             self.close()
@@ -82,13 +91,15 @@ class Core:
         e_type, _mach, _ver, _entry, phoff, shoff = struct.unpack_from("<HHIQQQ", eh, 16)
         phentsize, phnum = struct.unpack_from("<HH", eh, 54)
         if eh[:4] != b"\x7fELF" or eh[4] != 2 or e_type != ET_CORE or phentsize != 56:
-            raise FormatError("%s: not an ELF64 core" % f.name)
+            raise FormatError("%s: not an ELF64 core (its ELF header, bytes 0 to 63, says "
+                              "otherwise)" % f.name)
         if phnum == PN_XNUM:
             if not shoff or f.size < 64 or shoff > f.size - 64:
                 raise FormatError("%s: PN_XNUM without a section header 0" % f.name)
             (phnum,) = struct.unpack_from("<I", f.read(shoff, 64), 44)
         if phoff > f.size or phnum > (f.size - phoff) // 56:
-            raise FormatError("%s: program headers out of the file" % f.name)
+            raise FormatError("%s: program headers out of the file (the ELF header's e_phoff "
+                              "or e_phnum)" % f.name)
         for i in range(phnum):
             if i % 1024 == 0:
                 table = f.read(phoff + 56 * i, 56 * min(1024, phnum - i))
@@ -97,18 +108,20 @@ class Core:
             if p_type != PT_NOTE:
                 continue
             if p_offset > f.size or p_filesz > f.size - p_offset:
-                raise FormatError("%s: a note segment out of the file" % f.name)
+                raise FormatError("%s: a note segment out of the file (program header %d at "
+                                  "byte %d: offset %d, size %d, the file has %d bytes)"
+                                  % (f.name, i, phoff + 56 * i, p_offset, p_filesz, f.size))
             self._walk(f, p_offset, p_offset + p_filesz)
 
     def _walk(self, f, p, end):
         while end - p >= 12:
             namesz, descsz, typ = struct.unpack("<III", f.read(p, 12))
             name = p + 12
-            if _align4(namesz) > end - name:
-                raise FormatError("%s: a corrupt note" % f.name)
             desc = name + _align4(namesz)
-            if descsz > end - desc:
-                raise FormatError("%s: a corrupt note" % f.name)
+            if _align4(namesz) > end - name or descsz > end - desc:
+                raise FormatError("%s: a corrupt note at byte %d: its name (%d bytes) or desc "
+                                  "(%d bytes) runs past its segment's end at byte %d"
+                                  % (f.name, p, namesz, descsz, end))
             if namesz == len(NOTE_OWNER) and f.read(name, namesz) == NOTE_OWNER:
                 self._note(f, typ, desc, descsz)
             # The last note's padding may be cut by the segment's end.
@@ -128,12 +141,58 @@ class Core:
         elif typ == NOTE_TRACEDATA:
             if size and self.tracing_data is None:
                 self.tracing_data = f.read(desc, size)
+        elif typ == NOTE_CHECKSUM:
+            if size and self._checksum is None:
+                self._checksum = f.read(desc, size)
         elif typ in (NOTE_BUFFER, NOTE_SIDEBAND):
             if len(self.buffers) == MAX_BUFS:
                 self.skipped += 1
                 return
             self.buffers.append(CoreBuffer(typ, Source(f.file, desc, size, "%s: note %d" % (
                 f.name, len(self.buffers)))))
+
+    def _verify(self, f):
+        """The file against its checksum note (docs/format.md, "A snapshot bundle")."""
+        c = self._checksum
+        if c is None:
+            d = self.description or ""
+            if d.startswith("bundle ") and "\nchecksum crc32\n" in d:
+                raise FormatError("%s: damaged: its checksum note (the last one) is missing or "
+                                  "not readable, though its description says it has one"
+                                  % f.name)
+            return
+        if len(c) < 12:
+            raise FormatError("%s: damaged: its checksum note is shorter than its header"
+                              % f.name)
+        ver, n = struct.unpack_from("<II", c, 0)
+        if ver != 1 or len(c) != 12 + 24 * n:
+            raise FormatError("%s: damaged: its checksum note is not one (its version or its "
+                              "size)" % f.name)
+        # The file's last bytes; its CRC32 is of its note header, owner and desc before it.
+        if f.size < len(c) + 24 or f.read(f.size - len(c), len(c)) != c:
+            raise FormatError("%s: damaged: its checksum note is not its last bytes" % f.name)
+        if zlib.crc32(f.read(f.size - len(c) - 24, len(c) + 20)) != \
+                struct.unpack_from("<I", c, len(c) - 4)[0]:
+            raise FormatError("%s: damaged: its checksum note (its last bytes) does not match "
+                              "its own CRC32" % f.name)
+        nxt = 0
+        for i in range(n):
+            off, ln, crc, typ = struct.unpack_from("<QQII", c, 8 + 24 * i)
+            if off != nxt or ln > f.size or off > f.size - ln:
+                raise FormatError("%s: damaged: its checksum note's ranges do not follow each "
+                                  "other within the file" % f.name)
+            nxt, v, p = off + ln, 0, off
+            while p < nxt:
+                k = min(1 << 20, nxt - p)
+                v = zlib.crc32(f.read(p, k), v)
+                p += k
+            if v != crc:
+                raise FormatError(
+                    "%s: damaged: bytes %d to %d (range %d of %d: %s) do not match the CRC32 "
+                    "it was written with: the file changed after it was written (copy it "
+                    "again from where it was made)"
+                    % (f.name, off, nxt - 1, i + 1, n,
+                       _RANGE_WHAT.get(typ, "a note of an unknown type")))
 
     def _name_buffers(self):
         bufs = [b for b in self.buffers if b.kind == NOTE_BUFFER]

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zlib
 
 import ringkeeper
 from ringkeeper import Buffer, Core, FormatError
@@ -94,6 +95,25 @@ def make_core(notes, description=None):
     struct.pack_into("<HHIQQQIHHHHHH", eh, 16, 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 0, 0, 0)
     ph = struct.pack("<IIQQQQQQ", 4, 0, 120, 0, 0, len(blob), 0, 4)
     return bytes(eh) + ph + blob
+
+
+def checksummed(core):
+    """@core (make_core's: one PT_NOTE at 120) with a checksum note, as docs/format.md
+    lays it out: the CRC32 of the headers and of each note, then of itself."""
+    ranges, p = [(0, 120, 0)], 120
+    while p < len(core):
+        _nsz, dsz, typ = struct.unpack_from("<III", core, p)
+        size = 24 + dsz + (-dsz % 4)
+        ranges.append((p, size, typ))
+        p += size
+    desc_size = 12 + 24 * len(ranges)
+    core = bytearray(core)
+    struct.pack_into("<Q", core, 64 + 32, len(core) - 120 + 24 + desc_size)
+    desc = struct.pack("<II", 1, len(ranges))
+    for off, size, typ in ranges:
+        desc += struct.pack("<QQII", off, size, zlib.crc32(bytes(core[off:off + size])), typ)
+    head = struct.pack("<III", 11, len(desc) + 4, 0x524B0006) + b"RINGKEEPER\0\0"
+    return bytes(core) + head + desc + struct.pack("<I", zlib.crc32(head + desc))
 
 
 def read_all(obj):
@@ -292,6 +312,29 @@ class Hostile(unittest.TestCase):
                 b[rng.randrange(0, 200) if rng.random() < 0.6 else rng.randrange(len(b))] = \
                     rng.randrange(256)
             self.survives(bytes(b), Core)
+
+    def test_a_bundle_with_a_flipped_byte_is_refused_saying_where(self):
+        good = checksummed(make_core([(0x524B0001, make_buffer(sched_records(n=5)))],
+                                     b"bundle 1\nsession s\nchecksum crc32\nbuffer 0 sched/101\n"))
+        self.assertEqual(Core(self.write(good)).find(101).buffer.tid, 101)
+        for off in range(0, len(good), 5):
+            b = bytearray(good)
+            b[off] ^= 1
+            try:
+                core = Core(self.write(bytes(b)))
+            except FormatError as e:
+                msg = str(e)
+                self.assertTrue("byte" in msg or "checksum note" in msg or "ELF" in msg,
+                                "byte %d: %s" % (off, msg))
+                continue
+            # e_phnum or p_type changed: a core with no note at all, nothing read from it.
+            self.assertEqual((core.buffers, core.description, core.symtabs), ([], None, []),
+                             "a flipped byte at %d was not seen" % off)
+        # The description says it has checksums: with the last note of another type, damaged.
+        b = bytearray(good)
+        struct.pack_into("<I", b, len(b) - (24 + 12 + 24 * 3) + 8, 0x524B0099)
+        with self.assertRaisesRegex(FormatError, "checksum note .* missing"):
+            Core(self.write(bytes(b)))
 
     def test_core_headers_out_of_range(self):
         good = self.good_core()

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "craftelf.h"
 #include "elfcore.h"
 #include "helpers.h"
 
@@ -471,5 +473,59 @@ Test(trigger, a_short_lived_process_s_bundle_is_its_user_s)
 	cr_assert_gt(n, 20, "%zu bundles", n);
 	for (i = 0; i < n; i++)
 		cr_assert_not_null(strstr(names[i], ".u65534.rkb"), "%s: not nobody's", names[i]);
+	free(out);
+}
+
+/*
+ * A traced process maps a crafted ELF (970 KB: 40,000 symbols that all name
+ * one 10,000-byte string) and exits 1 under --trigger exit
+ * --snapshot-max-size 16M: the bundle stays under 16M, says which file's
+ * symbols it trimmed and how, and the recorder's peak RSS (its VmHWM, as
+ * ru_maxrss reports it once it is waited for) stays far from the 400 MB of
+ * names (it wrote a 401 MB bundle and peaked at ~800 MB).
+ */
+Test(trigger, a_mapped_file_cannot_make_a_bundle_or_the_recorder_unbounded)
+{
+	const char *opts[] = { "-e",  "dummy", "--trigger", "exit", "--snapshot-max-size",
+			       "16M", NULL };
+	char elf[300], cmd[1200], names[4][600], *out = NULL, *list;
+	struct rk_session_stat st;
+	struct rusage ru;
+	struct stat sb;
+	size_t n;
+
+	snprintf(elf, sizeof(elf), "%s/crafted.so", root);
+	cr_assert_eq(craft_elf(elf, 40000, 10000), 0);
+	cr_assert_eq(stat(elf, &sb), 0);
+	cr_assert_lt(sb.st_size, 1 << 20, "the crafted file is small: %lld", (long long)sb.st_size);
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "/usr/bin/python3 -c 'import mmap, os, sys; f = open(sys.argv[1], \"rb\"); "
+		 "m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC); os._exit(1)' "
+		 "%s; true",
+		 elf);
+	record_sh("bigsyms", opts, cmd, &st, &out);
+	cr_assert_eq(getrusage(RUSAGE_CHILDREN, &ru), 0);
+	printf("crafted mapping: %llu snapshots, recorder peak RSS %ld KB\n",
+	       (unsigned long long)st.snapshots, ru.ru_maxrss);
+	snprintf(cmd, sizeof(cmd), "cat %s/bigsyms/snapshots", root);
+	list = sh_out(cmd, NULL);
+	cr_assert_eq(st.snapshots, 1, "not one snapshot of the exit:\n%s", list);
+	free(list);
+	n = bundles(names, 4);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(stat(names[0], &sb), 0);
+	cr_assert_leq(sb.st_size, 16 << 20, "a %lld-byte bundle under --snapshot-max-size 16M",
+		      (long long)sb.st_size);
+	cr_assert_lt(ru.ru_maxrss, 160 * 1024, "the recorder peaked at %ld KB", ru.ru_maxrss);
+	snprintf(cmd, sizeof(cmd), "%s show --bundle %s 2>&1", rk_bin, names[0]);
+	list = sh_out(cmd, NULL);
+	printf("%s", list);
+	cr_assert_not_null(strstr(list, "size limit 16777216"), "%s", list);
+	snprintf(cmd, sizeof(cmd), "names cut: %s", elf);
+	cr_assert_not_null(strstr(list, "symbols trimmed "), "%s", list);
+	cr_assert_not_null(strstr(list, cmd), "the bundle does not say it trimmed %s:\n%s", elf,
+			   list);
+	free(list);
 	free(out);
 }

@@ -726,7 +726,9 @@ static const struct rec_opt opts[] = {
 	{ "snapshot-max", 0, "N", o_snap_max, "16",
 	  "keep the session's newest N bundles there, fairly per\n"
 	  "user (a user's triggers evict its own first)" },
-	{ "snapshot-max-size", 0, "SIZE", o_snap_max_size, "1G", "and at most SIZE of them" },
+	{ "snapshot-max-size", 0, "SIZE", o_snap_max_size, "1G",
+	  "and at most SIZE of them; a bundle that would be larger\n"
+	  "leaves out what does not fit and says what" },
 	{ "trigger-gap", 0, "MS", o_trigger_gap, "1000",
 	  "at most one snapshot per MS; triggers in between are\n"
 	  "recorded in the histories and counted as dropped" },

@@ -132,6 +132,9 @@ static int show_pt_trace(const char *path, struct rk_bufile *bf)
 	return ret;
 }
 
+/* A description line read back, at most (a "symbols trimmed" line holds a path). */
+#define TRIM_LINE 4400
+
 /* Which buffer of a core: SOURCE/TID from the session note, or the sched one by its attr. */
 static int core_buf_matches(const struct rk_core_buf *cb, unsigned long tid)
 {
@@ -165,6 +168,34 @@ static void desc_value(const char *text, const char *key, char *out, size_t len)
 	}
 }
 
+/*
+ * What a bundle's limits left out, as its description says it (lines
+ * "size limit", "left out", "symbols trimmed"), each after @prefix.
+ * Return: how many lines said something was left out or trimmed.
+ */
+static int bundle_limits(const char *text, FILE *out, const char *prefix)
+{
+	const char *line = text;
+	char one[TRIM_LINE];
+	int n = 0;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		int trimmed = !strncmp(line, "left out ", 9) ||
+			      !strncmp(line, "symbols trimmed ", 16);
+
+		if (trimmed || !strncmp(line, "size limit ", 11)) {
+			snprintf(one, sizeof(one), "%.*s", (int)len, line);
+			if (out)
+				fprintf(out, "%s%s\n", prefix, rk_strip_controls(one));
+			n += trimmed;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
 /* What a snapshot bundle says of itself: which session, when (T), why, where. */
 static void print_bundle_desc(const char *text)
 {
@@ -183,6 +214,7 @@ static void print_bundle_desc(const char *text)
 	if (!rk_parse_uint(t, UINT64_MAX, &ns))
 		snprintf(t, sizeof(t), "%llu.%09llu", ns / 1000000000, ns % 1000000000);
 	printf("snapshot of session %s at %s%s on %s, reason: %s\n", sess, t, utc, host, why);
+	bundle_limits(text, stdout, "  ");
 }
 
 /*
@@ -229,6 +261,12 @@ static int show_from_core(const char *tid_s, int json)
 		rk_err("--core %s: %s", show_core, why ? why : strerror(-err));
 		return 1;
 	}
+	/* A thread's history from a trimmed bundle: its symbols may be partial, others left out. */
+	if (tid_s && b.session && !strncmp(b.session, "bundle ", 7) &&
+	    bundle_limits(b.session, NULL, ""))
+		rk_warn("--core %s was trimmed to its limits (its symbols or buffers are partial; "
+			"ringkeeper show --core %s lists what)",
+			show_core, show_core);
 	if (!tid_s) {
 		print_bundle_desc(b.session);
 		printf("core %s: %zu ringkeeper buffers\n", show_core, b.n);
@@ -284,11 +322,14 @@ static int show_from_core(const char *tid_s, int json)
 					rk_warn("--core %s: symbol table %zu: %s", show_core, k,
 						why);
 			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
-			r = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
-					  tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
-					  show_twin.lo, show_twin.hi) ?
-				    1 :
-				    0;
+			err = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
+					    tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
+					    show_twin.lo, show_twin.hi);
+			/* A record that does not parse was said where it is. */
+			if (err && err != -EBADMSG)
+				rk_err("--core %s: %s: cannot show its records: %s", show_core,
+				       cb->name, strerror(-err));
+			r = err ? 1 : 0;
 			window_note(&cb->bf, &counts);
 			rk_symbols__free(syms);
 		}
@@ -431,9 +472,8 @@ int cmd_show(int argc, char **argv)
 	window_note(bf, &counts);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);
-	if (err) {
-		rk_err("%s: records do not parse past the point shown (%s)", path, strerror(-err));
-		return 1;
-	}
-	return 0;
+	/* A record that does not parse was said where it is (rk_show_range()). */
+	if (err && err != -EBADMSG)
+		rk_err("%s: cannot show its records: %s", path, strerror(-err));
+	return err ? 1 : 0;
 }

@@ -19,7 +19,8 @@
 
 static const char usage[] =
 	"Usage: ringkeeper snapshot [--root DIR] [-o FILE] [--force] [-p PID]\n"
-	"                           [--reason TEXT] [--for-user USER] [--no-symbols] [SESSION]\n"
+	"                           [--reason TEXT] [--for-user USER] [--no-symbols]\n"
+	"                           [--max-size SIZE] [SESSION]\n"
 	"       ringkeeper snapshot --trigger [--root DIR] SESSION\n"
 	"\n"
 	"Cut a session (default: the newest) at this instant T and write it as one\n"
@@ -42,6 +43,11 @@ static const char usage[] =
 	"                     without it the bundle is the caller's (root's)\n"
 	"  --no-symbols       no symbol tables (smaller; names resolve only from the\n"
 	"                     files on the reading machine)\n"
+	"  --max-size SIZE    at most SIZE bytes (K/M/G): what does not fit is left\n"
+	"                     out, symbol tables trimmed to the room left, and the\n"
+	"                     bundle says what (record --trigger's bundles: at most\n"
+	"                     its --snapshot-max-size); a mapped file's symbols are\n"
+	"                     bounded anyway (docs/format.md)\n"
 	"  -r, --root DIR     the sessions' root (default " RK_DEFAULT_ROOT ")\n"
 	"  --trigger          instead, have SESSION's recorder take the snapshot, as a\n"
 	"                     trigger (record --trigger signal; the same as sending it\n"
@@ -80,12 +86,14 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 		{ "reason", required_argument, NULL, 'R' },
 		{ "for-user", required_argument, NULL, 'u' },
 		{ "no-symbols", no_argument, NULL, 'N' },
+		{ "max-size", required_argument, NULL, 'M' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "trigger", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	unsigned long long v;
+	uint64_t size;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+o:p:r:h", lo, NULL)) != -1) {
@@ -112,6 +120,14 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 			break;
 		case 'N':
 			o->no_symbols = 1;
+			break;
+		case 'M':
+			if (rk_parse_size(optarg, 0, &size) || !size) {
+				rk_err("--max-size: not a size (bytes, or with K/M/G): '%s'",
+				       optarg);
+				return 2;
+			}
+			o->max_bytes = size;
 			break;
 		case 'r':
 			*root = optarg;
@@ -164,6 +180,10 @@ static void report(const char *session, const char *out, __u64 t, const char *re
 			"bundle's user, or the file at their path is not the one mapped (replaced "
 			"since, or a link)",
 			st->symtabs_left);
+	if (st->left_out || st->trimmed)
+		rk_warn("trimmed to its limits: %zu notes or mapped files left out, %zu symbol "
+			"tables trimmed (ringkeeper show --bundle %s lists what)",
+			st->left_out, st->trimmed, out);
 	if (!st->settled)
 		rk_warn("the recorder did not publish within %d ms after T: records up to T it "
 			"still held may be missing",
@@ -293,6 +313,11 @@ int cmd_snapshot(int argc, char **argv)
 			snprintf(of, sizeof(of), " of pid %u", o.pid);
 		rk_err("session %s has no buffer%s%s to bundle (ringkeeper ls %s lists them)", name,
 		       of, o.for_uid != (uid_t)-1 ? " that --for-user may read" : "", name);
+		return 1;
+	}
+	if (err == -EFBIG) {
+		rk_err("no buffer of session %s fits --max-size %llu: nothing written (raise it)",
+		       name, (unsigned long long)o.max_bytes);
 		return 1;
 	}
 	if (err) {

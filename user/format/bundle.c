@@ -10,8 +10,16 @@
  *
  * Notes, owner RINGKEEPER, in this order: each buffer (RK_NOTE_BUFFER) and
  * sideband (RK_NOTE_SIDEBAND) cut at T, the tracing data, the symbol
- * tables, and last the session description (its "buffer N SOURCE/TID"
- * lines are known only then; readers take it wherever it is).
+ * tables, the session description (its "buffer N SOURCE/TID" lines are
+ * known only then; readers take it wherever it is), and last the
+ * checksums of everything before them (RK_NOTE_CHECKSUM).
+ *
+ * Bounded (opts->max_bytes, RK_SYMTAB_LIM_*, RK_BUNDLE_MAX_MAPS): before a
+ * note goes in, the room is checked for it and for what must follow it
+ * (the description, with RESERVE bytes for what it will say was left out,
+ * and the checksums); what does not fit is left out and counted, and a
+ * symbol table is loaded within the room left, so that memory follows the
+ * limits, not what a traced user mapped.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -27,6 +35,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "bundle.h"
 #include "elfcore.h"
 #include "session.h"
@@ -36,6 +45,20 @@
 
 #define PAGE RK_PAGE_SIZE
 #define NOTES_OFF (sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr))
+#define ALIGN4(x) (((x) + 3) & ~(__u64)3)
+/* A note's header and owner, before its desc. */
+#define NOTE_HEAD 24u
+/* "symbols trimmed" lines of the description, at most (then "in N more files"). */
+#define TRIM_TEXT 8192u
+/* What the description says at its end (limit, left out, trimmed), at most. */
+#define RESERVE (TRIM_TEXT + 1024u)
+/* One checksum entry: u64 offset, u64 size, u32 crc, u32 type. */
+#define CSUM_ENTRY 24u
+
+static void put_u32(__u8 *p, __u32 v)
+{
+	memcpy(p, &v, 4);
+}
 
 void rk_bundle_opts_init(struct rk_bundle_opts *o)
 {
@@ -230,6 +253,12 @@ struct mapped {
 	char build_id[RK_BUILD_ID_HEX];
 };
 
+/* One checksummed range of the file: the headers (type 0) or a note. */
+struct sum {
+	__u64 off, size;
+	__u32 crc, type;
+};
+
 /* A bundle being written. */
 struct writer {
 	int fd;
@@ -238,6 +267,12 @@ struct writer {
 	size_t text_len, nbuf;
 	struct mapped *maps; /* mapped files named by the sidebands kept */
 	size_t nmaps;
+	struct sum *sums; /* [0]: the headers, written last */
+	size_t nsums;
+	/* Left out for the size limit (maps: past RK_BUNDLE_MAX_MAPS). */
+	size_t out_buffers, out_sidebands, out_tracedata, out_symtabs, out_maps;
+	char trim[TRIM_TEXT]; /* "symbols trimmed" lines */
+	size_t trim_len, trim_more;
 	const struct rk_bundle_opts *o;
 	struct rk_bundle_stats *st;
 };
@@ -255,14 +290,59 @@ static int text_add(struct writer *w, const char *line)
 	return 0;
 }
 
+/* A range's entry; @w->sums grows by one (the caller knows it has room for the count). */
+static int sum_add(struct writer *w, __u64 off, __u64 size, __u32 crc, __u32 type)
+{
+	struct sum *v = realloc(w->sums, (w->nsums + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	w->sums = v;
+	v[w->nsums++] = (struct sum){ off, size, crc, type };
+	return 0;
+}
+
 static int note_add(struct writer *w, __u32 type, const void *data, size_t size)
 {
 	struct rk_core_note nt = { type, -1, data, size };
-	int err = rk_elfcore_note_write(w->fd, &nt);
+	__u64 bytes = rk_elfcore_note_size(&nt);
+	int err = sum_add(w, NOTES_OFF + w->notes_bytes, bytes, rk_elfcore_note_crc(&nt, 0), type);
 
 	if (!err)
-		w->notes_bytes += rk_elfcore_note_size(&nt);
+		err = rk_elfcore_note_write(w->fd, &nt);
+	if (!err)
+		w->notes_bytes += bytes;
 	return err;
+}
+
+/* The checksum note's desc size with @n ranges. */
+static __u64 sums_size(size_t n)
+{
+	return 8 + (__u64)n * CSUM_ENTRY + 4;
+}
+
+/*
+ * What must follow @extra more notes: the description (@text_more more
+ * bytes of it, and RESERVE) and the checksums (the headers, each note, the
+ * description).
+ */
+static __u64 tail_bytes(const struct writer *w, size_t extra, size_t text_more)
+{
+	return NOTE_HEAD + ALIGN4(w->text_len + text_more + RESERVE) + NOTE_HEAD +
+	       sums_size(w->nsums + extra + 1);
+}
+
+/*
+ * The desc bytes a note may still take under the size limit, with
+ * @text_more bytes of description coming with it (UINT64_MAX: no limit).
+ */
+static __u64 room(const struct writer *w, size_t text_more)
+{
+	__u64 used = NOTES_OFF + w->notes_bytes + NOTE_HEAD + 3 + tail_bytes(w, 1, text_more);
+
+	if (!w->o->max_bytes)
+		return UINT64_MAX;
+	return w->o->max_bytes > used ? w->o->max_bytes - used : 0;
 }
 
 /* MMAP2's identity of the file: maj, min, ino (or the build id), after pid, tid, addr, len, pgoff. */
@@ -309,6 +389,10 @@ static int map_take(const struct perf_event_header *h, void *ctx)
 	for (i = 0; i < w->nmaps; i++)
 		if (same_mapped(&w->maps[i], &m))
 			return 0;
+	if (w->nmaps == RK_BUNDLE_MAX_MAPS) {
+		w->out_maps++; /* may count one file twice: a bound, not a list */
+		return 0;
+	}
 	v = realloc(w->maps, (w->nmaps + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -378,12 +462,23 @@ static int add_file(struct writer *w, int dfd, const char *src, const char *name
 	rk_bufile__free(bf);
 	if (err)
 		return err;
+	if (src)
+		snprintf(line, sizeof(line), "buffer %zu %s/%s\n", w->nbuf, src, name);
+	/* Over the size limit: left out, counted (the description says how many). */
+	if (size > room(w, src ? strlen(line) : 0)) {
+		if (src)
+			w->out_buffers++;
+		else
+			w->out_sidebands++;
+		free(image);
+		return 0;
+	}
 	w->st->kept += cut.kept;
 	w->st->after += cut.after;
 	w->st->overwritten += cut.overwritten;
 	err = note_add(w, src ? RK_NOTE_BUFFER : RK_NOTE_SIDEBAND, image, size);
 	if (!err && src) {
-		snprintf(line, sizeof(line), "buffer %zu %s/%s\n", w->nbuf++, src, name);
+		w->nbuf++;
 		err = text_add(w, line);
 		w->st->buffers++;
 	} else if (!err) {
@@ -472,15 +567,19 @@ static int open_mapped(struct writer *w, const struct mapped *m)
 	return fd;
 }
 
-/* @m's table, if the file there now is the one mapped. Return: 0 (@tab maybe empty). */
-static int load_mapped(struct writer *w, const struct mapped *m, struct rk_symtab *tab)
+/*
+ * @m's table within @lim, if the file there now is the one mapped.
+ * Return: 0 (@tab maybe empty, or trimmed: its flags say).
+ */
+static int load_mapped(struct writer *w, const struct mapped *m, const struct rk_symtab_limits *lim,
+		       struct rk_symtab *tab)
 {
 	int fd, err;
 
 	if (!strcmp(m->name, "[vdso]"))
-		return rk_symtab__load_file(tab, m->name);
+		return rk_symtab__load_file_lim(tab, m->name, lim);
 	fd = open_mapped(w, m);
-	err = rk_symtab__load_fd(tab, m->name, fd);
+	err = rk_symtab__load_fd_lim(tab, m->name, fd, lim);
 	if (fd >= 0)
 		close(fd);
 	if (!err && m->by_id && strcmp(tab->build_id, m->build_id)) {
@@ -490,17 +589,59 @@ static int load_mapped(struct writer *w, const struct mapped *m, struct rk_symta
 	return err;
 }
 
-/* The symbols of every file the kept sidebands name, if the file there now is the one mapped. */
+/* "symbols trimmed ...: PATH", while the lines fit in TRIM_TEXT (then counted). */
+static void trim_add(struct writer *w, const struct rk_symtab *t)
+{
+	char path[4200], line[TRIM_TEXT];
+	int n;
+
+	w->st->trimmed++;
+	snprintf(path, sizeof(path), "%s", t->path);
+	n = snprintf(line, sizeof(line), "symbols trimmed %llu left out, %llu names cut%s: %s\n",
+		     (unsigned long long)t->dropped, (unsigned long long)t->cut,
+		     t->flags & RK_SYMTAB_F_REFUSED ? ", a section over its limit not read" : "",
+		     rk_strip_controls(path));
+	/* Room for it and the NUL describe_limits() puts after the last one. */
+	if (n < 0 || (size_t)n >= sizeof(w->trim) - w->trim_len) {
+		w->trim_more++;
+		return;
+	}
+	memcpy(w->trim + w->trim_len, line, (size_t)n);
+	w->trim_len += (size_t)n;
+}
+
+/*
+ * The symbols of every file the kept sidebands name, if the file there now
+ * is the one mapped, each within the per-file limits and the room left in
+ * the bundle.
+ */
 static int add_symtabs(struct writer *w)
 {
+	struct rk_symtab_limits lim;
 	struct rk_symtab tab;
 	long long n;
 	void *desc;
 	size_t i;
 	int err = 0;
 
+	rk_symtab_limits_bundle(&lim);
 	for (i = 0; !err && i < w->nmaps; i++) {
-		if (load_mapped(w, &w->maps[i], &tab) || !tab.nsyms) {
+		__u64 left = room(w, 0);
+
+		if (left < lim.note)
+			lim.note = left;
+		/* No room for a header and one symbol: the rest are left out. */
+		if (lim.note < 256) {
+			w->out_symtabs += w->nmaps - i;
+			break;
+		}
+		if (load_mapped(w, &w->maps[i], &lim, &tab) || (!tab.nsyms && !tab.flags)) {
+			rk_symtab__release(&tab);
+			continue;
+		}
+		if (tab.flags)
+			trim_add(w, &tab);
+		if (!tab.nsyms) {
 			rk_symtab__release(&tab);
 			continue;
 		}
@@ -508,9 +649,44 @@ static int add_symtabs(struct writer *w)
 		rk_symtab__release(&tab);
 		if (n < 0)
 			return (int)n;
-		err = note_add(w, RK_NOTE_SYMTAB, desc, (size_t)n);
+		if ((__u64)n <= room(w, 0)) {
+			err = note_add(w, RK_NOTE_SYMTAB, desc, (size_t)n);
+			w->st->symtabs++;
+		} else {
+			w->out_symtabs++;
+		}
 		free(desc);
-		w->st->symtabs++;
+	}
+	return err;
+}
+
+/* What the limits left out, said at the description's end (within RESERVE). */
+static int describe_limits(struct writer *w)
+{
+	char line[512];
+	size_t out = w->out_buffers + w->out_sidebands + w->out_tracedata + w->out_symtabs;
+	int err = 0;
+
+	w->st->left_out = out + w->out_maps;
+	if (w->o->max_bytes) {
+		snprintf(line, sizeof(line), "size limit %llu\n",
+			 (unsigned long long)w->o->max_bytes);
+		err = text_add(w, line);
+	}
+	if (!err && (out || w->out_maps)) {
+		snprintf(line, sizeof(line),
+			 "left out buffers %zu sidebands %zu tracedata %zu symtabs %zu files %zu\n",
+			 w->out_buffers, w->out_sidebands, w->out_tracedata, w->out_symtabs,
+			 w->out_maps);
+		err = text_add(w, line);
+	}
+	if (!err && w->trim_len) {
+		w->trim[w->trim_len] = '\0';
+		err = text_add(w, w->trim);
+	}
+	if (!err && w->trim_more) {
+		snprintf(line, sizeof(line), "symbols trimmed in %zu more files\n", w->trim_more);
+		err = text_add(w, line);
 	}
 	return err;
 }
@@ -525,8 +701,10 @@ static int describe(struct writer *w, const char *session_dir, __u64 t, const ch
 
 	snprintf(reason, sizeof(reason), "%s", why && *why ? why : "manual");
 	rk_strip_controls(reason);
+	/* "checksum crc32": a reader that finds no checksum note knows the bundle is damaged. */
 	snprintf(line, sizeof(line),
-		 "bundle %d\nsession %s\nsnapshot time %llu\nsnapshot realtime %llu\nreason %s\n",
+		 "bundle %d\nsession %s\nsnapshot time %llu\nsnapshot realtime %llu\nreason %s\n"
+		 "checksum crc32\n",
 		 RK_BUNDLE_VERSION, name ? name + 1 : session_dir, (unsigned long long)t,
 		 (unsigned long long)(rk_now_real_ns() - (rk_now_mono_ns() - t)), reason);
 	err = text_add(w, line);
@@ -542,20 +720,58 @@ static int describe(struct writer *w, const char *session_dir, __u64 t, const ch
 	return err;
 }
 
-/* The ELF header and the one program header, once the notes' size is known. */
+/*
+ * The checksums, last note, then the ELF header and the one program header
+ * (their range is the first checksummed, so they are laid out first).
+ */
 static int finish(struct writer *w)
 {
+	size_t i, n = w->nsums, size = (size_t)sums_size(n);
+	__u8 *desc, *q;
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
-	off_t end = (off_t)(NOTES_OFF + w->notes_bytes);
+	off_t end;
+	__u32 crc;
+	int err;
 
 	rk_elfcore_ehdr(&eh);
 	eh.e_phnum = 1;
 	memset(&ph, 0, sizeof(ph));
 	ph.p_type = PT_NOTE;
 	ph.p_offset = NOTES_OFF;
-	ph.p_filesz = w->notes_bytes;
+	ph.p_filesz = w->notes_bytes + NOTE_HEAD + size;
 	ph.p_align = 4;
+	end = (off_t)(NOTES_OFF + ph.p_filesz);
+	crc = (__u32)crc32(crc32(0, NULL, 0), (const Bytef *)&eh, sizeof(eh));
+	w->sums[0].crc = (__u32)crc32(crc, (const Bytef *)&ph, sizeof(ph));
+	desc = malloc(size);
+	if (!desc)
+		return -ENOMEM;
+	put_u32(desc, 1);
+	put_u32(desc + 4, (__u32)n);
+	for (i = 0, q = desc + 8; i < n; i++, q += CSUM_ENTRY) {
+		memcpy(q, &w->sums[i].off, 8);
+		memcpy(q + 8, &w->sums[i].size, 8);
+		memcpy(q + 16, &w->sums[i].crc, 4);
+		memcpy(q + 20, &w->sums[i].type, 4);
+	}
+	/* Its own CRC32: of its note header and owner, then of the desc before it. */
+	{
+		__u32 hdr[3] = { sizeof(RK_NOTE_OWNER), (__u32)size, RK_NOTE_CHECKSUM };
+		char owner[ALIGN4(sizeof(RK_NOTE_OWNER))] = RK_NOTE_OWNER;
+
+		crc = (__u32)crc32(crc32(0, NULL, 0), (const Bytef *)hdr, sizeof(hdr));
+		crc = (__u32)crc32(crc, (const Bytef *)owner, sizeof(owner));
+		put_u32(q, (__u32)crc32(crc, desc, (uInt)(size - 4)));
+	}
+	{
+		struct rk_core_note nt = { RK_NOTE_CHECKSUM, -1, desc, size };
+
+		err = rk_elfcore_note_write(w->fd, &nt);
+	}
+	free(desc);
+	if (err)
+		return err;
 	/* Zero pages were seeked over (rk_write_sparse()): a trailing hole needs the size set. */
 	if (ftruncate(w->fd, end) || pwrite(w->fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
 	    pwrite(w->fd, &ph, sizeof(ph), sizeof(eh)) != (ssize_t)sizeof(ph))
@@ -573,17 +789,25 @@ static int write_notes(struct writer *w, const char *session_dir, __u64 t, const
 
 	if (lseek(w->fd, (off_t)NOTES_OFF, SEEK_SET) < 0)
 		return -errno;
-	err = describe(w, session_dir, t, why);
+	/* The headers' range: its CRC once they are known (finish()). */
+	err = sum_add(w, 0, NOTES_OFF, 0, 0);
+	if (!err)
+		err = describe(w, session_dir, t, why);
 	if (!err)
 		err = add_session(w, session_dir, t);
 	if (!err && !w->st->buffers)
-		err = -ENODATA;
+		err = w->out_buffers ? -EFBIG : -ENODATA;
 	if (!err && !rk_tracedata_load(session_dir, &td, &tdlen)) {
-		err = note_add(w, RK_NOTE_TRACEDATA, td, tdlen);
+		if (tdlen <= room(w, 0))
+			err = note_add(w, RK_NOTE_TRACEDATA, td, tdlen);
+		else
+			w->out_tracedata++;
 		free(td);
 	}
 	if (!err && !w->o->no_symbols)
 		err = add_symtabs(w);
+	if (!err)
+		err = describe_limits(w);
 	if (!err)
 		err = note_add(w, RK_NOTE_SESSION, w->text, w->text_len);
 	return err ? err : finish(w);
@@ -657,5 +881,6 @@ int rk_bundle_write(const char *session_dir, __u64 t, const char *why, const cha
 		free(w.maps[i].name);
 	free(w.maps);
 	free(w.text);
+	free(w.sums);
 	return err;
 }

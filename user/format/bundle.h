@@ -44,6 +44,11 @@
  * @for_gid: that user's group (with @for_uid).
  * @from_ns: 0, or the window's start: thread buffers keep only records
  *	timed at or after it (sidebands keep all: their mappings serve it).
+ * @max_bytes: 0, or the bundle's size at most: a note that would take it
+ *	past (its description and checksums counted first) is left out, a
+ *	symbol table trimmed to the room left, and the description says what
+ *	(docs/format.md). Each mapped file's symbols are bounded anyway
+ *	(symtab.h, RK_SYMTAB_LIM_*), as are the files (RK_BUNDLE_MAX_MAPS).
  */
 struct rk_bundle_opts {
 	__u32 pid;
@@ -53,7 +58,11 @@ struct rk_bundle_opts {
 	uid_t for_uid;
 	gid_t for_gid;
 	__u64 from_ns;
+	__u64 max_bytes;
 };
+
+/* Mapped files whose symbols a bundle takes (the rest are counted, left out). */
+#define RK_BUNDLE_MAX_MAPS 4096
 
 /** rk_bundle_opts_init() - the defaults: everything, root's, no waiting. */
 void rk_bundle_opts_init(struct rk_bundle_opts *o);
@@ -104,9 +113,12 @@ int rk_bundle_cut_window(const struct rk_bufile *bf, __u64 from, __u64 t, void *
  * @kept, @after, @overwritten: summed over the cuts.
  * @bytes: the bundle's size. @settled: 1 if the recorder had written
  *	everything up to T (or did not run), 0 if @settle_ms ran out.
+ * @left_out: notes (and mapped files) left out for @max_bytes or
+ *	RK_BUNDLE_MAX_MAPS; @trimmed: symbol tables the limits trimmed. Both
+ *	are said in the bundle's description.
  */
 struct rk_bundle_stats {
-	size_t buffers, sidebands, symtabs, skipped, symtabs_left;
+	size_t buffers, sidebands, symtabs, skipped, symtabs_left, left_out, trimmed;
 	__u64 kept, after, overwritten, bytes;
 	int settled;
 };
@@ -122,7 +134,8 @@ struct rk_bundle_stats {
  * @o->force: a reader never sees half a bundle.
  *
  * Return: 0; -EEXIST (@out_path exists), -ENOENT (no session there),
- * -ENODATA (no buffer to bundle), -errno of the write.
+ * -ENODATA (no buffer to bundle), -EFBIG (no buffer fits @o->max_bytes),
+ * -errno of the write.
  */
 int rk_bundle_write(const char *session_dir, __u64 t, const char *why, const char *out_path,
 		    const struct rk_bundle_opts *o, struct rk_bundle_stats *st);

@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "elfcore.h"
 #include "util.h"
 
@@ -33,6 +34,9 @@
 #define MAX_PHDRS (1u << 22)
 #define NOTE_NAMESZ sizeof(RK_NOTE_OWNER) /* with its NUL: 11 */
 #define ALIGN4(x) (((x) + 3) & ~(__u64)3)
+
+/* The reason of a corrupt core or a damaged bundle (it names offsets: no static string fits). */
+static __thread char damage[400];
 
 /* Read up to @len; fewer only at end of input. Return: bytes read, or -errno. */
 static ssize_t read_full(int fd, void *buf, size_t len)
@@ -124,6 +128,21 @@ __u64 rk_elfcore_note_size(const struct rk_core_note *nt)
 int rk_elfcore_note_write(int out, const struct rk_core_note *nt)
 {
 	return write_note(out, nt);
+}
+
+/* The bytes write_note() lays out, in its order. */
+__u32 rk_elfcore_note_crc(const struct rk_core_note *nt, __u32 crc)
+{
+	__u32 hdr[3] = { NOTE_NAMESZ, (__u32)nt->size, nt->type };
+	char name[ALIGN4(NOTE_NAMESZ)] = RK_NOTE_OWNER;
+	static const __u8 zero[4];
+	uLong c = crc;
+
+	c = crc32(c, (const Bytef *)hdr, sizeof(hdr));
+	c = crc32(c, (const Bytef *)name, sizeof(name));
+	c = crc32_z(c, nt->data, (z_size_t)nt->size);
+	c = crc32(c, zero, (uInt)(ALIGN4(nt->size) - nt->size));
+	return (__u32)c;
 }
 
 /* One note: header, owner, desc (from its file, zero-filled if it came up short), padding. */
@@ -429,8 +448,12 @@ ssize_t rk_elfcore_augment(int in, int out, const struct rk_core_note *notes, si
 	return r;
 }
 
-/* Walk the notes of one PT_NOTE segment [p, end). */
-static int walk_notes(const __u8 *p, const __u8 *end, rk_note_fn fn, void *ctx, int *found)
+/*
+ * Walk the notes of one PT_NOTE segment [p, end) of the file at @base; a
+ * corrupt one is said in damage[] with where it is.
+ */
+static int walk_notes(const __u8 *base, const __u8 *p, const __u8 *end, rk_note_fn fn, void *ctx,
+		      int *found)
 {
 	while ((size_t)(end - p) >= 12) {
 		__u32 namesz, descsz, type;
@@ -440,11 +463,16 @@ static int walk_notes(const __u8 *p, const __u8 *end, rk_note_fn fn, void *ctx, 
 		memcpy(&descsz, p + 4, 4);
 		memcpy(&type, p + 8, 4);
 		name = p + 12;
-		if (ALIGN4((__u64)namesz) > (__u64)(end - name))
+		/* desc is computed only once inside the segment (no pointer past the map). */
+		desc = ALIGN4((__u64)namesz) <= (__u64)(end - name) ? name + ALIGN4(namesz) : NULL;
+		if (!desc || (__u64)descsz > (__u64)(end - desc)) {
+			snprintf(damage, sizeof(damage),
+				 "a corrupt note at byte %llu: its name (%u bytes) or desc (%u "
+				 "bytes) runs past its segment's end at byte %llu",
+				 (unsigned long long)(p - base), namesz, descsz,
+				 (unsigned long long)(end - base));
 			return -EINVAL;
-		desc = name + ALIGN4(namesz);
-		if ((__u64)descsz > (__u64)(end - desc))
-			return -EINVAL;
+		}
 		if (namesz == NOTE_NAMESZ && !memcmp(name, RK_NOTE_OWNER, NOTE_NAMESZ)) {
 			int ret = fn(type, desc, descsz, ctx);
 
@@ -484,7 +512,7 @@ int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const c
 	eh = (const Elf64_Ehdr *)base;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_type != ET_CORE || eh->e_phentsize != sizeof(Elf64_Phdr)) {
-		*why = "not an ELF64 core";
+		*why = "not an ELF64 core (its ELF header, bytes 0 to 63, says otherwise)";
 		ret = -EINVAL;
 		goto out;
 	}
@@ -504,7 +532,7 @@ int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const c
 	}
 	if (eh->e_phoff > (__u64)st.st_size ||
 	    phnum > ((__u64)st.st_size - eh->e_phoff) / sizeof(Elf64_Phdr)) {
-		*why = "program headers out of the file";
+		*why = "program headers out of the file (the ELF header's e_phoff or e_phnum)";
 		ret = -EINVAL;
 		goto out;
 	}
@@ -516,14 +544,21 @@ int rk_elfcore_for_each_note(const char *path, rk_note_fn fn, void *ctx, const c
 			continue;
 		if (ph.p_offset > (__u64)st.st_size ||
 		    ph.p_filesz > (__u64)st.st_size - ph.p_offset) {
-			*why = "a note segment out of the file";
+			snprintf(damage, sizeof(damage),
+				 "a note segment out of the file (program header %llu at byte "
+				 "%llu: offset %llu, size %llu, the file has %lld bytes)",
+				 (unsigned long long)i,
+				 (unsigned long long)(eh->e_phoff + i * sizeof(ph)),
+				 (unsigned long long)ph.p_offset, (unsigned long long)ph.p_filesz,
+				 (long long)st.st_size);
+			*why = damage;
 			ret = -EINVAL;
 			break;
 		}
-		ret = walk_notes(base + ph.p_offset, base + ph.p_offset + ph.p_filesz, fn, ctx,
-				 &found);
+		ret = walk_notes(base, base + ph.p_offset, base + ph.p_offset + ph.p_filesz, fn,
+				 ctx, &found);
 		if (ret == -EINVAL)
-			*why = "a corrupt note";
+			*why = damage;
 	}
 out:
 	munmap(base, (size_t)st.st_size);
@@ -531,15 +566,15 @@ out:
 }
 
 /*
- * A bundle's symbol table or tracing data, copied (the core is unmapped
- * after the walk). Parsed by their readers; here only counted: at most
- * RK_CORE_MAX_BUFS tables, the first tracing data.
+ * A bundle's symbol table, tracing data or checksums, copied (the core is
+ * unmapped after the walk). Parsed by their readers; here only counted: at
+ * most RK_CORE_MAX_BUFS tables, the first tracing data and checksums.
  */
 static int keep_blob(struct rk_core_bufs *b, __u32 type, const void *desc, __u64 size)
 {
-	struct rk_core_blob *v, *dst = &b->tracedata;
+	struct rk_core_blob *v, *dst = type == RK_NOTE_CHECKSUM ? &b->checksum : &b->tracedata;
 
-	if (!size || (type == RK_NOTE_TRACEDATA && b->tracedata.data))
+	if (!size || (type != RK_NOTE_SYMTAB && dst->data))
 		return 0;
 	if (type == RK_NOTE_SYMTAB) {
 		if (b->nsymtabs == RK_CORE_MAX_BUFS)
@@ -576,7 +611,7 @@ static int load_note(__u32 type, const void *desc, __u64 size, void *ctx)
 		}
 		return 0;
 	}
-	if (type == RK_NOTE_SYMTAB || type == RK_NOTE_TRACEDATA)
+	if (type == RK_NOTE_SYMTAB || type == RK_NOTE_TRACEDATA || type == RK_NOTE_CHECKSUM)
 		return keep_blob(b, type, desc, size);
 	if (type != RK_NOTE_BUFFER && type != RK_NOTE_SIDEBAND)
 		return 0;
@@ -654,12 +689,143 @@ static void name_buffers(struct rk_core_bufs *b)
 	free(idx_of);
 }
 
+/* What a checksummed range holds, for a reader told where the damage is. */
+static const char *range_what(__u32 type)
+{
+	switch (type) {
+	case 0:
+		return "the ELF and program headers";
+	case RK_NOTE_BUFFER:
+		return "a thread's buffer";
+	case RK_NOTE_SIDEBAND:
+		return "a process's sideband";
+	case RK_NOTE_SESSION:
+		return "the description";
+	case RK_NOTE_SYMTAB:
+		return "a mapped file's symbol table";
+	case RK_NOTE_TRACEDATA:
+		return "the tracing data";
+	}
+	return "a note of an unknown type";
+}
+
+#define CSUM_ENTRY 24u
+
+/*
+ * The checksum note's ranges against the file's bytes (@base, @size): they
+ * start at 0 and follow each other, and each one's CRC32 matches. Return:
+ * NULL, or what is wrong and where.
+ */
+static const char *check_ranges(const __u8 *p, __u32 n, const __u8 *base, __u64 size)
+{
+	__u64 next = 0;
+	__u32 i;
+
+	for (i = 0; i < n; i++, p += CSUM_ENTRY) {
+		__u64 off, len;
+		__u32 crc, type;
+
+		memcpy(&off, p, 8);
+		memcpy(&len, p + 8, 8);
+		memcpy(&crc, p + 16, 4);
+		memcpy(&type, p + 20, 4);
+		if (off != next || len > size || off > size - len)
+			return "damaged: its checksum note's ranges do not follow each other "
+			       "within the file";
+		next = off + len;
+		if ((__u32)crc32_z(crc32(0, NULL, 0), base + off, (z_size_t)len) != crc) {
+			snprintf(damage, sizeof(damage),
+				 "damaged: bytes %llu to %llu (range %u of %u: %s) do not match "
+				 "the CRC32 it was written with: the file changed after it was "
+				 "written (copy it again from where it was made)",
+				 (unsigned long long)off, (unsigned long long)(next - 1), i + 1, n,
+				 range_what(type));
+			return damage;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The checksum note, the file's last bytes: its CRC32 (its last 4 bytes)
+ * is of its note header and owner, then of its desc before it, so every
+ * byte of the file is checked. Return: NULL, or what is wrong.
+ */
+static const char *check_self(const __u8 *p, size_t size, const __u8 *base, __u64 fsize)
+{
+	const __u8 *note = base + fsize - size - 24;
+	__u32 crc;
+
+	if (memcmp(note + 24, p, size))
+		return "damaged: its checksum note is not its last bytes";
+	memcpy(&crc, p + size - 4, 4);
+	if ((__u32)crc32(crc32(0, NULL, 0), note, (uInt)(24 + size - 4)) != crc)
+		return "damaged: its checksum note (its last bytes) does not match its own CRC32";
+	return NULL;
+}
+
+/*
+ * A bundle against its checksum note (docs/format.md): u32 version (1),
+ * u32 count, count x {u64 offset, u64 size, u32 crc32, u32 note type},
+ * then the CRC32 of the note's header, owner and those bytes; the note is
+ * the file's last bytes. Return: 0, or -EBADMSG with *@why.
+ */
+static int verify(const char *path, const struct rk_core_bufs *b, const char **why)
+{
+	const __u8 *p = b->checksum.data;
+	size_t size = b->checksum.size;
+	__u32 ver, n;
+	struct stat st;
+	__u8 *base;
+	int fd;
+
+	if (!p) {
+		/* A bundle that says it has checksums, without them: its last note is damaged. */
+		if (b->session && !strncmp(b->session, "bundle ", 7) &&
+		    strstr(b->session, "\nchecksum crc32\n")) {
+			*why = "damaged: its checksum note (the last one) is missing or not "
+			       "readable, though its description says it has one";
+			return -EBADMSG;
+		}
+		return 0;
+	}
+	if (size < 12) {
+		*why = "damaged: its checksum note is shorter than its header";
+		return -EBADMSG;
+	}
+	memcpy(&ver, p, 4);
+	memcpy(&n, p + 4, 4);
+	if (ver != 1 || n > (size - 12) / CSUM_ENTRY || size != 12 + (size_t)n * CSUM_ENTRY) {
+		*why = "damaged: its checksum note is not one (its version or its size)";
+		return -EBADMSG;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || (__u64)st.st_size < size + 24) {
+		close(fd);
+		*why = "damaged: its checksum note is not its last bytes";
+		return -EBADMSG;
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return -errno;
+	*why = check_self(p, size, base, (__u64)st.st_size);
+	if (!*why)
+		*why = check_ranges(p + 8, n, base, (__u64)st.st_size);
+	munmap(base, (size_t)st.st_size);
+	return *why ? -EBADMSG : 0;
+}
+
 int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why)
 {
 	int r;
 
 	memset(b, 0, sizeof(*b));
 	r = rk_elfcore_for_each_note(path, load_note, b, why);
+	if (r >= 0)
+		r = verify(path, b, why);
 	if (r < 0) {
 		rk_core_bufs__free(b);
 		return r;
@@ -793,5 +959,6 @@ void rk_core_bufs__free(struct rk_core_bufs *b)
 		free(b->symtabs[i].data);
 	free(b->symtabs);
 	free(b->tracedata.data);
+	free(b->checksum.data);
 	memset(b, 0, sizeof(*b));
 }

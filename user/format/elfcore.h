@@ -43,6 +43,12 @@
 #define RK_NOTE_SYMTAB 0x524b0004
 /* A snapshot bundle's: the session's tracing_data file, exact bytes. */
 #define RK_NOTE_TRACEDATA 0x524b0005
+/*
+ * A snapshot bundle's, last: the CRC32 of every byte before it, range by
+ * range (the headers, then each note), so that a reader tells a damaged
+ * bundle, and where, from a valid one (docs/format.md has the layout).
+ */
+#define RK_NOTE_CHECKSUM 0x524b0006
 
 /**
  * struct rk_core_note - one note to add.
@@ -87,6 +93,13 @@ __u64 rk_elfcore_note_size(const struct rk_core_note *nt);
  * Return: 0, or -errno.
  */
 int rk_elfcore_note_write(int out, const struct rk_core_note *nt);
+
+/**
+ * rk_elfcore_note_crc() - the zlib CRC32 of the bytes rk_elfcore_note_write()
+ * writes for @nt (header, owner, desc, padding), continuing @crc (0 to
+ * start); @nt->fd must be -1.
+ */
+__u32 rk_elfcore_note_crc(const struct rk_core_note *nt, __u32 crc);
 
 /**
  * rk_elfcore_ehdr() - the ELF header of an x86-64 core with no program
@@ -142,13 +155,16 @@ struct rk_core_bufs {
 	struct rk_core_blob {
 		void *data;
 		size_t size;
-	} * symtabs, tracedata;
+	} * symtabs, tracedata, checksum;
 	size_t nsymtabs;
 };
 
 /**
- * rk_core_bufs__load() - the RINGKEEPER notes of the core at @path.
- * Return: 0 (@b filled, maybe with no buffer); -errno / -EINVAL with *@why.
+ * rk_core_bufs__load() - the RINGKEEPER notes of the core at @path. A
+ * bundle with a checksum note is checked against it first; one whose
+ * description says it has one must have it.
+ * Return: 0 (@b filled, maybe with no buffer); -errno / -EINVAL with *@why;
+ * -EBADMSG with *@why saying what is damaged and where (bytes, note).
  */
 int rk_core_bufs__load(const char *path, struct rk_core_bufs *b, const char **why);
 

@@ -21,7 +21,9 @@
 #define RK_DEBUG_DIR "/usr/lib/debug"
 #endif
 
+/* The header a reader takes (version 1's first), and the one written (with what was trimmed). */
 #define HDR_SIZE 40u
+#define HDR_SIZE_W 56u
 #define SEG_SIZE 24u
 #define SYM_SIZE 24u
 #define ALIGN8(x) (((x) + 7) & ~(__u64)7)
@@ -100,10 +102,31 @@ static int grow(struct rk_symtab *t)
 	return 0;
 }
 
+void rk_symtab_limits_bundle(struct rk_symtab_limits *l)
+{
+	l->section = RK_SYMTAB_LIM_SECTION;
+	l->sections = RK_SYMTAB_LIM_SECTIONS;
+	l->syms = RK_SYMTAB_LIM_SYMS;
+	l->name = RK_SYMTAB_LIM_NAME;
+	l->note = RK_SYMTAB_LIM_NOTE;
+}
+
+/*
+ * One symbol, within @t->lim: past its count or its note's bytes it is left
+ * out, a name past its length cut; both counted (the note says so).
+ */
 static int add_sym(struct rk_symtab *t, __u64 start, __u64 size, int bind, const char *name)
 {
+	const struct rk_symtab_limits *l = t->lim;
+	size_t n = l && l->name ? strnlen(name, l->name - 1) : strlen(name);
+	__u64 cost = SYM_SIZE + n + 1;
 	struct rk_sym *s;
 
+	if (l && ((l->syms && t->nsyms >= l->syms) || (l->note && t->cost + cost > l->note))) {
+		t->flags |= RK_SYMTAB_F_DROPPED;
+		t->dropped++;
+		return 0;
+	}
 	if (grow(t))
 		return -ENOMEM;
 	s = &t->syms[t->nsyms];
@@ -111,15 +134,39 @@ static int add_sym(struct rk_symtab *t, __u64 start, __u64 size, int bind, const
 	s->size = size;
 	s->bind = bind;
 	s->order = t->nsyms;
-	s->name = strdup(name);
+	s->name = strndup(name, n);
 	if (!s->name)
 		return -ENOMEM;
+	if (name[n]) {
+		t->flags |= RK_SYMTAB_F_CUT;
+		t->cut++;
+	}
+	t->cost += cost;
 	t->nsyms++;
 	return 0;
 }
 
-/* The ELF's GNU build id (NT_GNU_BUILD_ID) as hex, into @hex. Return: 0 or -1. */
-static int build_id(Elf *e, char *hex, size_t len)
+/* Is @sh's section (or the one its sh_link names: @linked) over @t's limit? Then refused. */
+static int over_limit(struct rk_symtab *t, Elf *e, const GElf_Shdr *sh, int linked)
+{
+	GElf_Shdr lsh;
+	__u64 max = t->lim ? t->lim->section : 0;
+
+	if (!max)
+		return 0;
+	if (sh->sh_size > max ||
+	    (linked && gelf_getshdr(elf_getscn(e, sh->sh_link), &lsh) && lsh.sh_size > max)) {
+		t->flags |= RK_SYMTAB_F_REFUSED;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The ELF's GNU build id (NT_GNU_BUILD_ID) as hex, into @hex; note sections
+ * over @max bytes (0: any) are not read. Return: 0 or -1.
+ */
+static int build_id(Elf *e, char *hex, size_t len, __u64 max)
 {
 	Elf_Scn *scn = NULL;
 
@@ -129,7 +176,7 @@ static int build_id(Elf *e, char *hex, size_t len)
 		GElf_Nhdr nh;
 		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || (max && sh.sh_size > max))
 			continue;
 		data = elf_getdata(scn, NULL);
 		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
@@ -158,7 +205,7 @@ int rk_symtab_build_id_of(const char *path, char *hex, size_t len)
 		return -1;
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	if (e)
-		err = build_id(e, hex, len);
+		err = build_id(e, hex, len, RK_SYMTAB_LIM_SECTION);
 	if (e)
 		elf_end(e);
 	close(fd);
@@ -176,7 +223,7 @@ static void load_syms(struct rk_symtab *t, Elf *e, int symtab)
 		size_t n, k;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != (symtab ? SHT_SYMTAB : SHT_DYNSYM) ||
-		    !sh.sh_entsize)
+		    !sh.sh_entsize || over_limit(t, e, &sh, 1))
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data)
@@ -227,7 +274,8 @@ static int load_debug_file(struct rk_symtab *t, const char *id)
 	if (fd < 0)
 		return 0;
 	de = elf_begin(fd, ELF_C_READ, NULL);
-	if (de && !build_id(de, id2, sizeof(id2)) && !strcmp(id, id2) && has_symtab(de)) {
+	if (de && !build_id(de, id2, sizeof(id2), t->lim ? t->lim->section : 0) &&
+	    !strcmp(id, id2) && has_symtab(de)) {
 		load_syms(t, de, 1);
 		done = 1;
 	}
@@ -287,27 +335,67 @@ static void load_segments(struct rk_symtab *t, Elf *e)
 	}
 }
 
-/* @path's symbols from @fd (-1: "[vdso]", our own). */
-static int load(struct rk_symtab *t, const char *path, int fd)
+static __u64 rd(const __u8 *p, int n, int big)
+{
+	__u64 v = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		v |= (__u64)p[big ? n - 1 - i : i] << (8 * i);
+	return v;
+}
+
+/*
+ * The number of sections @fd's ELF header says (with e_shnum's extension in
+ * section 0), read before libelf, which allocates for each of them when it
+ * opens the file. Return: the count, or 0 if it cannot tell (libelf decides).
+ */
+static __u64 section_count(int fd)
+{
+	__u8 h[64], s0[64];
+	int c64, big;
+	__u64 shoff, shnum;
+
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, ELFMAG, SELFMAG))
+		return 0;
+	c64 = h[EI_CLASS] == ELFCLASS64;
+	big = h[EI_DATA] == ELFDATA2MSB;
+	shoff = c64 ? rd(h + 40, 8, big) : rd(h + 32, 4, big);
+	shnum = c64 ? rd(h + 60, 2, big) : rd(h + 48, 2, big);
+	if (shnum || !shoff || pread(fd, s0, sizeof(s0), (off_t)shoff) != (ssize_t)sizeof(s0))
+		return shnum;
+	return c64 ? rd(s0 + 32, 8, big) : rd(s0 + 20, 4, big);
+}
+
+/* @path's symbols from @fd (-1: "[vdso]", our own), within @lim (NULL: none). */
+static int load(struct rk_symtab *t, const char *path, int fd, const struct rk_symtab_limits *lim)
 {
 	void *vdso_copy = NULL;
 	int err = 0;
 	Elf *e;
 
 	memset(t, 0, sizeof(*t));
+	t->lim = lim;
 	t->path = strdup(path);
 	if (!t->path)
 		return -ENOMEM;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
+	if (fd >= 0 && lim && lim->sections && section_count(fd) > lim->sections) {
+		t->flags |= RK_SYMTAB_F_REFUSED;
+		goto out;
+	}
 	e = fd < 0 ? own_vdso(&vdso_copy) : elf_begin(fd, ELF_C_READ, NULL);
 	if (!e) {
 		err = -EINVAL;
 		goto out;
 	}
 	load_segments(t, e);
-	if (build_id(e, t->build_id, sizeof(t->build_id)))
+	if (build_id(e, t->build_id, sizeof(t->build_id), lim ? lim->section : 0))
 		t->build_id[0] = '\0';
+	/* What the note takes before its symbols: header, path, build id, segments. */
+	t->cost = ALIGN8(HDR_SIZE_W + strlen(path) + 1 + strlen(t->build_id) / 2) +
+		  (__u64)t->nseg * SEG_SIZE;
 	if (has_symtab(e))
 		load_syms(t, e, 1);
 	else if (!t->build_id[0] || !load_debug_file(t, t->build_id))
@@ -316,31 +404,39 @@ static int load(struct rk_symtab *t, const char *path, int fd)
 	elf_end(e);
 out:
 	free(vdso_copy);
+	t->lim = NULL;
 	return err;
 }
 
-int rk_symtab__load_fd(struct rk_symtab *t, const char *path, int fd)
+int rk_symtab__load_fd_lim(struct rk_symtab *t, const char *path, int fd,
+			   const struct rk_symtab_limits *lim)
 {
 	if (fd < 0) {
 		memset(t, 0, sizeof(*t));
 		return -EBADF;
 	}
-	return load(t, path, fd);
+	return load(t, path, fd, lim);
 }
 
 int rk_symtab__load_file(struct rk_symtab *t, const char *path)
 {
+	return rk_symtab__load_file_lim(t, path, NULL);
+}
+
+int rk_symtab__load_file_lim(struct rk_symtab *t, const char *path,
+			     const struct rk_symtab_limits *lim)
+{
 	int fd, err;
 
 	if (!strcmp(path, "[vdso]"))
-		return load(t, path, -1);
+		return load(t, path, -1, lim);
 	fd = rk_open_regular(path, 1, NULL);
 	if (fd < 0) {
 		memset(t, 0, sizeof(*t));
 		t->path = strdup(path);
 		return t->path ? -ENOENT : -ENOMEM;
 	}
-	err = load(t, path, fd);
+	err = load(t, path, fd, lim);
 	close(fd);
 	return err;
 }
@@ -374,7 +470,7 @@ long long rk_symtab__note(const struct rk_symtab *t, void **out)
 
 	for (i = 0; i < t->nsyms; i++)
 		strsz += strlen(t->syms[i].name) + 1;
-	off = ALIGN8(HDR_SIZE + plen + idlen);
+	off = ALIGN8(HDR_SIZE_W + plen + idlen);
 	total = off + (__u64)t->nseg * SEG_SIZE + (__u64)t->nsyms * SYM_SIZE + strsz;
 	if (total >= (1ull << 32))
 		return -E2BIG;
@@ -382,14 +478,17 @@ long long rk_symtab__note(const struct rk_symtab *t, void **out)
 	if (!p)
 		return -ENOMEM;
 	put32(p, RK_SYMTAB_VERSION);
-	put32(p + 4, HDR_SIZE);
+	put32(p + 4, HDR_SIZE_W);
 	put32(p + 8, (__u32)plen);
 	put32(p + 12, (__u32)idlen);
 	put32(p + 16, (__u32)t->nseg);
 	put32(p + 20, (__u32)t->nsyms);
 	put64(p + 24, strsz);
-	memcpy(p + HDR_SIZE, t->path, plen);
-	memcpy(p + HDR_SIZE + plen, id, idlen);
+	put64(p + 32, t->flags);
+	put64(p + 40, t->dropped);
+	put64(p + 48, t->cut);
+	memcpy(p + HDR_SIZE_W, t->path, plen);
+	memcpy(p + HDR_SIZE_W + plen, id, idlen);
 	q = p + off;
 	for (i = 0; i < (size_t)t->nseg; i++, q += SEG_SIZE) {
 		put64(q, t->seg[i].off);
@@ -467,6 +566,12 @@ int rk_symtab__from_note(struct rk_symtab *t, const void *desc, size_t size, con
 	if (*why)
 		return -EBADMSG;
 	memcpy(&hsz, p + 4, 4);
+	/* What the writer's limits left out (a header of 40 bytes: nothing said). */
+	memcpy(&t->flags, p + 32, 8);
+	if (hsz >= HDR_SIZE_W) {
+		memcpy(&t->dropped, p + 40, 8);
+		memcpy(&t->cut, p + 48, 8);
+	}
 	t->path = strdup((const char *)p + hsz);
 	if (!t->path)
 		return -ENOMEM;

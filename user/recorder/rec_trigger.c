@@ -88,7 +88,16 @@ static void write_one(struct rk_trig *g, const struct req *q)
 	snprintf(path, sizeof(path), "%s/%s", g->o->dir, name);
 	rk_bundle_opts_init(&bo);
 	bo.from_ns = g->o->window_ns && q->t > g->o->window_ns ? q->t - g->o->window_ns : 0;
+	/* --snapshot-max-size holds for each bundle too, not only for all of them. */
+	bo.max_bytes = g->o->max_bytes;
 	err = rk_bundle_write(r->dir, q->t, q->why, path, &bo, &bs);
+	if (err == -EFBIG) {
+		__atomic_add_fetch(&r->st->snapshot_errors, 1, __ATOMIC_RELAXED);
+		rk_warn("trigger (%s): no snapshot: not even one buffer fits --snapshot-max-size "
+			"(%llu bytes): raise it",
+			q->why, (unsigned long long)g->o->max_bytes);
+		return;
+	}
 	if (err) {
 		__atomic_add_fetch(&r->st->snapshot_errors, 1, __ATOMIC_RELAXED);
 		rk_warn("trigger (%s): cannot write the snapshot %s: %s", q->why, path,
@@ -97,6 +106,11 @@ static void write_one(struct rk_trig *g, const struct req *q)
 	}
 	__atomic_add_fetch(&r->st->snapshots, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&r->st->snapshot_bytes, bs.bytes, __ATOMIC_RELAXED);
+	if (bs.left_out || bs.trimmed)
+		rk_info("trigger (%s): snapshot %s trimmed to its limits: %zu notes or files left "
+			"out (--snapshot-max-size %llu), %zu symbol tables trimmed; the bundle "
+			"says which",
+			q->why, name, bs.left_out, (unsigned long long)g->o->max_bytes, bs.trimmed);
 	snprintf(prefix, sizeof(prefix), "%s.", r->session);
 	gone = rk_retain_fair(g->dir, prefix, ".rkb", g->o->max_files, g->o->max_bytes, &removed);
 	__atomic_add_fetch(&r->st->snapshots_removed, gone, __ATOMIC_RELAXED);

@@ -45,6 +45,7 @@ struct walk {
 	int nrec_json; /* records printed into the JSON "records" array */
 	__u64 lo, hi; /* only records timed within (0, ~0: all) */
 	struct rec_desc *desc; /* the record being described (8 KiB: not on the stack) */
+	__u64 next; /* where the record after the last one read starts (a corrupt one: there) */
 };
 
 /* Between two records of the JSON array: a comma. */
@@ -541,11 +542,13 @@ static void print_text_rec(struct walk *w, const struct perf_event_header *h, co
 		print_stack(w, &d->stack);
 }
 
-static int on_rec(const struct perf_event_header *h, void *ctx)
+static int on_rec(const struct perf_event_header *h, __u64 at, void *ctx)
 {
 	struct walk *w = ctx;
 	struct rec_desc *d = w->desc;
 	struct sid s;
+
+	w->next = at + h->size;
 
 	/* Step 1: in the window, and a sample has a layout of its own. */
 	if (!in_window(w, h))
@@ -604,6 +607,31 @@ __u64 rk_show_end(const struct rk_bufile *bf)
 
 	rk_bufile__for_each(bf, end_of, &w);
 	return w.hi;
+}
+
+/*
+ * On stderr: the record at ring position @at of @path does not parse (its
+ * header's size is not a multiple of 8 of at least 8 within [at, @head)).
+ */
+static void corrupt_note(const struct rk_bufile *bf, const char *path, __u64 at, __u64 head)
+{
+	struct perf_event_header h;
+	__u64 mask = bf->data_size - 1;
+	size_t first = (size_t)(bf->data_size - (at & mask));
+
+	/* The header may wrap the ring's end, as the walk reads it. */
+	if (first >= sizeof(h)) {
+		memcpy(&h, bf->data + (at & mask), sizeof(h));
+	} else {
+		memcpy(&h, bf->data + (at & mask), first);
+		memcpy((__u8 *)&h + first, bf->data, sizeof(h) - first);
+	}
+	fprintf(stderr,
+		"ringkeeper: %s: corrupt: the record at ring position %llu (byte %llu of the "
+		"data ring) says type %u size %u, which does not fit before its head %llu: what "
+		"follows it is not shown\n",
+		path, (unsigned long long)at, (unsigned long long)(at & mask), h.type, h.size,
+		(unsigned long long)head);
 }
 
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
@@ -693,8 +721,12 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 	w.desc = malloc(sizeof(*w.desc));
 	if (!w.desc)
 		return -ENOMEM;
-	err = rk_bufile__for_each(bf, on_rec, &w);
+	w.next = tail;
+	err = rk_bufile__for_each_at(bf, on_rec, &w);
 	free(w.desc);
+	/* A record that does not parse: said, with where, never a silent stop. */
+	if (err == -EBADMSG)
+		corrupt_note(bf, path, w.next, head);
 	if (counts)
 		*counts = w.c;
 	if (json)
