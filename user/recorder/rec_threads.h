@@ -50,7 +50,8 @@ void rec_apply_deferred(struct rk_rec *r, uint64_t gen);
 struct rk_thread *rec_access_recheck(struct rk_rec *r, struct rk_thread *t, const char *comm,
 				     __u64 time_ns, __u32 why, __u32 uid);
 /* rec_access_recheck() at an exec: the new program's readers from its signal where BPF said. */
-struct rk_thread *rec_exec_recheck(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);
+struct rk_thread *rec_exec_recheck(struct rk_rec *r, struct rk_thread *t,
+				   const struct rk_signal *s);
 /* @t traced for --cgroup only (@on) or not: in memory and in its file, for a resume. */
 void rec_thread_via_cgroup(struct rk_thread *t, int on);
 void rec_reclaim(struct rk_rec *r);
