@@ -183,8 +183,8 @@ out:
 	return err;
 }
 
-/* The session's recorder, if it runs: has it written every record up to T? */
-static int settle(const char *session_dir, int ms)
+/* The session's recorder, if it runs: has it written every record up to @t? */
+static int settle(const char *session_dir, __u64 t, int ms)
 {
 	struct rk_session_stat st;
 	__u64 seen, deadline = rk_now_mono_ns() + (__u64)ms * 1000000;
@@ -194,12 +194,13 @@ static int settle(const char *session_dir, int ms)
 		return 1;
 	seen = st.update_ns;
 	/*
-	 * The stat file is published after an intake (every 20 ticks). The
-	 * first update after T may follow an intake that began before T; the
-	 * second follows one that began after it, which took every record
-	 * timed before its start.
+	 * A recorder says up to when it has handed every signal out
+	 * (handed_ns). An older one published only after an intake (every 20
+	 * ticks): the first update after T may follow an intake that began
+	 * before T; the second follows one that began after it, which took
+	 * every record timed before its start.
 	 */
-	while (changes < 2) {
+	while (st.handed_ns ? st.handed_ns < t : changes < 2) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 
 		if (rk_now_mono_ns() > deadline)
@@ -552,7 +553,7 @@ int rk_bundle_write(const char *session_dir, __u64 t, const char *why, const cha
 		return -ENOENT;
 	if (!o->force && !lstat(out_path, &sb))
 		return -EEXIST;
-	st->settled = o->settle_ms > 0 ? settle(session_dir, o->settle_ms) : 1;
+	st->settled = o->settle_ms > 0 ? settle(session_dir, t, o->settle_ms) : 1;
 	w.fd = make_temp(out_path, tmp, sizeof(tmp), o);
 	if (w.fd < 0)
 		return w.fd;

@@ -188,6 +188,14 @@ struct rk_session_stat {
 	__u64 perf_sb_untraced; /* mmap/comm/task records of tasks not traced, dropped */
 	__u32 evcpu; /* how -e was opened: 0 per task, 1 per CPU (-a), 2 per CPU and cgroup */
 	__u32 pad_evcpu;
+	/*
+	 * CLOCK_MONOTONIC: every signal timed before it has been handed out
+	 * (written to its files). The counters are published at least once a
+	 * second, also in the middle of a long intake, so a new update_ns no
+	 * longer says an intake ended: a snapshot waits for this instead
+	 * (0 in older stat files: it waits for two updates).
+	 */
+	__u64 handed_ns;
 };
 
 /* rk_session_stat.trigger_flags */
