@@ -112,3 +112,165 @@ Test(loss, stat_is_published_every_second_under_a_backlog)
 		      "3 s)",
 		      (unsigned long long)max_gap_ms, updates);
 }
+
+/* Run ringkeeper with @args (NULL-terminated, after the binary); its exit status must be 0. */
+static void rk_ok(const char *const args[], char **out, char **err)
+{
+	char *argv[24];
+	int n = 0, st;
+
+	argv[n++] = (char *)rk_bin;
+	while (*args && n < 23)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	st = run_rk(argv, out, err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s: %s", argv[1], argv[2],
+		  err && *err ? *err : "");
+}
+
+/* @text says it is incomplete, with the session's @drops (stat: bpf_drops) after @pfx. */
+static void says_drops(const char *what, const char *text, const char *pfx, __u64 drops)
+{
+	char want[160];
+
+	snprintf(want, sizeof(want), "%sincomplete: the session did not record everything", pfx);
+	cr_assert_not_null(strstr(text, want), "%s does not say it is incomplete:\n%s", what, text);
+	snprintf(want, sizeof(want), "%s  %llu signals dropped by the BPF side", pfx,
+		 (unsigned long long)drops);
+	cr_assert_not_null(strstr(text, want), "%s does not say '%s':\n%s", what, want, text);
+}
+
+/*
+ * A session that dropped signals says so, with how many: record's end line
+ * (it said "nothing dropped or lost"), and every reader of the session or
+ * of a bundle cut from it: sched, show, top (text and --json), the
+ * exports (stderr, and in the file: perf.data's PERF_RECORD_LOST, which
+ * perf report counts; a Perfetto track). None of them said a word.
+ */
+Test(loss, a_session_that_dropped_says_so_in_every_reader)
+{
+	char bundle[128], pdata[128], ptrace[128], tid[16], want[200], cmd[400];
+	const char *const snap[] = { "snapshot", "--root", root, "-o", bundle, "l", NULL };
+	struct rk_session_stat st;
+	char *out, *err, *end;
+	__u64 t0 = now_ms();
+	pid_t wl, rk;
+	FILE *p;
+
+	snprintf(bundle, sizeof(bundle), "%s/.l.rkb", root);
+	snprintf(pdata, sizeof(pdata), "%s/.l.data", root);
+	snprintf(ptrace, sizeof(ptrace), "%s/.l.pftrace", root);
+	wl = busy_workload(30);
+	snprintf(tid, sizeof(tid), "%d", wl);
+	rk = slow_recorder(wl, "l");
+	do {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		read_stat("l", &st);
+	} while (!st.bpf_drops && now_ms() - t0 < 20000);
+	cr_assert_gt(st.bpf_drops, 0, "no drop in 20 s with 4 KiB rings and a slowed loader");
+	rk_ok(snap, NULL, &err);
+	free(err);
+	end = strdup(stop_both(rk, wl));
+	read_stat("l", &st);
+
+	/* The end line: every loss named, with stat's count; not "nothing dropped". */
+	cr_assert_null(strstr(end, "nothing dropped or lost"), "%s", end);
+	snprintf(want, sizeof(want),
+		 "ringkeeper: %llu signals dropped by the BPF side (ringbuf or switch ring full): "
+		 "raise --ringbuf-size (stat: bpf_drops)",
+		 (unsigned long long)st.bpf_drops);
+	cr_assert_not_null(strstr(end, want), "want '%s' in:\n%s", want, end);
+	free(end);
+
+	{
+		const char *const a[] = { "sched", "--root", root, "l", NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("sched", out, "# ", st.bpf_drops);
+		free(out);
+		free(err);
+	}
+	{
+		const char *const a[] = { "sched", "--json", "--root", root, "l", NULL };
+
+		rk_ok(a, &out, &err);
+		snprintf(
+			want, sizeof(want),
+			",\"loss\":{\"known\":true,\"complete\":false,\"counters\":{\"bpf_drops\":%llu",
+			(unsigned long long)st.bpf_drops);
+		cr_assert_not_null(strstr(out, want), "sched --json lacks '%s'", want);
+		free(out);
+		free(err);
+	}
+	{
+		const char *const a[] = { "show", "--root", root, "--session", "l", tid, NULL };
+		const char *const j[] = { "show",      "--json", "--root", root,
+					  "--session", "l",	 tid,	   NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("show", out, "# ", st.bpf_drops);
+		free(out);
+		free(err);
+		rk_ok(j, &out, &err);
+		cr_assert_not_null(strstr(out, want), "show --json lacks '%s'", want);
+		free(out);
+		free(err);
+	}
+	{
+		const char *const a[] = { "top", "--batch", "-n", "1", "--root", root, "l", NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("top", out, "# ", st.bpf_drops);
+		free(out);
+		free(err);
+	}
+	{
+		const char *const a[] = { "export", "--root", root,  "--session",
+					  "l",	    "-o",     pdata, NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("export -o", err, "ringkeeper: ", st.bpf_drops);
+		cr_assert_not_null(strstr(err, "a PERF_RECORD_LOST of"), "%s", err);
+		free(out);
+		free(err);
+		/* perf itself reads the loss: its own LOST record, counted by perf report --stats. */
+		snprintf(cmd, sizeof(cmd),
+			 "perf report --stats -i %s 2>/dev/null | grep -c 'LOST events'", pdata);
+		p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		cr_assert_not_null(fgets(want, sizeof(want), p));
+		pclose(p);
+		cr_assert_eq(atoi(want), 1, "perf report --stats shows no LOST events for %s",
+			     pdata);
+		snprintf(cmd, sizeof(cmd), "perf script -i %s >/dev/null 2>&1", pdata);
+		cr_assert_eq(system(cmd), 0, "perf script cannot read %s", pdata);
+	}
+	{
+		const char *const a[] = { "export", "--root",	  root,	  "--session",
+					  "l",	    "--perfetto", ptrace, NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("export --perfetto", err, "ringkeeper: ", st.bpf_drops);
+		cr_assert_not_null(memmem(slurp(ptrace), 1 << 20, "ringkeeper: incomplete", 22),
+				   "no track 'ringkeeper: incomplete' in %s", ptrace);
+		free(out);
+		free(err);
+	}
+	{
+		/* A bundle cut while it recorded: its drops until then. */
+		const char *const a[] = { "sched", "--bundle", bundle, NULL };
+
+		rk_ok(a, &out, &err);
+		cr_assert_not_null(strstr(out,
+					  "# incomplete: the session did not record everything"),
+				   "sched --bundle:\n%s", out);
+		cr_assert_not_null(strstr(out,
+					  " signals dropped by the BPF side (ringbuf or switch "
+					  "ring full) (stat: bpf_drops)"),
+				   "sched --bundle:\n%s", out);
+		free(out);
+		free(err);
+	}
+}

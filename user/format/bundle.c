@@ -426,6 +426,23 @@ static int add_symtabs(struct writer *w)
 	return err;
 }
 
+/*
+ * What the session had not recorded when the bundle was written ("losses",
+ * "loss KEY N"): its readers say their figures may be short by as much.
+ * Nothing without a stat file (not known, for a reader).
+ */
+static int describe_loss(struct writer *w, const char *session_dir)
+{
+	struct rk_session_stat st;
+	struct rk_loss l;
+	char text[2048];
+
+	if (rk_session_stat_read(session_dir, &st))
+		return 0;
+	rk_loss_from_stat(&l, &st);
+	return rk_loss_note(&l, text, sizeof(text)) > 0 ? text_add(w, text) : 0;
+}
+
 /* The description: what, when, why; then the buffers' names (added as they went in). */
 static int describe(struct writer *w, const char *session_dir, __u64 t, const char *why)
 {
@@ -450,6 +467,8 @@ static int describe(struct writer *w, const char *session_dir, __u64 t, const ch
 			 rk_strip_controls(u.release));
 		err = text_add(w, line);
 	}
+	if (!err)
+		err = describe_loss(w, session_dir);
 	return err;
 }
 

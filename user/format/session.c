@@ -351,6 +351,11 @@ void rk_loss_from_stat(struct rk_loss *l, const struct rk_session_stat *st)
 		memcpy(&l->v[i], (const char *)st + losses[i].off, sizeof(l->v[i]));
 }
 
+const char *rk_loss_key(int k)
+{
+	return k >= 0 && k < RK_LOSS_NR ? losses[k].key : "?";
+}
+
 int rk_loss_count(const struct rk_loss *l)
 {
 	int i, n = 0;

@@ -266,6 +266,9 @@ struct rk_loss {
 /** rk_loss_from_stat() - the loss counters of @st (known). */
 void rk_loss_from_stat(struct rk_loss *l, const struct rk_session_stat *st);
 
+/** rk_loss_key() - the stat key of RK_LOSS_* @k ("?" out of range). */
+const char *rk_loss_key(int k);
+
 /** rk_loss_count() - how many of @l's counters are not 0 (0: nothing lost, or not known). */
 int rk_loss_count(const struct rk_loss *l);
 
