@@ -538,3 +538,72 @@ Test(util, mutexes_inherit_priority_and_work_with_condition_variables)
 	pthread_join(t, NULL);
 	pthread_mutex_destroy(&pi_m);
 }
+
+/*
+ * The Python reader's table of loss counters (python/ringkeeper/loss.py)
+ * names the same fields at the same offsets as RK_LOSSES: a stat file with
+ * a distinct value in each reads back the same through it.
+ */
+Test(session, python_reader_reads_every_loss_counter_where_c_writes_it)
+{
+	static const struct {
+		size_t off;
+		const char *key;
+	} all[] = {
+#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
+		RK_LOSSES(K)
+#undef K
+	};
+	char dir[] = "/tmp/rk-loss-XXXXXX", path[128], repo[4096], cmd[8192], want[64], *s;
+	struct rk_session_stat st = { 0 };
+	const char *bin = getenv("RK_BIN");
+	size_t i, len = 0;
+	FILE *f, *p;
+	int c;
+
+	if (!bin || system("python3 -c '' 2>/dev/null")) {
+		cr_log_warn("RK_BIN not set or no python3: the Python reader's table not checked");
+		return;
+	}
+	/* RK_BIN = REPO/OUTPUT/ringkeeper */
+	snprintf(repo, sizeof(repo), "%s", bin);
+	for (i = 0; i < 2 && strrchr(repo, '/'); i++)
+		*strrchr(repo, '/') = '\0';
+	cr_assert_not_null(mkdtemp(dir));
+	st.magic = RK_STAT_MAGIC;
+	st.version = RK_STAT_VERSION;
+	st.size = sizeof(st);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		__u64 v = 1000 + i;
+
+		memcpy((char *)&st + all[i].off, &v, sizeof(v));
+	}
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&st, sizeof(st), 1, f), 1);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "PYTHONPATH=%s/python python3 -c 'import sys; from ringkeeper.loss import "
+		 "from_stat; l = from_stat(sys.argv[1]); print(l.known, len(l.v)); "
+		 "[print(k, v) for k, v in l.v.items()]' %s",
+		 repo, dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	s = NULL;
+	f = open_memstream(&s, &len);
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, f);
+	fclose(f);
+	cr_assert_eq(pclose(p), 0, "%s", s);
+	snprintf(want, sizeof(want), "True %zu\n", sizeof(all) / sizeof(all[0]));
+	cr_assert_not_null(strstr(s, want), "%s", s);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		snprintf(want, sizeof(want), "\n%s %zu\n", all[i].key, 1000 + i);
+		cr_assert_not_null(strstr(s, want), "python reads %s elsewhere:\n%s", all[i].key,
+				   s);
+	}
+	free(s);
+	unlink(path);
+	rmdir(dir);
+}
