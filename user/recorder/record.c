@@ -525,7 +525,6 @@ static int target_start(struct rk_rec *r)
 	return 0;
 }
 
-/* Tracing is on: say so, and let a launched command exec. */
 /*
  * RINGKEEPER_TEST_SIGNAL_US (tests only): each signal takes that long to
  * hand out, at most 100 ms, so a test can make a backlog and the drops it
@@ -540,6 +539,7 @@ static void test_hooks(struct rk_rec *r)
 		r->test_signal_ns = us * 1000ull;
 }
 
+/* Tracing is on: say so, and let a launched command exec. */
 static void announce(struct rk_rec *r)
 {
 	const struct rk_record_opts *o = r->o;
