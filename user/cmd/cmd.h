@@ -110,8 +110,6 @@ int from_opt(struct from *f, int c, const char *arg);
  * the session's stat file or the core's note. Return: 0, or 1 (said).
  */
 int from_open(struct from *f);
-/* f->loss again, from the stat file of the session at f->dir (a running one's grows). */
-void from_loss(struct from *f);
 void from_close(struct from *f);
 
 #endif /* RK_CMD_H */

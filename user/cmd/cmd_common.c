@@ -310,7 +310,7 @@ int from_opt(struct from *f, int c, const char *arg)
 }
 
 /* What the session at f->dir did not record, from its stat file (not known without one). */
-void from_loss(struct from *f)
+static void from_loss(struct from *f)
 {
 	struct rk_session_stat st;
 
