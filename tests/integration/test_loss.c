@@ -34,16 +34,23 @@ static pid_t busy_workload(double secs)
 	return spawn(argv, wo, we, -1);
 }
 
-/* A recorder of @target slowed to a backlog, as the file's comment says; ready when it returns. */
-static pid_t slow_recorder(pid_t target, const char *session)
+/*
+ * A recorder of @target slowed to a backlog, as the file's comment says;
+ * ready when it returns. With @offcpu, record --offcpu, 64 KiB rings and
+ * 200 us a signal: the stack rings (1 KiB a stack: 64 slots a CPU) fill
+ * long before the switch rings (32 bytes a switch: 1,024 slots), and what
+ * is left at the end is handed out within a second.
+ */
+static pid_t slow_recorder(pid_t target, const char *session, int offcpu)
 {
-	static const char *const extra[] = { "--ringbuf-size", "4096", NULL };
+	static const char *const plain[] = { "--ringbuf-size", "4096", NULL };
+	static const char *const stacks[] = { "--ringbuf-size", "65536", "--offcpu", NULL };
 	char line[64];
 	int ready;
 	pid_t rk;
 
-	setenv("RINGKEEPER_TEST_SIGNAL_US", "2000", 1);
-	rk = start_recorder_on(target, session, &ready, extra);
+	setenv("RINGKEEPER_TEST_SIGNAL_US", offcpu ? "200" : "2000", 1);
+	rk = start_recorder_on(target, session, &ready, offcpu ? stacks : plain);
 	unsetenv("RINGKEEPER_TEST_SIGNAL_US");
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
 	close(ready);
@@ -80,7 +87,7 @@ Test(loss, stat_is_published_every_second_under_a_backlog)
 	pid_t wl, rk;
 
 	wl = busy_workload(30);
-	rk = slow_recorder(wl, "b");
+	rk = slow_recorder(wl, "b", 0);
 	read_stat("b", &st);
 	last_update = st.update_ns;
 	t0 = now_ms();
@@ -162,7 +169,7 @@ Test(loss, a_session_that_dropped_says_so_in_every_reader)
 	snprintf(ptrace, sizeof(ptrace), "%s/.l.pftrace", root);
 	wl = busy_workload(30);
 	snprintf(tid, sizeof(tid), "%d", wl);
-	rk = slow_recorder(wl, "l");
+	rk = slow_recorder(wl, "l", 0);
 	do {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 
@@ -273,4 +280,41 @@ Test(loss, a_session_that_dropped_says_so_in_every_reader)
 		free(out);
 		free(err);
 	}
+}
+
+/*
+ * record --offcpu lost 5,948 of 60,648 stacks and only stat's stack_drops
+ * said so: the end line and sched --offcpu now say how many.
+ */
+Test(loss, dropped_off_cpu_stacks_are_said_by_record_and_sched_offcpu)
+{
+	const char *const a[] = { "sched", "--offcpu", "--root", root, "o", NULL };
+	struct rk_session_stat st;
+	char want[160], *end, *out, *err;
+	__u64 t0 = now_ms();
+	pid_t wl, rk;
+
+	wl = busy_workload(30);
+	rk = slow_recorder(wl, "o", 1);
+	do {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		read_stat("o", &st);
+	} while (!st.stack_drops && now_ms() - t0 < 20000);
+	cr_assert_gt(st.stack_drops, 0, "no stack dropped in 20 s with 64 KiB rings, slowed");
+	end = strdup(stop_both(rk, wl));
+	read_stat("o", &st);
+	snprintf(want, sizeof(want),
+		 "ringkeeper: %llu off-CPU stacks not taken (their CPU's stack ring full): raise "
+		 "--ringbuf-size (stat: stack_drops)",
+		 (unsigned long long)st.stack_drops);
+	cr_assert_not_null(strstr(end, want), "want '%s' in:\n%s", want, end);
+	free(end);
+	rk_ok(a, &out, &err);
+	snprintf(want, sizeof(want), "#   %llu off-CPU stacks not taken",
+		 (unsigned long long)st.stack_drops);
+	cr_assert_not_null(strstr(out, want), "sched --offcpu lacks '%s':\n%s", want, out);
+	free(out);
+	free(err);
 }
