@@ -150,7 +150,7 @@ static void says_drops(const char *what, const char *text, const char *pfx, __u6
 /*
  * A session that dropped signals says so, with how many: record's end line
  * (it said "nothing dropped or lost"), and every reader of the session or
- * of a bundle cut from it: sched, show, top (text and --json), the
+ * of a bundle cut from it: sched, show, ls, top (text and --json), the
  * exports (stderr, and in the file: perf.data's PERF_RECORD_LOST, which
  * perf report counts; a Perfetto track). None of them said a word.
  */
@@ -222,6 +222,19 @@ Test(loss, a_session_that_dropped_says_so_in_every_reader)
 		free(err);
 		rk_ok(j, &out, &err);
 		cr_assert_not_null(strstr(out, want), "show --json lacks '%s'", want);
+		free(out);
+		free(err);
+	}
+	{
+		const char *const a[] = { "ls", "--root", root, "l", NULL };
+		const char *const j[] = { "ls", "--json", "--root", root, "l", NULL };
+
+		rk_ok(a, &out, &err);
+		says_drops("ls", out, "  ", st.bpf_drops);
+		free(out);
+		free(err);
+		rk_ok(j, &out, &err);
+		cr_assert_not_null(strstr(out, want), "ls --json lacks '%s'", want);
 		free(out);
 		free(err);
 	}
