@@ -120,6 +120,32 @@ Test(loss, stat_is_published_every_second_under_a_backlog)
 		      (unsigned long long)max_gap_ms, updates);
 }
 
+/*
+ * The trace read with the official protos, where they are installed: a
+ * global track "ringkeeper: incomplete" whose instant names the drops (and
+ * nothing dangling, no time going back: perfetto_check.py's own checks).
+ */
+static void perfetto_note(const char *trace, __u64 drops)
+{
+	const char *py = getenv("RK_PERFETTO_PY");
+	char repo[256], cmd[1200], *s;
+	int st;
+
+	if (!py || access(py, X_OK)) {
+		cr_log_warn("no python with PyPI's perfetto protos (RK_PERFETTO_PY): the trace's "
+			    "note is checked by its bytes only");
+		return;
+	}
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd),
+		 "%s %s/tests/perfetto_check.py %s --note 'ringkeeper: incomplete: the session did "
+		 "not record %llu bpf_drops' 2>&1 | tail -n +2",
+		 py, repo, trace, (unsigned long long)drops);
+	s = sh_out(cmd, &st);
+	cr_assert_eq(s[0], '\0', "%s", s);
+	free(s);
+}
+
 /* Run ringkeeper with @args (NULL-terminated, after the binary); its exit status must be 0. */
 static void rk_ok(const char *const args[], char **out, char **err)
 {
@@ -277,6 +303,7 @@ Test(loss, a_session_that_dropped_says_so_in_every_reader)
 				   "no track 'ringkeeper: incomplete' in %s", ptrace);
 		free(out);
 		free(err);
+		perfetto_note(ptrace, st.bpf_drops);
 	}
 	{
 		/* A bundle cut while it recorded: its drops until then. */

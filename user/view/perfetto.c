@@ -985,7 +985,7 @@ static void loss_marker(struct pf_out *o, const struct rk_timeline *tl, const st
 			first = tl->threads[i].ev[0].time;
 	if (first == ~0ull)
 		return;
-	at = (size_t)snprintf(name, sizeof(name), "incomplete: the session did not record");
+	at = (size_t)snprintf(name, sizeof(name), "the session did not record");
 	for (k = 0; k < RK_LOSS_NR && at < sizeof(name); k++)
 		if (l->v[k])
 			at += (size_t)snprintf(name + at, sizeof(name) - at, " %llu %s,",
