@@ -9,6 +9,8 @@ and print what the tests check, as one JSON object:
   processes: {pid: name}
   parents:   {pid: ppid} from ProcessTree packets
   track_names: {tid: name} of the thread tracks that have their own (not merged)
+  notes:     [{track, event}] of the events on global tracks (no thread, no
+             process): "ringkeeper: incomplete" and what the session lost
   perf_samples, tp_samples: counts
   functions: {function: samples whose stack holds it}
   mappings:  [{path, start, end, offset, build_id}] of the samples' frames;
@@ -56,6 +58,8 @@ Usage: perfetto_check.py TRACE [checks]
   --freed TID               TID's end is there (sched_process_free), once
   --named-tracks            every thread track has a name of its own, not
                             its thread's (the thread-state track has that)
+  --note TEXT               an event on a global track (the trace's own notes,
+                            "TRACK: EVENT") holds TEXT
 Always checked: no dangling id, no time going back on a track, no slice
 end without its begin. Prints the report, then each failed check; exit 1
 if one failed.
@@ -84,6 +88,7 @@ def read(path):
               bad_state=0, nonmonotonic=0, mismatch=0, added=0, irq_wakings={}, frees={},
               compact_errors=0)
     parents, track_names = {}, {}
+    global_tracks, notes = {}, []  # uuid -> name; {track, event} on them
     ft_last = {}  # cpu -> last timestamp
     ft_in = {}  # cpu -> (time, next_pid) of its last switch
     seq_clean = False
@@ -139,6 +144,10 @@ def read(path):
             elif td.HasField("process"):
                 tracks[td.uuid] = None
                 processes[td.process.pid] = td.process.process_name
+            else:
+                # A global track (the trace's own notes: "ringkeeper: incomplete").
+                tracks[td.uuid] = None
+                global_tracks[td.uuid] = td.name
         if p.HasField("process_tree"):
             for pr in p.process_tree.processes:
                 if pr.HasField("ppid"):
@@ -251,6 +260,8 @@ def read(path):
         t = thread_of(uuid)
         name = name_of(te)
         annotations = annotations_of(te)
+        if uuid in global_tracks:
+            notes.append(dict(track=global_tracks[uuid], event=name))
         if te.type != pb.TrackEvent.TYPE_SLICE_END and name is None:
             out["dangling"] += 1
             name = ""
@@ -293,6 +304,7 @@ def read(path):
     out["processes"] = processes
     out["parents"] = parents
     out["track_names"] = track_names
+    out["notes"] = notes
     out["ftrace"] = ft
     return out
 
@@ -315,6 +327,7 @@ def main():
     ap.add_argument("--parent", action="append", default=[])
     ap.add_argument("--freed", action="append", default=[], type=int)
     ap.add_argument("--named-tracks", action="store_true")
+    ap.add_argument("--note", action="append", default=[])
     a = ap.parse_args()
     out = read(a.trace)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -399,6 +412,9 @@ def main():
             name = out["track_names"].get(tid)
             if not name or name == t["name"]:
                 bad.append("tid %d's track is not named apart from its thread (%r)" % (tid, name))
+    for text in a.note:
+        if not any(text in "%s: %s" % (n["track"], n["event"]) for n in out["notes"]):
+            bad.append("no note on a global track holds %r (%s)" % (text, out["notes"]))
     for b in bad:
         print("FAILED: " + b)
     sys.exit(1 if bad else 0)

@@ -10,6 +10,7 @@ import sys
 
 from . import Core, FormatError, open as rk_open, runs
 from .buffer import Buffer
+from .loss import from_file, from_note
 from .runs import RUN_COLUMNS
 from .show import show_json, thread_header
 
@@ -22,9 +23,9 @@ def _warn(msg):
     sys.stderr.write("ringkeeper-py: warning: %s\n" % msg)
 
 
-def _show_buf(buf, path, as_json, in_session=True):
+def _show_buf(buf, path, as_json, in_session=True, loss=None):
     if as_json:
-        err = show_json(buf, sys.stdout, path, in_session, _warn)
+        err = show_json(buf, sys.stdout, path, in_session, _warn, loss)
     else:
         h = thread_header(buf, path)
         print("# file: %s\n# thread: tid %d tgid %d comm %s, %s" % (
@@ -35,6 +36,8 @@ def _show_buf(buf, path, as_json, in_session=True):
                 print(json.dumps(d))
         except FormatError as e:
             err = e
+        for line in loss.say() if loss else []:
+            print(line)
     if err:
         _err("%s: records do not parse past the point shown (%s)" % (path, err))
         return 1
@@ -81,13 +84,14 @@ def cmd_show(a):
         if cb is None:
             _err("core %s has no %s buffer of tid %s" % (a.core, a.event, a.target))
             return 1
-        return _show_buf(cb.buffer, cb.name, a.json, in_session=False)
+        return _show_buf(cb.buffer, cb.name, a.json, in_session=False,
+                         loss=from_note(core.description))
     if a.target is None:
         _err("show: a FILE (or --core CORE)")
         return 2
     path = a.target
     buf = Buffer.open(path)
-    return _show_buf(buf, os.fsencode(path).decode("latin-1"), a.json)
+    return _show_buf(buf, os.fsencode(path).decode("latin-1"), a.json, loss=from_file(path))
 
 
 def cmd_runs(a):

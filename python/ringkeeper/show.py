@@ -81,10 +81,11 @@ def tp_fields_for(buf, path, in_session):
     return "missing" if fields is None else fields
 
 
-def show_json(buf, out, path=None, in_session=True, warn=None):
+def show_json(buf, out, path=None, in_session=True, warn=None, loss=None):
     """Write @buf's document to @out; return None, or the FormatError that ended the records
     (the document is closed either way, as show's is). @in_session: @path is a session's
-    file (its tracing_data names tracepoints' fields), not a core's buffer."""
+    file (its tracing_data names tracepoints' fields), not a core's buffer. @loss: what the
+    session did not record (loss.Loss), its "loss" object (None: none)."""
     path = buf.name if path is None else path
     fields = tp_fields_for(buf, path, in_session)
     if fields == "missing":
@@ -101,5 +102,8 @@ def show_json(buf, out, path=None, in_session=True, warn=None):
             n += 1
     except FormatError as e:
         err = e
-    out.write("]}\n")
+    out.write("]")
+    if loss is not None:
+        out.write(',"loss":' + json_value(loss.as_json()))
+    out.write("}\n")
     return err

@@ -866,3 +866,67 @@ Test(timeline, perfetto_marks_irq_wakeups_ends_threads_and_names_parents)
 	cr_assert_eq(st.frees, 2);
 	cr_assert_eq(st.processes_parented, 1);
 }
+
+/*
+ * `top` of a session whose threads look on CPU at once beyond what its CPUs
+ * had (their switch-outs were dropped): said, not printed as a figure to
+ * trust (it printed "1699.000 s on CPU in the last 1.0 s" on 2 CPUs).
+ * Three threads switched in at 1 s on a 1-CPU session, one out at 2 s: 3 s
+ * on CPU in the last second.
+ */
+Test(timeline, top_says_when_its_total_on_cpu_cannot_be)
+{
+	struct rk_session_stat st = { 0 };
+	char path[128], cmd[512], *out = NULL;
+	size_t len = 0;
+	FILE *f, *p;
+	int tid, c;
+
+	if (!getenv("RK_BIN")) {
+		cr_log_warn("RK_BIN not set: top not run (run through make unit)");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/s", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/s/%s", dir, RK_SCHED_DIR);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	for (tid = 501; tid <= 503; tid++) {
+		struct rk_thread_ident id = { .tid = (__u32)tid, .tgid = 501 };
+		struct rk_pmu_entry e;
+		struct rk_bufile *bf;
+
+		snprintf(path, sizeof(path), "%s/s/%s/%d", dir, RK_SCHED_DIR, tid);
+		snprintf(id.comm, sizeof(id.comm), "t%d", tid);
+		rk_pmu_sched_entry(&e);
+		bf = rk_bufile__create(path, 16384, 0, &e, &id);
+		cr_assert_not_null(bf, "%s", strerror(errno));
+		sw(bf, 0, 0, 1000, 0);
+		if (tid == 503)
+			sw(bf, 1, S(0x1), 2000, 0);
+		rk_bufile__free(bf);
+	}
+	st.magic = RK_STAT_MAGIC;
+	st.version = RK_STAT_VERSION;
+	st.size = sizeof(st);
+	st.state = RK_SESSION_ENDED;
+	st.nr_cpus = 1;
+	snprintf(path, sizeof(path), "%s/s/%s", dir, RK_STAT_FILE);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&st, sizeof(st), 1, f), 1);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s top --batch -n 1 --root %s s 2>&1", getenv("RK_BIN"), dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	f = open_memstream(&out, &len);
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, f);
+	fclose(f);
+	cr_assert_eq(pclose(p), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "3 ran, 3.000 s on CPU (impossible: see below)"), "%s", out);
+	cr_assert_not_null(strstr(out, "# 3.000 s on CPU is more than 1 CPUs had in 1.0 s"), "%s",
+			   out);
+	/* The stat file says nothing was lost: no word of that. */
+	cr_assert_null(strstr(out, "incomplete"), "%s", out);
+	free(out);
+}

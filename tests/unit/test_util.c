@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -260,6 +261,120 @@ Test(util, record_summary_names_problems_and_stat_hides_what_does_not_apply)
 	free(s);
 }
 
+/*
+ * The end line says "nothing dropped or lost" only when no counter of loss
+ * says otherwise: each one alone takes it away and is named with its count
+ * (record --offcpu's stack drops said nothing: issue 48).
+ */
+Test(session, end_line_names_every_loss_counter)
+{
+	static const struct {
+		size_t off;
+		const char *key;
+	} all[] = {
+#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
+		RK_LOSSES(K)
+#undef K
+	};
+	struct rk_session_stat st;
+	char want[64], *s;
+	size_t i;
+
+	cr_assert_geq(sizeof(all) / sizeof(all[0]), 15, "a loss counter left out of RK_LOSSES");
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		__u64 v = 5948 + i;
+
+		memset(&st, 0, sizeof(st));
+		memcpy((char *)&st + all[i].off, &v, sizeof(v));
+		s = summary_of(&st, 0);
+		cr_assert_null(strstr(s, "nothing dropped"), "%s alone:\n%s", all[i].key, s);
+		snprintf(want, sizeof(want), "ringkeeper: %llu ", (unsigned long long)v);
+		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", all[i].key, s);
+		snprintf(want, sizeof(want), "(stat: %s)", all[i].key);
+		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", all[i].key, s);
+		free(s);
+	}
+	memset(&st, 0, sizeof(st));
+	st.stack_drops = 5948;
+	s = summary_of(&st, 0);
+	cr_assert_not_null(strstr(s, "5948 off-CPU stacks not taken"), "%s", s);
+	free(s);
+	/* Not losses, but dropped or not written all the same: not "nothing dropped". */
+	memset(&st, 0, sizeof(st));
+	st.triggers_dropped = 1;
+	s = summary_of(&st, 0);
+	cr_assert_null(strstr(s, "nothing dropped"), "%s", s);
+	free(s);
+}
+
+/* A session note's loss lines, written and read back; what readers print of them. */
+Test(session, loss_note_round_trip_and_what_readers_say)
+{
+	struct rk_session_stat st = { 0 };
+	struct rk_loss l, back, two;
+	char note[2048], *s = NULL, text[4200];
+	size_t len = 0;
+	FILE *f;
+
+	st.bpf_drops = 6200000;
+	st.stack_drops = 5948;
+	st.records = 99; /* not a loss */
+	rk_loss_from_stat(&l, &st);
+	cr_assert_eq(rk_loss_count(&l), 2);
+	cr_assert_gt(rk_loss_note(&l, note, sizeof(note)), 0);
+	cr_assert_str_eq(note, "losses 2\nloss bpf_drops 6200000\nloss stack_drops 5948\n");
+	cr_assert_eq(rk_loss_note(&l, note, 12), -ENOSPC);
+	/* Between other lines; unknown keys and junk ignored. */
+	snprintf(text, sizeof(text),
+		 "bundle 1\nsession s\nlosses 2\nloss bpf_drops 6200000\n"
+		 "loss stack_drops 5948\nloss nosuch 7\nloss bpf_drops x\n"
+		 "buffer 0 sched/1\n");
+	rk_loss_parse_note(&back, text);
+	cr_assert(back.known);
+	cr_assert_eq(back.v[RK_LOSS_bpf_drops], 6200000);
+	cr_assert_eq(back.v[RK_LOSS_stack_drops], 5948);
+	cr_assert_eq(rk_loss_count(&back), 2);
+	/* Two sessions' lines in one core: summed. */
+	snprintf(text, sizeof(text),
+		 "session a\nlosses 1\nloss lost 3\nsession b\nlosses 1\nloss lost 4\n");
+	rk_loss_parse_note(&two, text);
+	cr_assert_eq(two.v[RK_LOSS_lost], 7);
+	/* An older writer: no "losses" line, not known. */
+	rk_loss_parse_note(&two, "bundle 1\nsession s\n");
+	cr_assert_not(two.known);
+	rk_loss_parse_note(&two, NULL);
+	cr_assert_not(two.known);
+
+	f = open_memstream(&s, &len);
+	rk_loss_say(f, &back, "# ");
+	rk_loss_json(f, &back);
+	rk_loss_json(f, &two);
+	rk_loss_say(f, &two, "# ");
+	fclose(f);
+	cr_assert_not_null(strstr(s, "# incomplete: "), "%s", s);
+	cr_assert_not_null(strstr(s, "#   6200000 signals dropped by the BPF side"), "%s", s);
+	cr_assert_not_null(strstr(s, "(stat: stack_drops)"), "%s", s);
+	cr_assert_not_null(strstr(s, ",\"loss\":{\"known\":true,\"complete\":false,\"counters\":"
+				     "{\"bpf_drops\":6200000,\"stack_drops\":5948}}"),
+			   "%s", s);
+	cr_assert_not_null(strstr(s,
+				  ",\"loss\":{\"known\":false,\"complete\":false,\"counters\":{}}"),
+			   "%s", s);
+	cr_assert_not_null(strstr(s, "# whether the recording dropped anything is not known"), "%s",
+			   s);
+	free(s);
+	/* Nothing lost: no word in the text, complete in JSON. */
+	memset(&st, 0, sizeof(st));
+	rk_loss_from_stat(&l, &st);
+	s = NULL;
+	f = open_memstream(&s, &len);
+	rk_loss_say(f, &l, "# ");
+	rk_loss_json(f, &l);
+	fclose(f);
+	cr_assert_str_eq(s, ",\"loss\":{\"known\":true,\"complete\":true,\"counters\":{}}");
+	free(s);
+}
+
 /* The core_pattern specifiers, as the kernel's format_corename() expands them. */
 Test(coredump, expand_follows_the_kernel)
 {
@@ -422,4 +537,73 @@ Test(util, mutexes_inherit_priority_and_work_with_condition_variables)
 	pthread_mutex_unlock(&pi_m);
 	pthread_join(t, NULL);
 	pthread_mutex_destroy(&pi_m);
+}
+
+/*
+ * The Python reader's table of loss counters (python/ringkeeper/loss.py)
+ * names the same fields at the same offsets as RK_LOSSES: a stat file with
+ * a distinct value in each reads back the same through it.
+ */
+Test(session, python_reader_reads_every_loss_counter_where_c_writes_it)
+{
+	static const struct {
+		size_t off;
+		const char *key;
+	} all[] = {
+#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
+		RK_LOSSES(K)
+#undef K
+	};
+	char dir[] = "/tmp/rk-loss-XXXXXX", path[128], repo[4096], cmd[8192], want[64], *s;
+	struct rk_session_stat st = { 0 };
+	const char *bin = getenv("RK_BIN");
+	size_t i, len = 0;
+	FILE *f, *p;
+	int c;
+
+	if (!bin || system("python3 -c '' 2>/dev/null")) {
+		cr_log_warn("RK_BIN not set or no python3: the Python reader's table not checked");
+		return;
+	}
+	/* RK_BIN = REPO/OUTPUT/ringkeeper */
+	snprintf(repo, sizeof(repo), "%s", bin);
+	for (i = 0; i < 2 && strrchr(repo, '/'); i++)
+		*strrchr(repo, '/') = '\0';
+	cr_assert_not_null(mkdtemp(dir));
+	st.magic = RK_STAT_MAGIC;
+	st.version = RK_STAT_VERSION;
+	st.size = sizeof(st);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		__u64 v = 1000 + i;
+
+		memcpy((char *)&st + all[i].off, &v, sizeof(v));
+	}
+	snprintf(path, sizeof(path), "%s/stat", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&st, sizeof(st), 1, f), 1);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "PYTHONPATH=%s/python python3 -c 'import sys; from ringkeeper.loss import "
+		 "from_stat; l = from_stat(sys.argv[1]); print(l.known, len(l.v)); "
+		 "[print(k, v) for k, v in l.v.items()]' %s",
+		 repo, dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	s = NULL;
+	f = open_memstream(&s, &len);
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, f);
+	fclose(f);
+	cr_assert_eq(pclose(p), 0, "%s", s);
+	snprintf(want, sizeof(want), "True %zu\n", sizeof(all) / sizeof(all[0]));
+	cr_assert_not_null(strstr(s, want), "%s", s);
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		snprintf(want, sizeof(want), "\n%s %zu\n", all[i].key, 1000 + i);
+		cr_assert_not_null(strstr(s, want), "python reads %s elsewhere:\n%s", all[i].key,
+				   s);
+	}
+	free(s);
+	unlink(path);
+	rmdir(dir);
 }

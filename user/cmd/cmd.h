@@ -88,6 +88,8 @@ struct from {
 	unsigned long long tid, pid;
 	char dir[PATH_MAX]; /* the session's directory, or the core's buffers */
 	char cdir[32]; /* the core's buffers (mkdtemp), "" if none */
+	/* what the session did not record: its stat file's, or the core's or bundle's note */
+	struct rk_loss loss;
 };
 
 #define FROM_OPTS "t:p:s:r:"
@@ -103,7 +105,10 @@ struct from {
 
 /* Return: 1 taken, 0 not ours, -1 a bad value (said). */
 int from_opt(struct from *f, int c, const char *arg);
-/* The session's directory, or the core's buffers extracted. Return: 0, or 1 (said). */
+/*
+ * The session's directory, or the core's buffers extracted; f->loss from
+ * the session's stat file or the core's note. Return: 0, or 1 (said).
+ */
 int from_open(struct from *f);
 void from_close(struct from *f);
 

@@ -309,6 +309,16 @@ int from_opt(struct from *f, int c, const char *arg)
 	return 0;
 }
 
+/* What the session at f->dir did not record, from its stat file (not known without one). */
+static void from_loss(struct from *f)
+{
+	struct rk_session_stat st;
+
+	memset(&f->loss, 0, sizeof(f->loss));
+	if (!rk_session_stat_read(f->dir, &st))
+		rk_loss_from_stat(&f->loss, &st);
+}
+
 /* f->dir from f's options. Return: 0, or 1 (reported). */
 int from_open(struct from *f)
 {
@@ -334,6 +344,7 @@ int from_open(struct from *f)
 		}
 		snprintf(f->dir, sizeof(f->dir), "%s/%s", f->root, sv[i].name);
 		free(sv);
+		from_loss(f);
 		return 0;
 	}
 	err = rk_core_bufs__load(f->core, &b, &why);
@@ -341,6 +352,7 @@ int from_open(struct from *f)
 		rk_err("--core %s: %s", f->core, why ? why : strerror(-err));
 		return 1;
 	}
+	rk_loss_parse_note(&f->loss, b.session);
 	snprintf(f->cdir, sizeof(f->cdir), "/tmp/ringkeeper-core-XXXXXX");
 	if (!mkdtemp(f->cdir)) {
 		rk_err("cannot make a directory for the core's buffers: %s", strerror(errno));

@@ -115,7 +115,7 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 	export_wraps(f, tw, common, &wr);
 	if (tw->set)
 		outside = rk_timeline__clip(&tl, tw->lo, tw->hi);
-	err = rk_perfetto_write(&tl, out, &ps);
+	err = rk_perfetto_write_noted(&tl, out, &f->loss, &ps);
 	if (!err)
 		fprintf(stderr,
 			"ringkeeper: wrote %s from %s: %zu threads, %llu slices, %llu instants, "
@@ -140,6 +140,8 @@ static int export_perfetto(const struct from *f, const char *out, struct twin *t
 			"ringkeeper: %llu wakeups from interrupts came before any switch on their "
 			"CPU: Perfetto would drop them marked as such, so they are not marked\n",
 			ps.irq_unmarked);
+	if (!err)
+		rk_loss_say(stderr, &f->loss, "ringkeeper: ");
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }
@@ -194,6 +196,8 @@ static int export_folded(const struct from *f, const char *out, int what, struct
 			lines || !(what & RK_FOLD_OFFCPU) || tl.nstacks ?
 				"" :
 				"; no off-CPU stacks: record with --offcpu");
+	if (!err)
+		rk_loss_say(stderr, &f->loss, "ringkeeper: ");
 	rk_timeline__free(&tl);
 	return err ? 1 : 0;
 }
@@ -201,9 +205,11 @@ static int export_folded(const struct from *f, const char *out, int what, struct
 /* export --perf-data: f's threads. */
 static int export_perf(const struct from *f, const char *out, struct twin *tw, int common)
 {
-	struct rk_export_opts eo = {
-		.session_dir = f->dir, .out = out, .tid = (pid_t)f->tid, .pid = (pid_t)f->pid
-	};
+	struct rk_export_opts eo = { .session_dir = f->dir,
+				     .out = out,
+				     .tid = (pid_t)f->tid,
+				     .pid = (pid_t)f->pid,
+				     .loss = &f->loss };
 	struct rk_export_stats es;
 	struct rk_wraps wr;
 
@@ -243,6 +249,12 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw, i
 			"stack, period in ns, as perf record --off-cpu writes them)\n",
 			es.offcpu_samples);
 	export_crash_note(&es);
+	rk_loss_say(stderr, &f->loss, "ringkeeper: ");
+	if (es.lost)
+		fprintf(stderr,
+			"ringkeeper: perf.data says so too: a PERF_RECORD_LOST of %llu (perf report: "
+			"\"lost\" events)\n",
+			es.lost);
 	return 0;
 }
 

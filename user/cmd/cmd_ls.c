@@ -69,6 +69,7 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 	char when[64] = "?", b1[32];
 	size_t nsrc = 0, k, i, nthreads;
 	int bad = 0, firstf = 1;
+	struct rk_loss loss = { 0 };
 	__u64 dur = 0;
 	char **names;
 
@@ -79,6 +80,8 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 	for (i = 0; i < nthreads; i++)
 		free(names[i]);
 	free(names);
+	if (s->have_stat)
+		rk_loss_from_stat(&loss, &s->st);
 	if (s->have_stat && s->st.start_ns) {
 		__u64 end = rk_session_alive(&s->st) ? rk_now_real_ns() : s->st.update_ns;
 
@@ -108,7 +111,9 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 			printf("%s%s", k ? "," : "", src[k]);
 		printf("\n  command: ");
 		rk_put_line(stdout, s->have_stat ? s->st.command : "");
-		printf("\n  %8s %8s %-16s %-9s %-6s %-20s %10s %10s  %s\n", "TID", "TGID", "COMM",
+		fputc('\n', stdout);
+		rk_loss_say(stdout, &loss, "  ");
+		printf("  %8s %8s %-16s %-9s %-6s %-20s %10s %10s  %s\n", "TID", "TGID", "COMM",
 		       "STATE", "PINNED", "SOURCE", "BYTES", "RING", "FILE");
 	}
 	for (k = 0; k < nsrc; k++) {
@@ -170,8 +175,11 @@ static int ls_session(const char *root, const struct sess *s, int json, int *fir
 			free(names[i]);
 		free(names);
 	}
-	if (json)
-		printf("]}");
+	if (json) {
+		putchar(']');
+		rk_loss_json(stdout, &loss);
+		putchar('}');
+	}
 	return bad;
 }
 

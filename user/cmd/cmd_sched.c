@@ -197,11 +197,13 @@ int cmd_sched(int argc, char **argv)
 		if (tw.set)
 			rk_timeline__clip(&tl, tw.lo, tw.hi);
 		r = rk_offcpu_print(stdout, &tl, top_given ? (size_t)o.top : 10);
+		rk_loss_say(stdout, &f.loss, "# ");
 		rk_timeline__free(&tl);
 		return r ? 1 : 0;
 	}
 	o.lo = tw.lo;
 	o.hi = tw.hi;
+	o.loss = &f.loss;
 	r = rk_sched_report(stdout, &tl, &o);
 	rk_timeline__free(&tl);
 	if (r) {

@@ -218,6 +218,31 @@ static void print_bundle_desc(const char *text)
 }
 
 /*
+ * What the session of the buffer file at @path (SESSION/SOURCE/TID) did not
+ * record, from its stat file; not known for a file outside a session.
+ */
+static void file_loss(const char *path, struct rk_loss *l)
+{
+	char dir[PATH_MAX + 400], *p;
+	struct rk_session_stat st;
+	int up;
+
+	memset(l, 0, sizeof(*l));
+	snprintf(dir, sizeof(dir), "%s", path);
+	/* Up two: SOURCE/TID (relative, from the session's directory) is in ".". */
+	for (up = 0; up < 2; up++) {
+		p = strrchr(dir, '/');
+		if (!p) {
+			snprintf(dir, sizeof(dir), "%s", up ? "." : "..");
+			break;
+		}
+		*p = '\0';
+	}
+	if (!rk_session_stat_read(dir[0] ? dir : "/", &st))
+		rk_loss_from_stat(l, &st);
+}
+
+/*
  * show --core CORE [TID]: the buffers a core carries (no TID), or one of
  * them, read from the core alone.
  */
@@ -309,6 +334,7 @@ static int show_from_core(const char *tid_s, int json)
 			/* Sample addresses resolve through the process's sideband note. */
 			struct rk_symbols *syms = rk_symbols__new(NULL);
 			struct rk_tp_format tpf;
+			struct rk_loss loss;
 			size_t k;
 
 			for (k = 0; syms && k < b.n; k++)
@@ -322,9 +348,10 @@ static int show_from_core(const char *tid_s, int json)
 					rk_warn("--core %s: symbol table %zu: %s", show_core, k,
 						why);
 			twin_resolve(&show_twin, show_twin.last ? rk_show_end(&cb->bf) : 0);
+			rk_loss_parse_note(&loss, b.session);
 			err = rk_show_range(stdout, &cb->bf, cb->name, json, syms,
 					    tp_format_for(cb->name, &cb->bf, 0, &tpf), &counts,
-					    show_twin.lo, show_twin.hi);
+					    show_twin.lo, show_twin.hi, &loss);
 			/* A record that does not parse was said where it is. */
 			if (err && err != -EBADMSG)
 				rk_err("--core %s: %s: cannot show its records: %s", show_core,
@@ -383,6 +410,7 @@ int cmd_show(int argc, char **argv)
 	struct rk_symbols *syms = NULL;
 	struct rk_tp_format tpf;
 	struct rk_bufile *bf;
+	struct rk_loss loss;
 	int json = 0, r, err;
 
 	r = common_opts(argc, argv, usage, &json, &root, &session, NULL);
@@ -467,8 +495,9 @@ int cmd_show(int argc, char **argv)
 	/* Addresses (samples', and sched's off-CPU stacks) resolve through the process's sideband. */
 	syms = thread_symbols(path, bf);
 	twin_resolve(&show_twin, show_twin.last ? rk_show_end(bf) : 0);
+	file_loss(path, &loss);
 	err = rk_show_range(stdout, bf, path, json, syms, tp_format_for(path, bf, 1, &tpf), &counts,
-			    show_twin.lo, show_twin.hi);
+			    show_twin.lo, show_twin.hi, &loss);
 	window_note(bf, &counts);
 	rk_symbols__free(syms);
 	rk_bufile__free(bf);

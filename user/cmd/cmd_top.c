@@ -72,10 +72,32 @@ static size_t screen_rows(const struct top_opts *o)
 	return ws.ws_row - 5;
 }
 
+/* What the session read is: ended, its CPUs, what it did not record. */
+struct top_src {
+	int ended;
+	unsigned int ncpus;
+	struct rk_loss loss;
+};
+
+/*
+ * Time on CPU beyond what the CPUs had in the interval cannot be: threads
+ * whose switch-out was dropped look on CPU still. Said, never printed as is.
+ */
+static void top_overrun(__u64 on, const struct top_src *src, const struct top_opts *o)
+{
+	if (on <= (__u64)src->ncpus * o->every_ns)
+		return;
+	printf("# %.3f s on CPU is more than %u CPUs had in %.1f s: switches were not recorded "
+	       "(threads whose switch-out is missing count as running); %%CPU is not to be "
+	       "trusted\n",
+	       (double)on / 1e9, src->ncpus, (double)o->every_ns / 1e9);
+}
+
 /* One screen of @tl's window [@lo, @hi]. Return: 0 or -ENOMEM. */
 static int top_frame(const char *session, const struct rk_timeline *tl, __u64 lo, __u64 hi,
-		     int ended, const struct top_opts *o)
+		     const struct top_src *src, const struct top_opts *o)
 {
+	int ended = src->ended;
 	struct top_row *rows = calloc(tl->nthreads ? tl->nthreads : 1, sizeof(*rows));
 	size_t i, n = 0, quiet = 0, max = screen_rows(o), ran = 0;
 	__u64 on = 0, delay = 0;
@@ -103,10 +125,11 @@ static int top_frame(const char *session, const struct rk_timeline *tl, __u64 lo
 	if (!o->batch)
 		fputs("\033[H\033[2J", stdout);
 	printf("ringkeeper top: session %s%s, %s UTC, the last %.1f s%s\n"
-	       "%zu threads, %zu ran, %.3f s on CPU, %.3f s of scheduling delay\n",
+	       "%zu threads, %zu ran, %.3f s on CPU%s, %.3f s of scheduling delay%s\n",
 	       session, ended ? " (ended)" : "", when, (double)o->every_ns / 1e9,
 	       ended ? " it recorded" : "", tl->nthreads, ran, (double)on / 1e9,
-	       (double)delay / 1e9);
+	       on > (__u64)src->ncpus * o->every_ns ? " (impossible: see below)" : "",
+	       (double)delay / 1e9, rk_loss_count(&src->loss) ? " (incomplete: see below)" : "");
 	printf("%8s %8s %-16s %6s %6s %11s %11s  %s\n", "TID", "PID", "COMM", "%CPU", "RUNS",
 	       "DELAY (ms)", "MAX (ms)", "STATE");
 	for (i = 0; i < n && (!max || i < max); i++) {
@@ -125,19 +148,27 @@ static int top_frame(const char *session, const struct rk_timeline *tl, __u64 lo
 	if (quiet)
 		printf("# %zu threads neither ran nor waited for a CPU in it (--all lists them)\n",
 		       quiet);
+	top_overrun(on, src, o);
+	rk_loss_say(stdout, &src->loss, "# ");
 	fflush(stdout);
 	free(rows);
 	return 0;
 }
 
-/* The interval's window, and whether the session still records. */
+/* The interval's window, and the session as it is now (its losses grow while it records). */
 static void top_window(const char *dir, const struct rk_timeline *tl, const struct top_opts *o,
-		       __u64 *lo, __u64 *hi, int *ended)
+		       __u64 *lo, __u64 *hi, struct top_src *src)
 {
 	struct rk_session_stat st;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	int have = !rk_session_stat_read(dir, &st);
 
-	*ended = rk_session_stat_read(dir, &st) || !rk_session_alive(&st);
-	*hi = *ended ? rk_sched_end(tl) : rk_now_mono_ns();
+	memset(&src->loss, 0, sizeof(src->loss));
+	if (have)
+		rk_loss_from_stat(&src->loss, &st);
+	src->ncpus = have && st.nr_cpus ? st.nr_cpus : n > 0 ? (unsigned int)n : 1;
+	src->ended = !have || !rk_session_alive(&st);
+	*hi = src->ended ? rk_sched_end(tl) : rk_now_mono_ns();
 	*lo = *hi > o->every_ns ? *hi - o->every_ns : 0;
 }
 
@@ -262,8 +293,8 @@ int cmd_top(int argc, char **argv)
 	for (k = 0; !top_stop && (!o.count || k < o.count); k++) {
 		struct rk_timeline tl;
 		struct timespec ts;
+		struct top_src src;
 		__u64 lo, hi;
-		int ended;
 
 		if (k) {
 			ts.tv_sec = o.every_ns / 1000000000ull;
@@ -281,15 +312,15 @@ int cmd_top(int argc, char **argv)
 		} else if (r) {
 			return 1;
 		}
-		top_window(f.dir, &tl, &o, &lo, &hi, &ended);
-		r = top_frame(f.session ? f.session : strrchr(f.dir, '/') + 1, &tl, lo, hi, ended,
+		top_window(f.dir, &tl, &o, &lo, &hi, &src);
+		r = top_frame(f.session ? f.session : strrchr(f.dir, '/') + 1, &tl, lo, hi, &src,
 			      &o);
 		rk_timeline__free(&tl);
 		if (r) {
 			rk_err("top: %s", strerror(-r));
 			return 1;
 		}
-		if (ended)
+		if (src.ended)
 			break;
 	}
 	return 0;

@@ -693,6 +693,28 @@ static int session_live(int sdir)
 	return ok;
 }
 
+/*
+ * What the session in @sdir had not recorded by now, as "losses" and
+ * "loss KEY N" lines after its name: a reader of the core says its
+ * histories are incomplete. Nothing if its stat file cannot be read.
+ */
+static void say_loss(struct found *f, int sdir)
+{
+	struct rk_session_stat st;
+	int fd = open_root_s(sdir, RK_STAT_FILE, 0, 0, 0);
+	struct rk_loss l;
+	char text[2048];
+
+	if (fd < 0)
+		return;
+	if (!rk_session_stat_readfd(fd, &st)) {
+		rk_loss_from_stat(&l, &st);
+		if (rk_loss_note(&l, text, sizeof(text)) > 0)
+			say(f, text);
+	}
+	close(fd);
+}
+
 /* The index of session @name in @f, registered (its directory kept) if new; -1: no room. */
 static int session_of(struct found *f, const char *name, int sdir)
 {
@@ -708,6 +730,7 @@ static int session_of(struct found *f, const char *name, int sdir)
 	f->nsessions++;
 	snprintf(line, sizeof(line), "session %s\n", name);
 	say(f, line);
+	say_loss(f, sdir);
 	return k;
 }
 

@@ -207,8 +207,8 @@ out:
 	return err;
 }
 
-/* The session's recorder, if it runs: has it written every record up to T? */
-static int settle(const char *session_dir, int ms)
+/* The session's recorder, if it runs: has it written every record up to @t? */
+static int settle(const char *session_dir, __u64 t, int ms)
 {
 	struct rk_session_stat st;
 	__u64 seen, deadline = rk_now_mono_ns() + (__u64)ms * 1000000;
@@ -218,12 +218,13 @@ static int settle(const char *session_dir, int ms)
 		return 1;
 	seen = st.update_ns;
 	/*
-	 * The stat file is published after an intake (every 20 ticks). The
-	 * first update after T may follow an intake that began before T; the
-	 * second follows one that began after it, which took every record
-	 * timed before its start.
+	 * A recorder says up to when it has handed every signal out
+	 * (handed_ns). An older one published only after an intake (every 20
+	 * ticks): the first update after T may follow an intake that began
+	 * before T; the second follows one that began after it, which took
+	 * every record timed before its start.
 	 */
-	while (changes < 2) {
+	while (st.handed_ns ? st.handed_ns < t : changes < 2) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 
 		if (rk_now_mono_ns() > deadline)
@@ -691,6 +692,23 @@ static int describe_limits(struct writer *w)
 	return err;
 }
 
+/*
+ * What the session had not recorded when the bundle was written ("losses",
+ * "loss KEY N"): its readers say their figures may be short by as much.
+ * Nothing without a stat file (not known, for a reader).
+ */
+static int describe_loss(struct writer *w, const char *session_dir)
+{
+	struct rk_session_stat st;
+	struct rk_loss l;
+	char text[2048];
+
+	if (rk_session_stat_read(session_dir, &st))
+		return 0;
+	rk_loss_from_stat(&l, &st);
+	return rk_loss_note(&l, text, sizeof(text)) > 0 ? text_add(w, text) : 0;
+}
+
 /* The description: what, when, why; then the buffers' names (added as they went in). */
 static int describe(struct writer *w, const char *session_dir, __u64 t, const char *why)
 {
@@ -717,6 +735,8 @@ static int describe(struct writer *w, const char *session_dir, __u64 t, const ch
 			 rk_strip_controls(u.release));
 		err = text_add(w, line);
 	}
+	if (!err)
+		err = describe_loss(w, session_dir);
 	return err;
 }
 
@@ -866,7 +886,7 @@ int rk_bundle_write(const char *session_dir, __u64 t, const char *why, const cha
 		return -ENOENT;
 	if (!o->force && !lstat(out_path, &sb))
 		return -EEXIST;
-	st->settled = o->settle_ms > 0 ? settle(session_dir, o->settle_ms) : 1;
+	st->settled = o->settle_ms > 0 ? settle(session_dir, t, o->settle_ms) : 1;
 	w.fd = make_temp(out_path, tmp, sizeof(tmp), o);
 	if (w.fd < 0)
 		return w.fd;

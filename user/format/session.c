@@ -334,7 +334,124 @@ static void print_field(FILE *f, const char *field, const char *desc, __u64 v,
 	fprintf(f, "  %-20s %14s  %s\n", field, b, desc);
 }
 
-/* What a counter says is wrong, and what to do about it; one line each. */
+static const struct {
+	size_t off;
+	const char *key, *what, *todo;
+} losses[RK_LOSS_NR] = {
+#define LOSS(field, what, todo) { offsetof(struct rk_session_stat, field), #field, what, todo },
+	RK_LOSSES(LOSS)
+#undef LOSS
+};
+
+void rk_loss_from_stat(struct rk_loss *l, const struct rk_session_stat *st)
+{
+	int i;
+
+	l->known = 1;
+	for (i = 0; i < RK_LOSS_NR; i++)
+		memcpy(&l->v[i], (const char *)st + losses[i].off, sizeof(l->v[i]));
+}
+
+const char *rk_loss_key(int k)
+{
+	return k >= 0 && k < RK_LOSS_NR ? losses[k].key : "?";
+}
+
+int rk_loss_count(const struct rk_loss *l)
+{
+	int i, n = 0;
+
+	for (i = 0; l && l->known && i < RK_LOSS_NR; i++)
+		n += !!l->v[i];
+	return n;
+}
+
+int rk_loss_note(const struct rk_loss *l, char *buf, size_t len)
+{
+	size_t at;
+	int i, n;
+
+	n = snprintf(buf, len, "losses %d\n", rk_loss_count(l));
+	for (i = 0, at = (size_t)n; i < RK_LOSS_NR && at < len; i++) {
+		if (!l->v[i])
+			continue;
+		n = snprintf(buf + at, len - at, "loss %s %llu\n", losses[i].key,
+			     (unsigned long long)l->v[i]);
+		at += (size_t)n;
+	}
+	return at < len ? (int)at : -ENOSPC;
+}
+
+void rk_loss_parse_note(struct rk_loss *l, const char *text)
+{
+	const char *line;
+
+	memset(l, 0, sizeof(*l));
+	for (line = text; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		unsigned long long v;
+		char key[32];
+		int i;
+
+		if (!strncmp(line, "losses ", 7)) {
+			l->known = 1;
+			continue;
+		}
+		if (sscanf(line, "loss %31s %llu", key, &v) != 2)
+			continue;
+		for (i = 0; i < RK_LOSS_NR; i++)
+			if (!strcmp(key, losses[i].key))
+				l->v[i] += v;
+	}
+}
+
+void rk_loss_say(FILE *f, const struct rk_loss *l, const char *pfx)
+{
+	int i;
+
+	if (!l)
+		return;
+	if (!l->known) {
+		fprintf(f,
+			"%swhether the recording dropped anything is not known (no session stat "
+			"file, or a bundle or core of an older ringkeeper)\n",
+			pfx);
+		return;
+	}
+	if (!rk_loss_count(l))
+		return;
+	fprintf(f,
+		"%sincomplete: the session did not record everything; figures here may be "
+		"short by as much:\n",
+		pfx);
+	for (i = 0; i < RK_LOSS_NR; i++)
+		if (l->v[i])
+			fprintf(f, "%s  %llu %s (stat: %s)\n", pfx, (unsigned long long)l->v[i],
+				losses[i].what, losses[i].key);
+}
+
+void rk_loss_json(FILE *f, const struct rk_loss *l)
+{
+	int i, first = 1;
+
+	if (!l)
+		return;
+	fprintf(f, ",\"loss\":{\"known\":%s,\"complete\":%s,\"counters\":{",
+		l->known ? "true" : "false", l->known && !rk_loss_count(l) ? "true" : "false");
+	for (i = 0; l->known && i < RK_LOSS_NR; i++) {
+		if (!l->v[i])
+			continue;
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",", losses[i].key,
+			(unsigned long long)l->v[i]);
+		first = 0;
+	}
+	fputs("}}", f);
+}
+
+/*
+ * What a counter says is wrong, and what to do about it; one line each:
+ * every loss counter, then the other troubles.
+ */
 static void print_hints(FILE *f, const struct rk_session_stat *st, const char *pfx)
 {
 	static const struct {
@@ -342,32 +459,26 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 		const char *what;
 	} hints[] = {
 #define HINT(field, what) { offsetof(struct rk_session_stat, field), what }
-		HINT(bpf_drops,
-		     "signals dropped by the BPF side (ringbuf or switch ring full): raise --ringbuf-size"),
 		HINT(threads_reconciled,
 		     "threads whose end was among the dropped signals: ended when the recorder "
-		     "found them gone, their files say so (end unseen)"),
-		HINT(perf_lost,
-		     "perf records lost in the kernel's per-CPU rings: raise --cpu-ring"),
-		HINT(lost, "records lost (larger than a ring, or no file): raise -m"),
-		HINT(not_traced, "threads not traced: --max-threads, --max-shm, the memory cgroup "
-				 "or a full tmpfs (stat: not_traced, bpf_fork_fail)"),
+		     "found them gone, their files say so (end unseen; stat: threads_reconciled)"),
 		HINT(lock_errors, "mlock failures: see RLIMIT_MEMLOCK and --mlock-kb"),
-		HINT(shm_withheld,
-		     "records not written: their pages did not fit under --max-shm or "
-		     "--max-shm-user: raise them, or lower -m"),
 		HINT(triggers_dropped,
 		     "triggers without a snapshot of their own: within --trigger-gap of the last "
 		     "one, or too many waiting (they are in the histories; stat: triggers_dropped)"),
 		HINT(snapshot_errors, "snapshots not written: see the warnings above"),
-		HINT(exits_late,
-		     "exit records lost: handed out after the thread's final switch "
-		     "(the clock read on another CPU came out behind; stat: exits_late)"),
 #undef HINT
 	};
 	__u64 tries = st->pins + st->refusals, v;
+	struct rk_loss l;
 	size_t i;
 
+	rk_loss_from_stat(&l, st);
+	for (i = 0; i < RK_LOSS_NR; i++)
+		if (l.v[i])
+			fprintf(f, "%s%llu %s%s%s (stat: %s)\n", pfx, (unsigned long long)l.v[i],
+				losses[i].what, losses[i].todo ? ": " : "",
+				losses[i].todo ? losses[i].todo : "", losses[i].key);
 	for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
 		memcpy(&v, (const char *)st + hints[i].off, sizeof(v));
 		if (v)
@@ -385,6 +496,7 @@ void rk_session_summary(FILE *f, const char *name, const char *dir,
 			const struct rk_session_stat *st)
 {
 	char b1[32], b2[32], b3[32];
+	struct rk_loss l;
 
 	fprintf(f,
 		"ringkeeper: session %s: %llu threads, %llu records (%llu overwritten by newer "
@@ -394,8 +506,9 @@ void rk_session_summary(FILE *f, const char *name, const char *dir,
 	fprintf(f, "ringkeeper: locked at most %s of a %s budget; loader CPU %s\n",
 		rk_fmt_size(st->locked_peak, b1, sizeof(b1)),
 		rk_fmt_size(st->budget, b2, sizeof(b2)), fmt_ns(st->loader_cpu_ns, b3, sizeof(b3)));
-	if (!st->bpf_drops && !st->perf_lost && !st->lost && !st->not_traced && !st->exits_late &&
-	    !st->shm_withheld)
+	/* Every counter of loss, not a few of them: a reader believes this line. */
+	rk_loss_from_stat(&l, st);
+	if (!rk_loss_count(&l) && !st->triggers_dropped && !st->snapshot_errors)
 		fprintf(f, "ringkeeper: nothing dropped or lost\n");
 	print_hints(f, st, "ringkeeper: ");
 	fprintf(f, "ringkeeper: every counter: ringkeeper stat %s\n", name);

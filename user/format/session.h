@@ -189,6 +189,14 @@ struct rk_session_stat {
 	__u32 evcpu; /* how -e was opened: 0 per task, 1 per CPU (-a), 2 per CPU and cgroup */
 	__u32 pad_evcpu;
 	/*
+	 * CLOCK_MONOTONIC: every signal timed before it has been handed out
+	 * (written to its files). The counters are published at least once a
+	 * second, also in the middle of a long intake, so a new update_ns no
+	 * longer says an intake ended: a snapshot waits for this instead
+	 * (0 in older stat files: it waits for two updates).
+	 */
+	__u64 handed_ns;
+	/*
 	 * threads the running recorder found out of the traced set (exited,
 	 * or gone from the cgroups) with their end's signals dropped: ended
 	 * then, flagged RK_IDENT_END_UNSEEN (0 in older stat files)
@@ -210,6 +218,95 @@ struct rk_session_stat {
 
 /* The size of the first stat files, without the AUX counters. */
 #define RK_STAT_SIZE_V1 offsetof(struct rk_session_stat, aux_size)
+
+/*
+ * The counters of what a session did not record, each a reason a figure
+ * read from it may be short: key (its stat field), what was lost and why,
+ * what to do (NULL: nothing an option changes). The same keys name them in
+ * `stat`, in the end line of `record`, in a bundle's or core's session note
+ * ("loss KEY N") and in every reader's --json "loss" object.
+ */
+#define RK_LOSSES(X)                                                                               \
+	X(bpf_drops, "signals dropped by the BPF side (ringbuf or switch ring full)",              \
+	  "raise --ringbuf-size")                                                                  \
+	X(stack_drops, "off-CPU stacks not taken (their CPU's stack ring full)",                   \
+	  "raise --ringbuf-size")                                                                  \
+	X(stacks_lost, "off-CPU stacks lost (not their record's)", NULL)                           \
+	X(bpf_prog_misses, "BPF program runs the kernel skipped (recursion): events unseen", NULL) \
+	X(outage_drops, "signals dropped while no recorder ran (before --resume)", NULL)           \
+	X(outage_exited, "threads found exited at resume: their exits not recorded", NULL)         \
+	X(perf_lost, "perf records lost in the kernel's per-CPU rings", "raise --cpu-ring")        \
+	X(lost, "records lost (larger than a ring, or no file)", "raise -m")                       \
+	X(shm_withheld,                                                                            \
+	  "records not written: their pages did not fit under --max-shm or --max-shm-user",        \
+	  "raise them, or lower -m")                                                               \
+	X(exits_late,                                                                              \
+	  "exit records lost: handed out after the thread's final switch (the clock read on "      \
+	  "another CPU came out behind)",                                                          \
+	  NULL)                                                                                    \
+	X(not_traced,                                                                              \
+	  "threads not traced: --max-threads, --max-shm, the memory cgroup or a full tmpfs",       \
+	  "raise the limit that refused them (stat: not_traced, bpf_fork_fail, mem_refused)")      \
+	X(file_errors, "buffer or sideband files not created", "see the errors above")             \
+	X(files_broken, "files that lost their memory while written (truncated, tmpfs full)",      \
+	  NULL)                                                                                    \
+	X(aux_truncated, "AUX records truncated (the CPU's AUX ring full)", "raise --cpu-aux")     \
+	X(aux_dropped, "AUX bytes with no traced thread to go to", NULL)
+
+#define RK_LOSS_ENUM(field, what, todo) RK_LOSS_##field,
+enum { RK_LOSSES(RK_LOSS_ENUM) RK_LOSS_NR };
+#undef RK_LOSS_ENUM
+
+/**
+ * struct rk_loss - what a session did not record, as a reader learns it.
+ * @known: 1 when the source said (a session's stat file, a bundle or core
+ *	with "losses" in its session note); 0: not known (a bundle or core of
+ *	an older ringkeeper, a file outside a session).
+ * @v: RK_LOSS_* counters.
+ */
+struct rk_loss {
+	int known;
+	__u64 v[RK_LOSS_NR];
+};
+
+/** rk_loss_from_stat() - the loss counters of @st (known). */
+void rk_loss_from_stat(struct rk_loss *l, const struct rk_session_stat *st);
+
+/** rk_loss_key() - the stat key of RK_LOSS_* @k ("?" out of range). */
+const char *rk_loss_key(int k);
+
+/** rk_loss_count() - how many of @l's counters are not 0 (0: nothing lost, or not known). */
+int rk_loss_count(const struct rk_loss *l);
+
+/**
+ * rk_loss_note() - @l as session note lines into @buf: "losses N" (how many
+ * counters are not 0), then "loss KEY VALUE" for each of them.
+ * Return: the length, or -ENOSPC (@buf too short).
+ */
+int rk_loss_note(const struct rk_loss *l, char *buf, size_t len);
+
+/**
+ * rk_loss_parse_note() - the "losses" and "loss KEY VALUE" lines of a
+ * session note (@text, may be NULL) into @l: known if a "losses" line is
+ * there; values of one key are summed (a core's buffers may come from
+ * several sessions); unknown keys are ignored.
+ */
+void rk_loss_parse_note(struct rk_loss *l, const char *text);
+
+/**
+ * rk_loss_say() - for a reader's text output: nothing if @l is NULL or
+ * nothing was lost; else a line saying what is read is incomplete, then a
+ * line per counter (value, what, stat key), each starting with @pfx; if
+ * not known, one line saying so.
+ */
+void rk_loss_say(FILE *f, const struct rk_loss *l, const char *pfx);
+
+/**
+ * rk_loss_json() - ,"loss":{"known":B,"complete":B,"counters":{KEY:N,...}}
+ * (the counters that are not 0; complete is false when one is, or when
+ * not known). Nothing if @l is NULL.
+ */
+void rk_loss_json(FILE *f, const struct rk_loss *l);
 
 /**
  * rk_session_stat_read() - read and check <dir>/stat.

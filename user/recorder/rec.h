@@ -143,6 +143,14 @@ struct rk_rec {
 	uint64_t reconcile_ns; /* when rec_reconcile() last ran */
 	uint64_t held_ns; /* when the held renames were last written (RK_RENAMES_HELD_EVERY_NS) */
 	/*
+	 * When the stat file's counters are next due (rec_publish_due()), and
+	 * the signals and perf records handled since the clock was last read.
+	 */
+	uint64_t publish_due_ns;
+	unsigned int publish_turn;
+	/* RINGKEEPER_TEST_SIGNAL_US: each signal handled takes that long (tests: a backlog) */
+	uint64_t test_signal_ns;
+	/*
 	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid
 	 * below n; b NULL: none.
 	 */

@@ -32,6 +32,15 @@
 #include "rec_bpf.h"
 #include "rec_offcpu.h"
 #include "rec_evcpu.h"
+/* RINGKEEPER_TEST_SIGNAL_US: a loader slower than its signals, so that a backlog builds. */
+static void test_slow_signal(struct rk_rec *r)
+{
+	struct timespec ts = { (time_t)(r->test_signal_ns / 1000000000ull),
+			       (long)(r->test_signal_ns % 1000000000ull) };
+
+	nanosleep(&ts, NULL);
+}
+
 /* One signal, in time order (a ringbuf record or a switch ring's). */
 static void on_signal(void *ctx, const struct rk_signal *s)
 {
@@ -40,6 +49,11 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 	if (s->kind == RK_SIG_WAKE)
 		return; /* it only woke us */
 	r->st->signals++;
+	/* A long intake (a backlog) publishes as it goes: stat is never older than a second. */
+	if (++r->publish_turn >= RK_PUBLISH_CHECK)
+		rec_publish_due(r);
+	if (r->test_signal_ns)
+		test_slow_signal(r);
 	if (s->time_ns > r->last_sig_ns)
 		r->last_sig_ns = s->time_ns;
 	if (s->kind == RK_SIG_SWITCH_OUT && s->flags & RK_SIGF_NEXT_IN) {
@@ -670,6 +684,8 @@ void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_hea
 	__u64 time;
 
 	r->st->perf_records++;
+	if (++r->publish_turn >= RK_PUBLISH_CHECK)
+		rec_publish_due(r);
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 	case PERF_RECORD_THROTTLE:
@@ -901,11 +917,17 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		rec_trigger_tick(r, now);
 		if (now - r->reconcile_ns >= RK_RECONCILE_NS)
 			rec_reconcile(r, now);
+		/*
+		 * The counters every 20 ticks, and by the clock: a turn may take
+		 * far longer than a tick under a backlog (20 turns took minutes).
+		 */
 		if (++ticks % 20 == 0) {
 			rec_retention_tick(r, now);
 			rec_sideband_reap(r, now);
 			rec_publish(r);
 			rec_reclaim(r);
+		} else {
+			rec_publish_due(r);
 		}
 		if (stop)
 			break;

@@ -119,7 +119,17 @@ void rec_publish(struct rk_rec *r)
 		if (!getrusage(RUSAGE_SELF, &ru) && ru.ru_maxrss > 0)
 			r->st->loader_rss = (uint64_t)ru.ru_maxrss * 1024;
 	}
+	/* Every signal before it is in the files: what a snapshot waits for (never 0 here). */
+	r->st->handed_ns = r->handed_ns ? r->handed_ns : 1;
 	r->st->update_ns = rk_now_real_ns();
+	r->publish_due_ns = rk_now_mono_ns() + RK_PUBLISH_NS;
+}
+
+void rec_publish_due(struct rk_rec *r)
+{
+	r->publish_turn = 0;
+	if (rk_now_mono_ns() >= r->publish_due_ns)
+		rec_publish(r);
 }
 
 void rec_make_session_name(struct rk_rec *r)

@@ -15,7 +15,18 @@
 #include "rec.h"
 
 uint64_t rec_loader_cpu_ns(void);
+/*
+ * The counters into the stat file: BPF's, the pool's, the loader's own
+ * figures, the intake's horizon (handed_ns), update_ns. At least every
+ * RK_PUBLISH_NS: the loop calls rec_publish_due() at each turn, and the
+ * intake and the perf rings' drain every RK_PUBLISH_CHECK records, so a
+ * backlog that keeps one turn busy for minutes still shows in `stat`.
+ */
+#define RK_PUBLISH_NS 250000000ull
+#define RK_PUBLISH_CHECK 64
 void rec_publish(struct rk_rec *r);
+/* rec_publish() if RK_PUBLISH_NS went by since the last. */
+void rec_publish_due(struct rk_rec *r);
 void rec_make_session_name(struct rk_rec *r);
 int rec_stat_open(struct rk_rec *r, int create);
 int rec_resume_session(struct rk_rec *r);

@@ -525,6 +525,20 @@ static int target_start(struct rk_rec *r)
 	return 0;
 }
 
+/*
+ * RINGKEEPER_TEST_SIGNAL_US (tests only): each signal takes that long to
+ * hand out, at most 100 ms, so a test can make a backlog and the drops it
+ * brings at will. Only a slower recorder of root's own: it steers nothing.
+ */
+static void test_hooks(struct rk_rec *r)
+{
+	const char *e = getenv("RINGKEEPER_TEST_SIGNAL_US");
+	unsigned long long us;
+
+	if (e && *e && !rk_parse_uint(e, 100000, &us))
+		r->test_signal_ns = us * 1000ull;
+}
+
 /* Tracing is on: say so, and let a launched command exec. */
 static void announce(struct rk_rec *r)
 {
@@ -848,6 +862,7 @@ int rk_record(const struct rk_record_opts *opts)
 		err = r->resumed ? resume_catch_up(r) : target_start(r);
 	if (!err) {
 		announce(r);
+		test_hooks(r);
 		rec_find_progs(r);
 		rec_realtime(r->o);
 		err = rec_event_loop(r, r->sfd, r->tfd, r->pidfd);

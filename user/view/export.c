@@ -1317,6 +1317,47 @@ static int add_kernel_mmap(struct exp *e)
 	return on_record(&rec.h, e);
 }
 
+/*
+ * What the session did not record, as perf says its own losses: one
+ * PERF_RECORD_LOST (id, lost, then its attr's sample_id at time 0: the
+ * tracking source's, or sched's, the first, in a session without -e)
+ * of the sum of the loss counters (all but AUX bytes: they count bytes);
+ * perf report warns of it, perf report --stats counts it. The breakdown is
+ * said on stderr and in stat.
+ */
+static int add_lost(struct exp *e)
+{
+	union {
+		struct perf_event_header h;
+		__u8 b[128];
+	} rec;
+	int a = e->tracking >= 0 ? e->tracking : 0, i;
+	__u64 st = attr_sample_type(e->attrs[a]), lost = 0, id = (__u64)a + 1;
+	__u32 pid = (__u32)-1;
+	size_t n = 8;
+
+	for (i = 0; e->o->loss && e->o->loss->known && i < RK_LOSS_NR; i++)
+		if (i != RK_LOSS_aux_dropped)
+			lost += e->o->loss->v[i];
+	if (!lost)
+		return 0;
+	memset(&rec, 0, sizeof(rec));
+	rec.h.type = PERF_RECORD_LOST;
+	memcpy(rec.b + n, &id, 8);
+	memcpy(rec.b + n + 8, &lost, 8);
+	n += 16;
+	if (st & PERF_SAMPLE_TID) {
+		memcpy(rec.b + n, &pid, 4);
+		memcpy(rec.b + n + 4, &pid, 4);
+	}
+	n += rk_sample_id_size(st);
+	rec.h.size = (__u16)n;
+	e->cur_attr = (unsigned int)a;
+	e->cur_sample_type = st;
+	e->st->lost = lost;
+	return on_record(&rec.h, e);
+}
+
 int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *st)
 {
 	struct exp *e = calloc(1, sizeof(*e));
@@ -1362,6 +1403,8 @@ int rk_export_perf_data(const struct rk_export_opts *o, struct rk_export_stats *
 		err = for_dir(e, RK_SIDEBAND_DIR, 1);
 	if (!err && e->tracking >= 0)
 		err = add_kernel_mmap(e);
+	if (!err && e->nattr)
+		err = add_lost(e);
 	if (err)
 		goto out;
 	if (!st->threads) {

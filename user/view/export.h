@@ -7,6 +7,7 @@
 #define RK_EXPORT_H
 
 #include <sys/types.h>
+#include "session.h"
 
 /**
  * struct rk_export_opts - what to export.
@@ -15,6 +16,8 @@
  * @tid, @pid: only this thread / process (0: all).
  * @windowed: only the samples and switches timed in [@lo, @hi] (--time,
  *	--last); the sideband (mappings, names, forks) goes whole.
+ * @loss: what the session did not record (NULL: not known): its sum goes
+ *	into the file as one PERF_RECORD_LOST, which perf report warns of.
  */
 struct rk_export_opts {
 	const char *session_dir;
@@ -23,6 +26,7 @@ struct rk_export_opts {
 	pid_t pid;
 	int windowed;
 	__u64 lo, hi;
+	const struct rk_loss *loss;
 };
 
 /** struct rk_export_stats - what was written. */
@@ -43,6 +47,8 @@ struct rk_export_stats {
 	unsigned long long outside; /* samples and switches outside the window, left out */
 	/* record --offcpu: stretches off CPU with a stack, as offcpu-time samples */
 	unsigned long long offcpu_samples;
+	/* the PERF_RECORD_LOST written: the session's losses summed (0: none written) */
+	unsigned long long lost;
 	unsigned int attrs;
 };
 

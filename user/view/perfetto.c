@@ -962,7 +962,58 @@ out:
 	return err;
 }
 
+/* The track of the trace's own notes: apart from every process's (odd) and thread's (even). */
+#define UUID_NOTES (1ull << 62)
+
+/*
+ * What the session did not record, in the trace itself: a track
+ * "ringkeeper: incomplete" with one instant at the first event, named with
+ * each loss counter and its value (stat's keys), so the UI and
+ * trace_processor (its slice table) show it beside the figures it affects.
+ */
+static void loss_marker(struct pf_out *o, const struct rk_timeline *tl, const struct rk_loss *l)
+{
+	char name[1024];
+	size_t at, td, i;
+	__u64 first = ~0ull;
+	int k;
+
+	if (!rk_loss_count(l))
+		return;
+	for (i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].nev && tl->threads[i].ev[0].time < first)
+			first = tl->threads[i].ev[0].time;
+	if (first == ~0ull)
+		return;
+	at = (size_t)snprintf(name, sizeof(name), "the session did not record");
+	for (k = 0; k < RK_LOSS_NR && at < sizeof(name); k++)
+		if (l->v[k])
+			at += (size_t)snprintf(name + at, sizeof(name) - at, " %llu %s,",
+					       (unsigned long long)l->v[k], rk_loss_key(k));
+	if (at < sizeof(name) && name[at - 1] == ',')
+		snprintf(name + at - 1, sizeof(name) - at + 1, " (ringkeeper stat names them)");
+	pkt_start(o, 0, 0);
+	td = begin(&o->pkt, TP_TRACK_DESCRIPTOR);
+	f_u64(&o->pkt, TD_UUID, UUID_NOTES);
+	f_str(&o->pkt, TD_NAME, "ringkeeper: incomplete");
+	end(&o->pkt, td);
+	pkt_flush(o);
+	pkt_start(o, first, 0);
+	td = begin(&o->pkt, TP_TRACK_EVENT);
+	f_u64(&o->pkt, TE_TYPE, TE_INSTANT);
+	f_u64(&o->pkt, TE_TRACK_UUID, UUID_NOTES);
+	f_str(&o->pkt, TE_NAME, name);
+	end(&o->pkt, td);
+	pkt_flush(o);
+}
+
 int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st)
+{
+	return rk_perfetto_write_noted(tl, path, NULL, st);
+}
+
+int rk_perfetto_write_noted(const struct rk_timeline *tl, const char *path,
+			    const struct rk_loss *loss, struct rk_perfetto_stats *st)
 {
 	char tmp[4096];
 	struct plan p = { 0 };
@@ -1018,6 +1069,8 @@ int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_
 		o.err = rk_pf_sched(&o, tl, boot_off);
 	if (!o.err)
 		o.err = perf_samples(&o, tl);
+	if (!o.err)
+		loss_marker(&o, tl, loss);
 	free(o.pkt.p);
 	if (fflush(o.f) && !o.err)
 		o.err = -errno;

@@ -24,6 +24,7 @@
 #define RK_PERFETTO_H
 
 #include "pfstats.h"
+#include "session.h"
 #include "timeline.h"
 
 /**
@@ -31,5 +32,13 @@
  * Return: 0, or -errno (reported).
  */
 int rk_perfetto_write(const struct rk_timeline *tl, const char *path, struct rk_perfetto_stats *st);
+
+/**
+ * rk_perfetto_write_noted() - the same, and what the session did not
+ * record (@loss, NULL: nothing said) as an instant on a track
+ * "ringkeeper: incomplete" at the first event.
+ */
+int rk_perfetto_write_noted(const struct rk_timeline *tl, const char *path,
+			    const struct rk_loss *loss, struct rk_perfetto_stats *st);
 
 #endif /* RK_PERFETTO_H */

@@ -700,10 +700,12 @@ static void print_json(FILE *out, struct report *r)
 	fprintf(out,
 		",\"window\":{\"first_ns\":%llu,\"last_ns\":%llu},\"wrapped_threads\":%zu,"
 		"\"by\":\"%s\",\"sort\":\"%s\",\"rows\":%zu,\"left_out\":{\"no_runs\":%zu,"
-		"\"past_top\":%zu}}}\n",
+		"\"past_top\":%zu}}",
 		(unsigned long long)r->first, (unsigned long long)r->last, r->nwrapped,
 		by_names[r->o->by], sort_names[r->o->sort], r->shown, r->no_runs,
 		r->nrows - r->shown);
+	rk_loss_json(out, r->o->loss);
+	fputs("}\n", out);
 }
 
 /* A note under the table, "# " and words wrapped to fit 120 columns. */
@@ -760,6 +762,8 @@ static void text_notes(FILE *out, const struct report *r)
 		     "%llu off-CPU periods of unknown state: recorded by a ringkeeper that "
 		     "did not keep it (before December 2026)",
 		     r->tot.offs[RK_OFF_UNKNOWN]);
+	/* Dropped switches make runs and delays out of thin air: said, with how many. */
+	rk_loss_say(out, o->loss, "# ");
 }
 
 static void print_text(FILE *out, struct report *r)

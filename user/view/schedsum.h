@@ -8,6 +8,7 @@
 #define RK_SCHEDSUM_H
 
 #include <stdio.h>
+#include "session.h"
 #include "timeline.h"
 
 /** struct rk_sched_sum - one thread's figures (ns). */
@@ -104,7 +105,8 @@ enum rk_sched_sort {
  * column; else at most 120 columns), @hist: log2 histograms instead of the
  * table (JSON: with each row); rows @by thread, process or comm, sorted by
  * @sort, the first @top (0: all); rows with no complete run only with @all;
- * of [@lo, @hi] only.
+ * of [@lo, @hi] only. @loss: what the session did not record, said under
+ * the table and as JSON's "loss" (NULL: nothing said).
  */
 struct rk_sched_opts {
 	int json, wide, hist, all;
@@ -112,6 +114,7 @@ struct rk_sched_opts {
 	enum rk_sched_sort sort;
 	size_t top;
 	__u64 lo, hi;
+	const struct rk_loss *loss;
 };
 
 /**

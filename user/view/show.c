@@ -637,12 +637,12 @@ static void corrupt_note(const struct rk_bufile *bf, const char *path, __u64 at,
 int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 	    struct rk_symbols *syms, const struct rk_tp_format *tpf, struct rk_show_counts *counts)
 {
-	return rk_show_range(out, bf, path, json, syms, tpf, counts, 0, ~0ull);
+	return rk_show_range(out, bf, path, json, syms, tpf, counts, 0, ~0ull, NULL);
 }
 
 int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 		  struct rk_symbols *syms, const struct rk_tp_format *tpf,
-		  struct rk_show_counts *counts, __u64 lo, __u64 hi)
+		  struct rk_show_counts *counts, __u64 lo, __u64 hi, const struct rk_loss *loss)
 {
 	const struct rk_thread_ident *id = bf->ident;
 	const struct rk_perf_event_attr *a = &bf->pmu->attr;
@@ -729,8 +729,11 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 		corrupt_note(bf, path, w.next, head);
 	if (counts)
 		*counts = w.c;
-	if (json)
-		fprintf(out, "]}\n");
+	if (json) {
+		fputc(']', out);
+		rk_loss_json(out, loss);
+		fputs("}\n", out);
+	}
 	if (!json)
 		fprintf(out,
 			"# %llu records: %llu samples, %llu switch-in, %llu switch-out, %llu wakeups, "
@@ -740,5 +743,7 @@ int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int j
 			w.c.stacks ? stacks_note(w.c.stacks) : "");
 	if (!json && w.c.outside)
 		fprintf(out, "# %llu records outside the time window, not shown\n", w.c.outside);
+	if (!json)
+		rk_loss_say(out, loss, "# ");
 	return err;
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "bufile.h"
+#include "session.h"
 #include "symbols.h"
 #include "tracedata.h"
 
@@ -36,11 +37,13 @@ int rk_show(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 
 /**
  * rk_show_range() - rk_show() of the records timed in [@lo, @hi] only
- * (--time, --last); the others are counted in @counts->outside.
+ * (--time, --last); the others are counted in @counts->outside. @loss:
+ * what the session did not record, said last (a footer, JSON's "loss");
+ * NULL: nothing said.
  */
 int rk_show_range(FILE *out, const struct rk_bufile *bf, const char *path, int json,
 		  struct rk_symbols *syms, const struct rk_tp_format *tpf,
-		  struct rk_show_counts *counts, __u64 lo, __u64 hi);
+		  struct rk_show_counts *counts, __u64 lo, __u64 hi, const struct rk_loss *loss);
 
 /** rk_show_end() - the newest record time of @bf (0: none). */
 __u64 rk_show_end(const struct rk_bufile *bf);
