@@ -593,7 +593,8 @@ void read_sysctl(const char *path, char *buf, size_t len)
 
 /*
  * Journal entries: NNN (the order kept), holding "w PATH\nVALUE", "u PATH\n"
- * (unlink it) or "r PATH\n" (a test's scratch root: removed with what is in it).
+ * (unlink it), "m PATH\n" (unmount it) or "r PATH\n" (a test's scratch root:
+ * whatever is mounted on it unmounted, then removed with what is in it).
  */
 static int journal_has(const char *kind, const char *path)
 {
@@ -669,6 +670,11 @@ void remove_at_restore(const char *path)
 	journal_add("u", path, "");
 }
 
+void unmount_at_restore(const char *path)
+{
+	journal_add("m", path, "");
+}
+
 static void remove_tree_at_restore(const char *path)
 {
 	journal_add("r", path, "");
@@ -683,6 +689,7 @@ static void remove_left_root(const char *path)
 	if (strncmp(path, RK_ROOT_PREFIX, strlen(RK_ROOT_PREFIX)) || strstr(path, "..") ||
 	    strchr(path, '\'') || access(path, F_OK))
 		return;
+	umount2(path, MNT_DETACH); /* a killed test's mount on it (a small tmpfs) */
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", path);
@@ -706,7 +713,8 @@ int restore_globals(void)
 		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
 		c = slurp(name);
 		nl = strchr(c, '\n');
-		if ((c[0] != 'w' && c[0] != 'u' && c[0] != 'r') || c[1] != ' ' || !nl)
+		if ((c[0] != 'w' && c[0] != 'u' && c[0] != 'r' && c[0] != 'm') || c[1] != ' ' ||
+		    !nl)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
 		if (c[0] == 'r') {
@@ -718,6 +726,8 @@ int restore_globals(void)
 			remove_left_root(path);
 			goto drop;
 		}
+		if (c[0] == 'm' && umount2(path, MNT_DETACH) && errno != EINVAL && errno != ENOENT)
+			fprintf(stderr, "cannot unmount %s: %s\n", path, strerror(errno));
 		if (c[0] == 'u')
 			unlink(path);
 		else if (write_value(path, nl + 1))
