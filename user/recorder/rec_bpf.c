@@ -145,6 +145,12 @@ int rec_bpf_load(struct rk_rec *r)
 		r->skel->maps.runnable,
 		o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS) :
 				   1);
+	/*
+	 * The dumping task's cwd for the core handler is walked with
+	 * bpf_loop() (5.17+, in every program type).
+	 */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_SOCKET_FILTER, BPF_FUNC_loop, NULL) != 1)
+		bpf_program__set_autoload(r->skel->progs.rk_dump_cwd, false);
 	err = sw_size(r, o->ringbuf_size);
 	if (!err)
 		err = rec_offcpu_size(r);
@@ -473,11 +479,17 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 	return f;
 }
 
-const char *const rec_link_names[RK_NLINKS] = {
-	"link_sched_switch",	 "link_fork",		"link_exec",	      "link_exit",
-	"link_signal_deliver",	 "link_task_rename",	"link_cgroup_attach", "link_sched_waking",
-	"link_sched_wakeup_new", "link_signal_generate"
-};
+const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",
+						"link_fork",
+						"link_exec",
+						"link_exit",
+						"link_signal_deliver",
+						"link_task_rename",
+						"link_cgroup_attach",
+						"link_sched_waking",
+						"link_sched_wakeup_new",
+						"link_signal_generate",
+						"link_dump_cwd" };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -552,7 +564,7 @@ void rec_unpin_links(void)
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
 static const char *const pinned_maps[] = { "pmu_info",	   "counters", "signals", "self",
 					   "pin_asked",	   "traced",   "swring",  "swpos",
-					   "renames_held", "stkring" };
+					   "renames_held", "stkring",  "dump_cwd" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -590,6 +602,7 @@ int rec_pin_links(struct rk_rec *r)
 		r->skel->links.rk_sched_waking,
 		r->skel->links.rk_sched_wakeup_new,
 		r->skel->links.rk_signal_generate,
+		r->skel->links.rk_dump_cwd,
 	};
 	char path[128];
 	size_t i;
@@ -615,7 +628,7 @@ int rec_pin_maps(struct rk_rec *r)
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
 		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
 		r->skel->maps.swring,	r->skel->maps.swpos,	 r->skel->maps.renames_held,
-		r->skel->maps.stkring,
+		r->skel->maps.stkring,	r->skel->maps.dump_cwd,
 	};
 	char path[128];
 	size_t i;
