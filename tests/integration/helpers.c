@@ -700,11 +700,39 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/*
+ * The mounts kept, unmounted first: a scratch root kept before them is
+ * removed only once nothing is mounted in it. How many were still there.
+ */
+static int unmount_kept(struct dirent **ents, int n)
+{
+	char name[300], path[300], *c, *nl;
+	int i, done = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ents[i]->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
+		c = slurp(name);
+		nl = strchr(c, '\n');
+		if (c[0] != 'm' || c[1] != ' ' || !nl)
+			continue;
+		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
+		/* Unmounted by the test already (EINVAL): nothing was left. */
+		if (!umount2(path, MNT_DETACH))
+			done++;
+		else if (errno != EINVAL && errno != ENOENT)
+			fprintf(stderr, "cannot unmount %s: %s\n", path, strerror(errno));
+	}
+	return done;
+}
+
 int restore_globals(void)
 {
 	struct dirent **ents;
-	int n = scandir(RK_RESTORE_DIR, &ents, NULL, by_name), i, done = 0;
+	int n = scandir(RK_RESTORE_DIR, &ents, NULL, by_name), i, done;
 
+	done = unmount_kept(ents, n);
 	for (i = 0; i < n; i++) {
 		char name[300], path[300], *c, *nl;
 
@@ -726,8 +754,8 @@ int restore_globals(void)
 			remove_left_root(path);
 			goto drop;
 		}
-		if (c[0] == 'm' && umount2(path, MNT_DETACH) && errno != EINVAL && errno != ENOENT)
-			fprintf(stderr, "cannot unmount %s: %s\n", path, strerror(errno));
+		if (c[0] == 'm')
+			goto drop; /* unmount_kept() */
 		if (c[0] == 'u')
 			unlink(path);
 		else if (write_value(path, nl + 1))

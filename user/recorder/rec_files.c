@@ -388,14 +388,15 @@ void rec_err_full(const struct rk_rec *r, const char *what, const char *path, co
 	struct statfs sf;
 
 	if (statfs(r->o->root, &sf)) {
-		rk_err("cannot %s %s: no space left on the filesystem of %s: free space there, "
-		       "or record into another --root%s",
-		       what, path, r->o->root, then);
+		rk_err("cannot %s %s: %s on the filesystem of %s: free space there, or record "
+		       "into another --root%s",
+		       what, path, strerror(ENOSPC), r->o->root, then);
 		return;
 	}
-	rk_err("cannot %s %s: the %s holding %s is full (%s free of %s): free space there, or "
-	       "record into another --root%s",
-	       what, path, sf.f_type == TMPFS_MAGIC_ ? "tmpfs" : "filesystem", r->o->root,
+	rk_err("cannot %s %s: %s: the %s holding %s is full (%s free of %s): free space there, "
+	       "or record into another --root%s",
+	       what, path, strerror(ENOSPC), sf.f_type == TMPFS_MAGIC_ ? "tmpfs" : "filesystem",
+	       r->o->root,
 	       rk_fmt_size((uint64_t)sf.f_bavail * (uint64_t)sf.f_frsize, b1, sizeof(b1)),
 	       rk_fmt_size((uint64_t)sf.f_blocks * (uint64_t)sf.f_frsize, b2, sizeof(b2)), then);
 }
