@@ -1253,6 +1253,7 @@ static void dump_cwd_take(const struct rk_crash *c, struct task_at *at)
 		     -1 :
 		     (int)syscall(SYS_openat2, at->root, path, &how, sizeof(how));
 	if (fd >= 0 && !fd_where(fd, &mnt, &ino) && (__u32)mnt == v.mnt_id && ino == v.ino) {
+		rk_strip_controls(path); /* names a user chose, into the system log */
 		syslog(LOG_INFO,
 		       "pid %d: its cwd changed since its dump started (a process sharing it, "
 		       "CLONE_FS): the core goes to /%s, the cwd then",
