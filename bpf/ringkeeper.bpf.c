@@ -983,6 +983,144 @@ int BPF_PROG(rk_signal_deliver, int sig, struct kernel_siginfo *info, struct k_s
 	return 0;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256); /* dumps under way at once; each handler takes its own */
+	__type(key, __u32);
+	__type(value, struct rk_dump_cwd);
+} dump_cwd SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rk_dump_cwd);
+} dump_cwd_scratch SEC(".maps");
+
+/* The core of a task being dumped: signal_struct::core_state (mm's before 5.16). */
+struct mm_struct___core_state {
+	struct core_state *core_state;
+} __attribute__((preserve_access_index));
+
+static __always_inline int dumping(struct task_struct *t)
+{
+	struct mm_struct___core_state *mm;
+
+	if (bpf_core_field_exists(t->signal->core_state))
+		return BPF_CORE_READ(t, signal, core_state) != NULL;
+	mm = (void *)BPF_CORE_READ(t, mm);
+	return mm && BPF_CORE_READ(mm, core_state) != NULL;
+}
+
+/* Where cwd_step() is in the walk from a dumping task's cwd up to its root. */
+struct cwd_walk {
+	struct rk_dump_cwd *v;
+	struct dentry *d, *root_d;
+	struct vfsmount *vm, *root_vm;
+	struct mount *m;
+	__u32 pos;
+};
+
+/*
+ * One step up, as d_path() walks: a name, or from a mount's root to where
+ * it is mounted. Return: 1 at the task's root (whole), or when the names
+ * do not fit, or at the top of the tree (the cwd outside the root); else 0.
+ */
+static long cwd_step(__u32 i, void *ctx)
+{
+	/* Locals: CO-RE reads relocate what they walk, and struct cwd_walk is ours. */
+	struct cwd_walk *w = ctx;
+	struct dentry *d = w->d, *parent;
+	struct vfsmount *vm = w->vm;
+	struct mount *m = w->m;
+	long n;
+
+	if (d == w->root_d && vm == w->root_vm) {
+		w->v->flags |= RK_DUMP_CWD_WHOLE;
+		return 1;
+	}
+	parent = BPF_CORE_READ(d, d_parent);
+	if (d == BPF_CORE_READ(vm, mnt_root) || d == parent) {
+		struct mount *pm = BPF_CORE_READ(m, mnt_parent);
+
+		if (pm == m)
+			return 1;
+		w->d = BPF_CORE_READ(m, mnt_mountpoint);
+		w->m = pm;
+		w->vm = (void *)((char *)pm + bpf_core_field_offset(struct mount, mnt));
+		return 0;
+	}
+	if (w->pos >= RK_DUMP_PATH_MAX)
+		return 1;
+	n = bpf_probe_read_kernel_str(&w->v->path[w->pos & (RK_DUMP_PATH_MAX - 1)],
+				      RK_DUMP_NAME_MAX, BPF_CORE_READ(d, d_name.name));
+	if (n <= 1)
+		return 1;
+	w->pos += (__u32)n;
+	w->d = parent;
+	return 0;
+}
+
+/* @v's cwd: its inode, its mount, the names up to the task's root (struct rk_dump_cwd). */
+static __always_inline void cwd_names(struct rk_dump_cwd *v, struct fs_struct *fs)
+{
+	struct dentry *d = BPF_CORE_READ(fs, pwd.dentry);
+	struct vfsmount *vm = BPF_CORE_READ(fs, pwd.mnt);
+	struct mount *m = (void *)((char *)vm - bpf_core_field_offset(struct mount, mnt));
+	struct cwd_walk w = {
+		.v = v,
+		.d = d,
+		.root_d = BPF_CORE_READ(fs, root.dentry),
+		.vm = vm,
+		.root_vm = BPF_CORE_READ(fs, root.mnt),
+		.m = m,
+	};
+
+	v->ino = BPF_CORE_READ(d, d_inode, i_ino);
+	v->mnt_id = (__u32)BPF_CORE_READ(m, mnt_id);
+	bpf_loop(RK_DUMP_DEPTH, cwd_step, &w, 0);
+	v->len = w.pos;
+}
+
+/* What the kernel queues to start a usermode helper (kernel/umh.c); 0 if not in kallsyms. */
+extern const void call_usermodehelper_exec_work __ksym __weak;
+
+/*
+ * A core dump's pipe handler is being started: call_usermodehelper_exec()
+ * queues its work from the dumping task, after coredump_wait() and the
+ * pattern's expansion, where the kernel would open a file pattern's
+ * relative name. The task's cwd then, for the handler (struct rk_dump_cwd),
+ * taken once per dump. Every dump, traced or not: the handler delivers
+ * every core. A tracepoint, as fentry and kprobes are not everywhere.
+ */
+SEC("tp_btf/workqueue_queue_work")
+int BPF_PROG(rk_dump_cwd, int req_cpu, struct pool_workqueue *pwq, struct work_struct *work)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u32 zero = 0, tgid;
+	struct rk_dump_cwd *v, *had;
+	__u64 start;
+
+	if (!&call_usermodehelper_exec_work ||
+	    (const void *)BPF_CORE_READ(work, func) != &call_usermodehelper_exec_work ||
+	    (t->flags & RK_PF_KTHREAD) || !dumping(t))
+		return 0;
+	tgid = (__u32)t->tgid;
+	start = BPF_CORE_READ(t, group_leader, start_boottime);
+	had = bpf_map_lookup_elem(&dump_cwd, &tgid);
+	if (had && had->start_ns == start)
+		return 0; /* this dump's, taken already */
+	v = bpf_map_lookup_elem(&dump_cwd_scratch, &zero);
+	if (!v)
+		return 0;
+	v->flags = 0;
+	v->len = 0;
+	v->start_ns = start;
+	cwd_names(v, BPF_CORE_READ(t, fs));
+	bpf_map_update_elem(&dump_cwd, &tgid, v, BPF_ANY);
+	return 0;
+}
+
 /*
  * --trigger killed: SIGKILL sent to a traced process, with who sent it:
  * the sender is current here (the OOM killer's SIGKILL, SI_KERNEL, is sent

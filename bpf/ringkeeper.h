@@ -451,6 +451,30 @@ struct rk_signal {
 	char comm[RK_COMM_LEN];
 };
 
+/*
+ * The cwd of a process dumping core, taken in BPF at the dump's start, where
+ * the kernel would open a relative core file (call_usermodehelper_setup(),
+ * after coredump_wait()): a process sharing its fs_struct (CLONE_FS) may
+ * chdir() before the core_pattern handler reads /proc/PID/cwd. Keyed by
+ * tgid in the pinned map "dump_cwd"; the handler takes and deletes it.
+ * @path: the names from the cwd up to the task's root, the cwd's first,
+ * each ending in a NUL (mounts crossed in the task's own mount tree).
+ */
+#define RK_DUMP_PATH_MAX 4096
+#define RK_DUMP_NAME_MAX 256 /* NAME_MAX + its NUL */
+#define RK_DUMP_DEPTH 256 /* names and mount crossings walked at most */
+#define RK_DUMP_CWD_WHOLE 1 /* @path reaches the task's root */
+
+struct rk_dump_cwd {
+	__u64 start_ns; /* the process's start (task_struct::start_boottime) */
+	__u64 ino; /* the cwd's inode */
+	__u32 mnt_id; /* its mount's id (statx's STATX_MNT_ID) */
+	__u32 len; /* bytes of @path used */
+	__u32 flags; /* RK_DUMP_CWD_* */
+	__u32 pad;
+	char path[RK_DUMP_PATH_MAX + RK_DUMP_NAME_MAX];
+};
+
 _Static_assert(sizeof(struct pmu_info) == RK_PMU_INFO_NOTE_SIZE, "pmu_info size");
 _Static_assert(sizeof(struct rk_perf_event_attr) == RK_PERF_ATTR_SIZE, "attr size");
 _Static_assert(sizeof(struct rk_pmu_key) == 8, "key size");
@@ -463,5 +487,7 @@ _Static_assert(sizeof(struct rk_swpos) == 64, "ring position: a cache line");
 _Static_assert(sizeof(struct rk_stack) == 1024, "stack slot size");
 _Static_assert(sizeof(struct rk_pt_desc) == 232, "pt descriptor size");
 _Static_assert(sizeof(struct rk_pt_desc) <= RK_PMU_DESC_MAX, "pt descriptor fits");
+_Static_assert(sizeof(struct rk_dump_cwd) == 32 + RK_DUMP_PATH_MAX + RK_DUMP_NAME_MAX,
+	       "dump cwd size");
 
 #endif /* RINGKEEPER_H */

@@ -612,8 +612,8 @@ void read_sysctl(const char *path, char *buf, size_t len)
 
 /*
  * Journal entries: NNN (the order kept), holding "w PATH\nVALUE", "u PATH\n"
- * (unlink it), "m PATH\n" (a mount of the test's: unmounted, its directory
- * removed) or "r PATH\n" (a test's scratch root: removed with what is in it).
+ * (unlink it), "m PATH\n" (unmount it) or "r PATH\n" (a test's scratch root:
+ * whatever is mounted on it unmounted, then removed with what is in it).
  */
 static int journal_has(const char *kind, const char *path)
 {
@@ -708,6 +708,7 @@ static void remove_left_root(const char *path)
 	if (strncmp(path, RK_ROOT_PREFIX, strlen(RK_ROOT_PREFIX)) || strstr(path, "..") ||
 	    strchr(path, '\'') || access(path, F_OK))
 		return;
+	umount2(path, MNT_DETACH); /* a killed test's mount on it (a small tmpfs) */
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd))
 		fprintf(stderr, "cannot remove %s\n", path);
@@ -718,11 +719,40 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/*
+ * The mounts kept, unmounted first: a scratch root kept before them is
+ * removed only once nothing is mounted in it. How many were still there.
+ */
+static int unmount_kept(struct dirent **ents, int n)
+{
+	char name[300], path[300], *c, *nl;
+	int i, done = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ents[i]->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
+		c = slurp(name);
+		nl = strchr(c, '\n');
+		if (c[0] != 'm' || c[1] != ' ' || !nl)
+			continue;
+		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
+		/* Unmounted by the test already (EINVAL): nothing was left. */
+		if (!umount2(path, MNT_DETACH))
+			done++;
+		else if (errno != EINVAL && errno != ENOENT)
+			fprintf(stderr, "cannot unmount %s: %s\n", path, strerror(errno));
+		rmdir(path); /* a mount point of its own (outside the root): empty now */
+	}
+	return done;
+}
+
 int restore_globals(void)
 {
 	struct dirent **ents;
-	int n = scandir(RK_RESTORE_DIR, &ents, NULL, by_name), i, done = 0;
+	int n = scandir(RK_RESTORE_DIR, &ents, NULL, by_name), i, done;
 
+	done = unmount_kept(ents, n);
 	for (i = 0; i < n; i++) {
 		char name[300], path[300], *c, *nl;
 
@@ -731,7 +761,8 @@ int restore_globals(void)
 		snprintf(name, sizeof(name), RK_RESTORE_DIR "/%s", ents[i]->d_name);
 		c = slurp(name);
 		nl = strchr(c, '\n');
-		if (!strchr("wurm", c[0]) || !c[0] || c[1] != ' ' || !nl)
+		if ((c[0] != 'w' && c[0] != 'u' && c[0] != 'r' && c[0] != 'm') || c[1] != ' ' ||
+		    !nl)
 			goto drop;
 		snprintf(path, sizeof(path), "%.*s", (int)(nl - c - 2), c + 2);
 		if (c[0] == 'r') {
@@ -743,13 +774,8 @@ int restore_globals(void)
 			remove_left_root(path);
 			goto drop;
 		}
-		if (c[0] == 'm') {
-			/* Its test unmounted it, unless it failed first: then not counted. */
-			if (!umount2(path, MNT_DETACH))
-				done++;
-			rmdir(path);
-			goto drop;
-		}
+		if (c[0] == 'm')
+			goto drop; /* unmount_kept() */
 		if (c[0] == 'u')
 			unlink(path);
 		else if (write_value(path, nl + 1))

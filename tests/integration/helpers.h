@@ -110,7 +110,7 @@ void sysctl_set_restored(const char *path, const char *value);
 void sysctl_keep(const char *path);
 /* Remove @path (a file a command the test runs will make) when restoring. */
 void remove_at_restore(const char *path);
-/* Unmount @path (a mount the test made) and remove its directory, on every path. */
+/* Unmount @path (a mount the test makes; lazily, whatever still uses it) when restoring. */
 void unmount_at_restore(const char *path);
 /* Put back everything kept, in the order kept; how many entries were put back. */
 int restore_globals(void);

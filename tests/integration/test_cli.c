@@ -545,7 +545,7 @@ Test(cli, every_test_the_readme_and_guide_cite_exists)
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && n=0; for t in $(grep -oh '`[a-z_]*::[a-z_0-9]*`' README.md "
 		 "docs/guide.md | tr -d '`' | sort -u); do n=$((n+1)); grep -q "
-		 "\"^Test(${t%%%%::*}, ${t##*::})\" tests/unit/*.c tests/integration/*.c || "
+		 "\"^Test(${t%%%%::*}, ${t##*::}[,)]\" tests/unit/*.c tests/integration/*.c || "
 		 "echo \"missing $t\"; done; echo \"cited $n\"",
 		 repo);
 	s = sh_out(cmd, &st);

@@ -636,7 +636,7 @@ static void keep_core_settings(void)
  * Save core_pattern and core_pipe_limit (the .fini puts them back), set a
  * file pattern into this test's root, and install the handler over it.
  */
-static void install_over_file_pattern(char *pattern, size_t len)
+static void install_over(const char *pattern)
 {
 	char *install[] = { (char *)rk_bin, "coredump", "--install", NULL };
 	int status;
@@ -647,10 +647,15 @@ static void install_over_file_pattern(char *pattern, size_t len)
 	if (strstr(saved_pattern, "ringkeeper coredump --handle"))
 		cr_skip_test("ringkeeper's handler is installed on this machine: not touching it");
 	keep_core_settings();
-	snprintf(pattern, len, "%s/core.%%e.%%P", root);
 	sysctl_set_restored("/proc/sys/kernel/core_pattern", pattern);
 	status = run_rk(install, NULL, NULL);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "install failed");
+}
+
+static void install_over_file_pattern(char *pattern, size_t len)
+{
+	snprintf(pattern, len, "%s/core.%%e.%%P", root);
+	install_over(pattern);
 }
 
 Test(coredump, through_the_kernel_install_crash_uninstall, .fini = kernel_fini)
@@ -1396,4 +1401,133 @@ Test(coredump, a_relative_core_goes_to_the_cwd_at_the_dump_s_start)
 	cr_assert_eq(access(path, F_OK), 0, "the core is not in the cwd at the dump's start");
 	snprintf(path, sizeof(path), "%s/core.%d", b, v);
 	cr_assert_neq(access(path, F_OK), 0, "the core followed the sibling's chdir");
+}
+
+/*
+ * The CLONE_FS sibling of the test below: once its crasher (its parent)
+ * waits for the handler to start or writes its core into the handler's
+ * pipe, the dump has started; from then on it moves their shared cwd
+ * between @arg's two directories, as fast as it can, until the crasher is
+ * gone.
+ */
+static int move_cwd_once_dumping(void *arg)
+{
+	char *const *dirs = arg, path[64], wchan[64];
+	pid_t crasher = getppid();
+	uint64_t end = now_ms() + 30000;
+	unsigned int i = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", crasher);
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, wchan, sizeof(wchan) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		/*
+		 * Waiting for its handler to start (the kernel would have opened
+		 * a file core by then), or writing into its pipe: pipe_write,
+		 * anon_pipe_write since 6.16.
+		 */
+		if (n > 0 && (wchan[n] = '\0', strstr(wchan, "call_usermodehelper_exec") ||
+						       strstr(wchan, "pipe_write")))
+			break;
+		if (getppid() != crasher || now_ms() > end)
+			_exit(1);
+	}
+	while (getppid() == crasher)
+		if (chdir(dirs[i++ & 1]))
+			_exit(2);
+	_exit(0);
+}
+
+/* The names in @dir, each removed; how many there were (the first in @name). */
+static int take_files(const char *dir, char *name, size_t len)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	char path[600];
+	int n = 0;
+
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!n++ && name)
+			snprintf(name, len, "%s", de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Through the kernel, a relative pattern: each crasher's CLONE_FS sibling
+ * moves their shared cwd (between two other directories) from the moment
+ * the dump is under way, before the handler looks at /proc/PID/cwd. A
+ * running recorder's BPF takes the cwd at the dump's start, as the kernel
+ * resolves a file pattern there; every core lands in that directory, as
+ * the kernel's own would (once: 9 of 20, the handler took the cwd it found).
+ */
+#define CWD_CRASHES 20
+
+Test(coredump, through_the_kernel_a_clone_fs_sibling_does_not_steer_a_relative_core,
+     .fini = kernel_fini)
+{
+	static char stack[1 << 16];
+	char a[128], b[128], c[128], name[300], *dirs[2] = { b, c };
+	int ready, i, in_a = 0, elsewhere = 0;
+	char line[16];
+	pid_t rk, v;
+
+	cr_assert_eq(chmod(root, 0755), 0);
+	snprintf(a, sizeof(a), "%s/a", root);
+	snprintf(b, sizeof(b), "%s/b", root);
+	snprintf(c, sizeof(c), "%s/c", root);
+	cr_assert_eq(mkdir(a, 0755), 0);
+	cr_assert_eq(mkdir(b, 0755), 0);
+	cr_assert_eq(mkdir(c, 0755), 0);
+	install_over("core.%P");
+	rk = start_recorder_on(start_sleep(0), "cwd", &ready, NULL);
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
+	close(ready);
+	for (i = 0; i < CWD_CRASHES; i++) {
+		int st, na, nb, nc;
+
+		v = fork();
+		cr_assert_geq(v, 0);
+		if (!v) {
+			/* A small core: the handler cuts a file core at RLIMIT_CORE, as the kernel. */
+			struct rlimit rl = { 1 << 20, 1 << 20 };
+
+			if (chdir(a) || setrlimit(RLIMIT_CORE, &rl) ||
+			    clone(move_cwd_once_dumping, stack + sizeof(stack), CLONE_FS | SIGCHLD,
+				  dirs) < 0)
+				_exit(125);
+			signal(SIGSEGV, SIG_DFL);
+			raise(SIGSEGV);
+			_exit(126);
+		}
+		st = wait_for(v, 60000);
+		cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV && WCOREDUMP(st),
+			  "crash %d: status 0x%x", i, st);
+		na = take_files(a, name, sizeof(name));
+		nb = take_files(b, NULL, 0);
+		nc = take_files(c, NULL, 0);
+		cr_assert(na <= 1 && na + nb + nc == 1, "crash %d: %d cores in a, %d in b, %d in c",
+			  i, na, nb, nc);
+		if (na) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "core.%d", v);
+			cr_assert_str_eq(name, want);
+		}
+		in_a += na;
+		elsewhere += nb + nc;
+	}
+	kill(rk, SIGINT);
+	cr_assert_eq(wait_for(rk, 30000), 0, "the recorder did not end cleanly");
+	cr_assert_eq(in_a, CWD_CRASHES, "%d of %d cores in the cwd of the dump's start (%d moved)",
+		     in_a, CWD_CRASHES, elsewhere);
 }

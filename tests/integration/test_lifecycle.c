@@ -493,6 +493,7 @@ static void small_tmpfs(char *mnt, size_t len, const char *opts)
 {
 	snprintf(mnt, len, "%s/small", root);
 	cr_assert_eq(mkdir(mnt, 0755), 0);
+	unmount_at_restore(mnt); /* a failed assertion skips the test's own umount */
 	if (mount("tmpfs", mnt, "tmpfs", 0, opts))
 		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
 }
@@ -993,4 +994,123 @@ Test(lifecycle, resume_of_an_e_session_goes_on_sampling)
 	s = sh_out(cmd, NULL);
 	cr_assert_gt(atoi(s), 0, "no sample resolves to the workload's body()");
 	free(s);
+}
+
+/* `ulimit -n @n` (soft and hard, as the shell sets it), then record @opts -- @cmd; its output. */
+static char *record_under_nofile(int n, const char *opts, const char *cmd, int *status)
+{
+	char line[800];
+
+	snprintf(line, sizeof(line),
+		 "ulimit -n %d && exec %s record --root %s --session f%d %s -- %s 2>&1 >/dev/null",
+		 n, rk_bin, root, n, opts, cmd);
+	return sh_out(line, status);
+}
+
+/*
+ * Too few file descriptors for the start-up: said before anything is made
+ * (what is short, the limit, what to do), exit 1. At 48 the loop's epoll
+ * once failed after "recording session" without a word; at 32 a failed
+ * dup() came out as ENOENT. The need it states is enough to record.
+ */
+Test(lifecycle, too_few_file_descriptors_are_said_up_front_with_what_is_needed)
+{
+	static const struct {
+		int n;
+		const char *opts;
+	} runs[] = { { 48, "" }, { 32, "" }, { 48, "-e cpu-clock" } };
+	char want[96], dir[128], cmd[300], *out, *p;
+	int i, status, need;
+
+	snprintf(cmd, sizeof(cmd), "%s -t 4 -i 50", workload);
+	for (i = 0; i < 3; i++) {
+		out = record_under_nofile(runs[i].n, runs[i].opts, cmd, &status);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+			  "ulimit -n %d: status 0x%x\n%s", runs[i].n, status, out);
+		cr_assert_not_null(strstr(out, "too few file descriptors"), "%s", out);
+		snprintf(want, sizeof(want), "RLIMIT_NOFILE is %d: raise it (ulimit -n ",
+			 runs[i].n);
+		p = strstr(out, want);
+		cr_assert_not_null(p, "no limit and advice:\n%s", out);
+		need = atoi(p + strlen(want));
+		cr_assert_gt(need, runs[i].n, "%s", out);
+		cr_assert_lt(need, 1024, "a need above the usual default: %s", out);
+		cr_assert_null(strstr(out, "recording session"), "said after starting:\n%s", out);
+		cr_assert_null(strstr(out, "No such file"), "%s", out);
+		snprintf(dir, sizeof(dir), "%s/f%d", root, runs[i].n);
+		cr_assert_neq(access(dir, F_OK), 0, "a session was left: %s", dir);
+		free(out);
+		/* What it asked for is enough: the same run records. */
+		out = record_under_nofile(need, runs[i].opts, cmd, &status);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "ulimit -n %d, as asked: status 0x%x\n%s", need, status, out);
+		cr_assert_not_null(strstr(out, "nothing dropped or lost"), "%s", out);
+		free(out);
+		snprintf(dir, sizeof(dir), "rm -rf %s/f%d", root, need);
+		free(sh_out(dir, NULL));
+	}
+}
+
+/* The small tmpfs a test mounted on its root, gone before the root is removed. */
+static void tmpfs_root_fini(void)
+{
+	umount2(root, MNT_DETACH);
+	restore_globals();
+	rk_test_teardown();
+}
+
+/* A small tmpfs on the test's root, with @free_kb left. */
+static void full_tmpfs_root(unsigned int free_kb)
+{
+	char cmd[300];
+
+	umount2(root, MNT_DETACH);
+	cr_assert_eq(mount("none", root, "tmpfs", 0, "size=1m,mode=0755"), 0, "mount: %s",
+		     strerror(errno));
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of=%s/fill bs=1k count=%u 2>/dev/null", root,
+		 1024 - free_kb);
+	free(sh_out(cmd, NULL));
+}
+
+/*
+ * A full tmpfs under --root: named (that tmpfs, not /dev/shm), with what
+ * to do. Full at the start: exit 1 before anything is recorded (the stat
+ * file's first store killed the recorder with SIGBUS); full for the first
+ * thread's file; full while recording (the records lost are not for a
+ * larger -m, which would lose more).
+ */
+Test(lifecycle, a_full_tmpfs_under_root_is_named_with_what_to_do, .fini = tmpfs_root_fini)
+{
+	char want[160], cmd[600], *out;
+	int status;
+
+	unmount_at_restore(root);
+	snprintf(want, sizeof(want), "the tmpfs holding %s is full", root);
+	snprintf(cmd, sizeof(cmd), "%s record --root %s --session s -- %s -t 2 -i 2000 -s 10 2>&1",
+		 rk_bin, root, workload);
+
+	full_tmpfs_root(0);
+	out = sh_out(cmd, &status);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status 0x%x\n%s", status, out);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_not_null(strstr(out, "record into another --root; nothing recorded"), "%s", out);
+	cr_assert_null(strstr(out, "recording session"), "%s", out);
+	free(out);
+
+	full_tmpfs_root(4); /* the stat file's page, no thread's */
+	out = sh_out(cmd, &status);
+	cr_assert(WIFEXITED(status), "status 0x%x\n%s", status, out);
+	cr_assert_not_null(strstr(out, "cannot create buffer file"), "%s", out);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_null(strstr(out, "free space in /dev/shm"), "%s", out);
+	free(out);
+
+	full_tmpfs_root(24); /* the first pages of the threads' files */
+	out = sh_out(cmd, &status);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x\n%s", status, out);
+	cr_assert_not_null(strstr(out, "lost their memory while written"), "%s", out);
+	snprintf(want, sizeof(want), "the filesystem holding %s full", root);
+	cr_assert_not_null(strstr(out, want), "%s", out);
+	cr_assert_null(strstr(out, "raise -m"), "a larger -m would lose more:\n%s", out);
+	free(out);
 }

@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+#include <bpf/bpf.h>
 #include "bufile.h"
 #include "coredump.h"
 #include "elfcore.h"
@@ -1105,9 +1107,9 @@ static int create_core(const char *name, uid_t uid)
 
 /*
  * Where the kernel resolves a core file's name: the crashing task's root
- * and cwd, taken when the handler starts (the kernel's dump start: a
- * sibling sharing its fs_struct may chdir() meanwhile), and its user
- * namespace where that is not ours (-1: ours).
+ * and cwd, taken when the handler starts (the cwd then corrected to the
+ * dump's start where a recorder's BPF took it: dump_cwd_take()), and its
+ * user namespace where that is not ours (-1: ours).
  */
 struct task_at {
 	int root, cwd, userns;
@@ -1162,6 +1164,133 @@ static void task_at_take(const struct rk_crash *c, const struct creds *cr, struc
 	at->userns = open(path, O_RDONLY | O_CLOEXEC);
 	at->ns_uid = (uid_t)u;
 	at->ns_gid = (gid_t)g;
+}
+
+/* @fd's mount id (/proc/self/fdinfo, as statx's STATX_MNT_ID) and inode; -1: unknown. */
+static int fd_where(int fd, int *mnt_id, ino_t *ino)
+{
+	char path[64], line[128];
+	struct stat st;
+	FILE *f;
+
+	*mnt_id = -1;
+	if (fstat(fd, &st))
+		return -1;
+	*ino = st.st_ino;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "mnt_id: %d", mnt_id) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return *mnt_id < 0 ? -1 : 0;
+}
+
+/* Did the dump of @c start in the process that runs now (its start, as /proc/PID/stat says it)? */
+static int same_start(const struct rk_crash *c, __u64 start_ns)
+{
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", c->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || hz <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* Field 22, starttime: after the comm's last ')', whatever the comm holds. */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &ticks) != 1)
+		return 0;
+	return ticks == start_ns / (1000000000ull / (unsigned long long)hz);
+}
+
+/*
+ * The names of a struct rk_dump_cwd (the cwd's first) as a path from the
+ * task's root ("." for the root itself). Return: 0, or -1 if it is not whole.
+ */
+static int dump_cwd_path(const struct rk_dump_cwd *v, char *out, size_t len)
+{
+	const char *names[RK_DUMP_DEPTH];
+	size_t n = 0, o = 0, at = 0, l = v->len < RK_DUMP_PATH_MAX ? v->len : RK_DUMP_PATH_MAX;
+
+	if (!(v->flags & RK_DUMP_CWD_WHOLE))
+		return -1;
+	while (at < l && n < RK_DUMP_DEPTH) {
+		names[n++] = v->path + at;
+		at += strnlen(v->path + at, l - at) + 1;
+	}
+	if (at != l)
+		return -1; /* a name without its NUL, or more names than a walk takes */
+	out[0] = '\0';
+	while (n--) {
+		int w = snprintf(out + o, len - o, "%s%s", o ? "/" : "", names[n]);
+
+		if (w < 0 || (size_t)w >= len - o)
+			return -1;
+		o += (size_t)w;
+	}
+	if (!o)
+		snprintf(out, len, ".");
+	return 0;
+}
+
+/*
+ * Make @at's cwd the one the task had when its dump started, where a
+ * running recorder's BPF took it (struct rk_dump_cwd): /proc/PID/cwd is
+ * the fs_struct's cwd now, which a process sharing it (CLONE_FS) may have
+ * changed since. The same directory (mount and inode): nothing to do.
+ * Another: found again by its names from the task's root, within it, and
+ * taken only if it is still that directory. No recorder, or no record:
+ * the cwd as the handler found it, as before.
+ */
+static void dump_cwd_take(const struct rk_crash *c, struct task_at *at)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS |
+					   RESOLVE_NO_MAGICLINKS };
+	int map = bpf_obj_get(RK_BPFFS_DIR "/dump_cwd"), mnt, fd;
+	__u32 key = (__u32)c->pid;
+	static struct rk_dump_cwd v;
+	char path[RK_DUMP_PATH_MAX + 8];
+	ino_t ino;
+
+	if (map < 0)
+		return;
+	fd = bpf_map_lookup_and_delete_elem(map, &key, &v);
+	close(map);
+	if (fd || !same_start(c, v.start_ns) || at->cwd < 0 || at->root < 0)
+		return;
+	if (!fd_where(at->cwd, &mnt, &ino) && (__u32)mnt == v.mnt_id && ino == v.ino)
+		return;
+	fd = dump_cwd_path(&v, path, sizeof(path)) ?
+		     -1 :
+		     (int)syscall(SYS_openat2, at->root, path, &how, sizeof(how));
+	if (fd >= 0 && !fd_where(fd, &mnt, &ino) && (__u32)mnt == v.mnt_id && ino == v.ino) {
+		rk_strip_controls(path); /* names a user chose, into the system log */
+		syslog(LOG_INFO,
+		       "pid %d: its cwd changed since its dump started (a process sharing it, "
+		       "CLONE_FS): the core goes to /%s, the cwd then",
+		       c->pid, path);
+		close(at->cwd);
+		at->cwd = fd;
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	syslog(LOG_WARNING,
+	       "pid %d: its cwd changed since its dump started, and that directory (mount %u, "
+	       "inode %llu) is no longer found by its names: the core goes to its cwd now",
+	       c->pid, v.mnt_id, (unsigned long long)v.ino);
 }
 
 static void task_at_close(struct task_at *at)
@@ -1430,6 +1559,7 @@ static int handle(int argc, char **argv)
 	crash_details(&c);
 	task_creds(&c, &cr);
 	task_at_take(&c, &cr, &at);
+	dump_cwd_take(&c, &at);
 	/*
 	 * Whose core it is: the crashing user's (a file it owns, or what the
 	 * previous pipe handler gives it), or root's alone (suid_dumpable=2, or

@@ -24,7 +24,7 @@
 #include "session.h"
 #include "swring.h"
 
-#define RK_NLINKS 10
+#define RK_NLINKS 11
 
 #define BPF_FS_MAGIC_ 0xcafe4a11
 #define TRACEFS_MAGIC_ 0x74726163

@@ -56,12 +56,46 @@ static void wakeup_context_setup(struct rk_rec *r)
 	r->skel->rodata->cfg_pc_from_rq = err ? 0 : off;
 }
 
+/*
+ * The maps the loader maps, each on a descriptor of its own (the mappings
+ * outlive the skeleton's). Return: 0, or -errno of the dup() that failed
+ * (none taken then): EMFILE, not a missing map.
+ */
+static int dup_maps(const struct rk_rec *r, int fds[5])
+{
+	const struct bpf_map *m[5] = { r->skel->maps.pin_asked, r->skel->maps.traced,
+				       r->skel->maps.swring, r->skel->maps.swpos,
+				       r->skel->maps.stkring };
+	int i, err = 0;
+
+	for (i = 0; i < 5; i++) {
+		fds[i] = dup(bpf_map__fd(m[i]));
+		if (fds[i] < 0 && !err)
+			err = -errno;
+	}
+	for (i = 0; err && i < 5; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return err;
+}
+
+int rec_bpf_fds_needed(void)
+{
+	/* Counted from the skeleton: what the object holds, as it grows. */
+	const size_t nmaps = sizeof(((struct ringkeeper_bpf *)0)->maps) / sizeof(void *);
+	const size_t nprogs = sizeof(((struct ringkeeper_bpf *)0)->progs) / sizeof(void *);
+	const size_t nlinks = sizeof(((struct ringkeeper_bpf *)0)->links) / sizeof(void *);
+
+	/* Its BTF, the 5 maps dup_maps() maps, each program's for its statistics. */
+	return (int)(nmaps + nprogs + nlinks + 1 + 5 + RK_NPROGS);
+}
+
 int rec_bpf_load(struct rk_rec *r)
 {
 	const struct rk_record_opts *o = r->o;
 	__u32 nsrc = 1 + (__u32)o->nev;
 	unsigned long tids;
-	int err;
+	int err, fds[5];
 
 	libbpf_set_print(rec_libbpf_print);
 	r->skel = ringkeeper_bpf__open();
@@ -111,6 +145,12 @@ int rec_bpf_load(struct rk_rec *r)
 		r->skel->maps.runnable,
 		o->trig.delay_ns ? (__u32)(tids < RK_CREDS_MAX_TIDS ? tids : RK_CREDS_MAX_TIDS) :
 				   1);
+	/*
+	 * The dumping task's cwd for the core handler is walked with
+	 * bpf_loop() (5.17+, in every program type).
+	 */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_SOCKET_FILTER, BPF_FUNC_loop, NULL) != 1)
+		bpf_program__set_autoload(r->skel->progs.rk_dump_cwd, false);
 	err = sw_size(r, o->ringbuf_size);
 	if (!err)
 		err = rec_offcpu_size(r);
@@ -128,14 +168,15 @@ int rec_bpf_load(struct rk_rec *r)
 	r->sig_fd = bpf_map__fd(r->skel->maps.signals);
 	r->self_fd = bpf_map__fd(r->skel->maps.self);
 	r->held_fd = bpf_map__fd(r->skel->maps.renames_held);
-	err = rec_bytes_map(&r->asked, dup(bpf_map__fd(r->skel->maps.pin_asked)), 1);
+	err = dup_maps(r, fds);
 	if (!err)
-		err = rec_bytes_map(&r->traced, dup(bpf_map__fd(r->skel->maps.traced)), 1);
+		err = rec_bytes_map(&r->asked, fds[0], 1);
 	if (!err)
-		err = rec_swring_map(r, dup(bpf_map__fd(r->skel->maps.swring)),
-				     dup(bpf_map__fd(r->skel->maps.swpos)));
+		err = rec_bytes_map(&r->traced, fds[1], 1);
 	if (!err)
-		err = rec_offcpu_map(r, dup(bpf_map__fd(r->skel->maps.stkring)));
+		err = rec_swring_map(r, fds[2], fds[3]);
+	if (!err)
+		err = rec_offcpu_map(r, fds[4]);
 	if (err) {
 		rk_err("cannot map pin_asked, traced or the switch rings: %s", strerror(-err));
 		return err;
@@ -453,11 +494,17 @@ __u8 *rec_asked_flag(struct rk_rec *r, __u32 tid)
 	return f;
 }
 
-const char *const rec_link_names[RK_NLINKS] = {
-	"link_sched_switch",	 "link_fork",		"link_exec",	      "link_exit",
-	"link_signal_deliver",	 "link_task_rename",	"link_cgroup_attach", "link_sched_waking",
-	"link_sched_wakeup_new", "link_signal_generate"
-};
+const char *const rec_link_names[RK_NLINKS] = { "link_sched_switch",
+						"link_fork",
+						"link_exec",
+						"link_exit",
+						"link_signal_deliver",
+						"link_task_rename",
+						"link_cgroup_attach",
+						"link_sched_waking",
+						"link_sched_wakeup_new",
+						"link_signal_generate",
+						"link_dump_cwd" };
 
 int rec_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -532,7 +579,7 @@ void rec_unpin_links(void)
 /* The maps pinned in RK_BPFFS_DIR, in the order rec_pin_maps() pins them. */
 static const char *const pinned_maps[] = { "pmu_info",	   "counters", "signals", "self",
 					   "pin_asked",	   "traced",   "swring",  "swpos",
-					   "renames_held", "stkring" };
+					   "renames_held", "stkring",  "dump_cwd" };
 
 /* Our pins (links, then maps) out of RK_BPFFS_DIR; the directory stays. */
 static void unpin_all(void)
@@ -570,6 +617,7 @@ int rec_pin_links(struct rk_rec *r)
 		r->skel->links.rk_sched_waking,
 		r->skel->links.rk_sched_wakeup_new,
 		r->skel->links.rk_signal_generate,
+		r->skel->links.rk_dump_cwd,
 	};
 	char path[128];
 	size_t i;
@@ -595,7 +643,7 @@ int rec_pin_maps(struct rk_rec *r)
 		r->skel->maps.pmu_info, r->skel->maps.counters,	 r->skel->maps.signals,
 		r->skel->maps.self,	r->skel->maps.pin_asked, r->skel->maps.traced,
 		r->skel->maps.swring,	r->skel->maps.swpos,	 r->skel->maps.renames_held,
-		r->skel->maps.stkring,
+		r->skel->maps.stkring,	r->skel->maps.dump_cwd,
 	};
 	char path[128];
 	size_t i;

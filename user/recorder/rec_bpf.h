@@ -24,6 +24,12 @@ void rec_prog_stats(struct rk_rec *r);
 void rec_find_progs(struct rk_rec *r);
 
 int rec_bpf_load(struct rk_rec *r);
+/*
+ * rec_bpf_fds_needed() - the file descriptors the BPF object takes at most
+ * once loaded, attached and mapped: maps, programs, links, its BTF and our
+ * own copies. Return: their number.
+ */
+int rec_bpf_fds_needed(void);
 
 /*
  * rec_offcpu_size() - before the BPF object loads: --offcpu on or off in

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 #include "rec_files.h"
 #include "rec_src.h"
@@ -478,4 +479,26 @@ void rec_gone_free(struct rk_rec *r)
 	free(r->aside);
 	r->ushm = NULL;
 	r->nushm = 0;
+}
+
+/* statfs(2)'s f_type of a tmpfs (linux/magic.h). */
+#define TMPFS_MAGIC_ 0x01021994
+
+void rec_err_full(const struct rk_rec *r, const char *what, const char *path, const char *then)
+{
+	char b1[32], b2[32];
+	struct statfs sf;
+
+	if (statfs(r->o->root, &sf)) {
+		rk_err("cannot %s %s: %s on the filesystem of %s: free space there, or record "
+		       "into another --root%s",
+		       what, path, strerror(ENOSPC), r->o->root, then);
+		return;
+	}
+	rk_err("cannot %s %s: %s: the %s holding %s is full (%s free of %s): free space there, "
+	       "or record into another --root%s",
+	       what, path, strerror(ENOSPC), sf.f_type == TMPFS_MAGIC_ ? "tmpfs" : "filesystem",
+	       r->o->root,
+	       rk_fmt_size((uint64_t)sf.f_bavail * (uint64_t)sf.f_frsize, b1, sizeof(b1)),
+	       rk_fmt_size((uint64_t)sf.f_blocks * (uint64_t)sf.f_frsize, b2, sizeof(b2)), then);
 }

@@ -37,4 +37,11 @@ int rec_gone_room_user(struct rk_rec *r, uint64_t need, __u32 uid);
 void rec_retention_tick(struct rk_rec *r, uint64_t now);
 void rec_gone_free(struct rk_rec *r);
 
+/*
+ * rec_err_full() - say that creating @path (@what: "create") failed for
+ * want of space: which filesystem holds the root, how full it is, what to
+ * do; @then ends the line ("" or "; ...").
+ */
+void rec_err_full(const struct rk_rec *r, const char *what, const char *path, const char *then);
+
 #endif /* RK_REC_FILES_H */

@@ -843,8 +843,11 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 	int ep, err = 0;
 
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (ep < 0)
-		return -errno;
+	if (ep < 0) {
+		err = -errno;
+		rk_err("cannot start the event loop: epoll_create1: %s", strerror(errno));
+		return err;
+	}
 	/*
 	 * The ringbuf's map polls readable while it holds data, a record
 	 * reserved and not yet committed included, which the intake must wait

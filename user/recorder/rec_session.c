@@ -29,6 +29,7 @@
 #include "rec_bpf.h"
 #include "rec_target.h"
 #include "rec_threads.h"
+#include "rec_files.h"
 /* User + system CPU time of the whole loader. */
 uint64_t rec_loader_cpu_ns(void)
 {
@@ -155,9 +156,19 @@ int rec_stat_open(struct rk_rec *r, int create)
 
 	snprintf(path, sizeof(path), "%s/%s", r->dir, RK_STAT_FILE);
 	fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CLOEXEC, 0644);
-	if (fd < 0 || (create && ftruncate(fd, sizeof(*r->st)))) {
+	/*
+	 * Its pages allocated now: on a full tmpfs a sparse file maps, then
+	 * its first store kills the recorder with SIGBUS.
+	 */
+	if (fd >= 0 && create && (err = fallocate(fd, 0, 0, sizeof(*r->st))) && errno == EOPNOTSUPP)
+		err = ftruncate(fd, sizeof(*r->st));
+	if (fd < 0 || (create && err)) {
 		err = -errno;
-		rk_err("cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));
+		if (errno == ENOSPC)
+			rec_err_full(r, "create", path, "; nothing recorded");
+		else
+			rk_err("cannot %s %s: %s", create ? "create" : "open", path,
+			       strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return err;

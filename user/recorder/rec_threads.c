@@ -195,11 +195,12 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 		if (!bf) {
 			int err = errno;
 
-			if (!r->st->file_errors)
-				rk_err("cannot create buffer file %s: %s%s", path, strerror(err),
-				       err == ENOSPC ? " (tmpfs full: free space in /dev/shm or "
-						       "use a smaller -m)" :
-						       "");
+			if (!r->st->file_errors && err == ENOSPC)
+				rec_err_full(r, "create buffer file", path,
+					     ", or use a smaller -m; threads without a file are "
+					     "not traced (stat: not_traced)");
+			else if (!r->st->file_errors)
+				rk_err("cannot create buffer file %s: %s", path, strerror(err));
 			r->st->file_errors++;
 			rec_refuse(r, tid, err == ENOSPC ? "tmpfs full" : "file error");
 			while (k--) {
@@ -279,10 +280,10 @@ void rec_put_rec_src(struct rk_rec *r, struct rk_thread *t, int k, const void *r
 	if (err == -EIO && !t->b[k].lost) {
 		t->b[k].lost = 1;
 		if (!r->st->files_broken)
-			rk_warn("the buffer file of tid %u lost its memory while written (truncated, "
-				"or tmpfs full); its records are lost, the others go on "
-				"(stat: files lost while written)",
-				t->tid);
+			rk_warn("the buffer file of tid %u lost its memory while written (the "
+				"filesystem holding %s full, or the file truncated); its records "
+				"are lost, the others go on (stat: files lost while written)",
+				t->tid, r->o->root);
 		r->st->files_broken++;
 	}
 	if (err) {

@@ -120,6 +120,61 @@ static int check_pid(const struct rk_rec *r)
 	return 0;
 }
 
+/* The descriptors open now (inherited ones too), not counting the one that counts them. */
+static int fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n ? n - 1 : 0;
+}
+
+/*
+ * Our own descriptors besides the BPF object's: the lock, the signalfd,
+ * the timer, the epoll, the pidfd, CMD's start pipe, the stat file while
+ * mapped; and room for what the loop opens and closes as it goes (a
+ * thread's files, /proc, libbpf's probes while loading).
+ */
+#define RK_FDS_OWN 8
+#define RK_FDS_ROOM 16
+
+/*
+ * Enough file descriptors for the start-up, checked before anything is
+ * made: those open now, the BPF object's, ours, and one per CPU and -e
+ * event (the per-CPU rings; per-thread events take one per thread and event
+ * as threads come, counted when refused). The soft limit goes up to the
+ * hard one first, as it would for -e.
+ */
+static int check_nofile(const struct rk_rec *r)
+{
+	int open_now = fds_open();
+	int need =
+		open_now + rec_bpf_fds_needed() + RK_FDS_OWN + RK_FDS_ROOM + r->o->nev * r->ncpus;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (rlim_t)need)
+		return 0;
+	rk_err("too few file descriptors: record needs %d here (%d for its BPF programs and "
+	       "maps, %d for its own, %d already open, %d for -e: one per CPU and event), "
+	       "RLIMIT_NOFILE is %llu: raise it (ulimit -n %d, or LimitNOFILE= for a "
+	       "service); nothing recorded",
+	       need, rec_bpf_fds_needed(), RK_FDS_OWN + RK_FDS_ROOM, open_now, r->o->nev * r->ncpus,
+	       (unsigned long long)rl.rlim_cur, need);
+	return -EMFILE;
+}
+
 /* bpffs (and tracefs, for users' other tools) mounted, and the one-recorder lock. */
 static int take_system(struct rk_rec *r)
 {
@@ -312,8 +367,6 @@ static int workers_start(struct rk_rec *r)
 		/* mlock2(MLOCK_ONFAULT) of 256 KiB: ~15 us, less than a worker's wakeup. */
 		.inline_max = 256 * 1024,
 	};
-	struct rlimit rl;
-
 	rec_memory_cap(r);
 	r->pool = rk_pin_pool__new(&popts);
 	if (!r->pool) {
@@ -325,11 +378,6 @@ static int workers_start(struct rk_rec *r)
 	r->st->workers = o->workers ? o->workers : r->ncpus;
 	if (!o->nev)
 		return 0;
-	/* One fd per thread, CPU and event: take what we are allowed. */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 	r->drain = rk_drain__new(o->evs, o->nev, o->cpu_ring);
 	if (!r->drain) {
 		int err = -errno;
@@ -846,6 +894,8 @@ int rk_record(const struct rk_record_opts *opts)
 	err = rk_bufile_guard_init();
 	if (err)
 		rk_err("cannot install the SIGBUS guard: %s", strerror(-err));
+	if (!err)
+		err = check_nofile(r);
 	if (!err)
 		err = check_pid(r);
 	if (!err)
