@@ -474,21 +474,22 @@ static void print_hints(FILE *f, const struct rk_session_stat *st, const char *p
 	size_t i;
 
 	rk_loss_from_stat(&l, st);
-	for (i = 0; i < RK_LOSS_NR; i++)
-		if (l.v[i])
-			fprintf(f, "%s%llu %s%s%s (stat: %s)\n", pfx, (unsigned long long)l.v[i],
-				losses[i].what, losses[i].todo ? ": " : "",
-				losses[i].todo ? losses[i].todo : "", losses[i].key);
+	for (i = 0; i < RK_LOSS_NR; i++) {
+		const char *todo = losses[i].todo;
+
+		if (!l.v[i])
+			continue;
+		/* Lost to files whose memory ran out: a larger -m would lose more. */
+		if (i == RK_LOSS_lost && st->files_broken)
+			todo = "buffer files lost their memory while written (the filesystem "
+			       "holding the session full, or a file truncated): free space "
+			       "there, or record into another --root";
+		fprintf(f, "%s%llu %s%s%s (stat: %s)\n", pfx, (unsigned long long)l.v[i],
+			losses[i].what, todo ? ": " : "", todo ? todo : "", losses[i].key);
+	}
 	for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {
 		memcpy(&v, (const char *)st + hints[i].off, sizeof(v));
-		/* Lost to files whose memory ran out: a larger -m would lose more. */
-		if (v && hints[i].off == offsetof(struct rk_session_stat, lost) && st->files_broken)
-			fprintf(f,
-				"%s%llu records lost: %llu buffer files lost their memory while "
-				"written (the filesystem holding the session full, or a file "
-				"truncated): free space there, or record into another --root\n",
-				pfx, (unsigned long long)v, (unsigned long long)st->files_broken);
-		else if (v)
+		if (v)
 			fprintf(f, "%s%llu %s\n", pfx, (unsigned long long)v, hints[i].what);
 	}
 	/* A few refusals are the budget working; many mean buffers wait unlocked. */
