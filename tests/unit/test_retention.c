@@ -12,6 +12,7 @@
 #include <string.h>
 #include "rec.h"
 #include "rec_files.h"
+#include "rec_src.h"
 
 #define NKEPT 50000
 
@@ -115,4 +116,29 @@ Test(retention, room_is_made_from_a_user_s_own_oldest_behind_50000_of_another_s)
 	cr_assert(rec_gone_room(r, 2 * 4096, 1000));
 	cr_assert_str_eq(kept_path(r, 0), "/nonexistent-rk-test/sched/2");
 	rec_gone_free(r);
+}
+
+/*
+ * Live threads per process, asked at each death with -e (is it the
+ * process's last?): a lookup, and a table that follows the processes that
+ * have live threads, not every process ever seen (100,000 come and go).
+ */
+Test(retention, live_threads_per_process_are_counted_in_a_table_that_stays_small)
+{
+	struct rk_rec *r = books(0, 0);
+	__u32 pid;
+
+	rec_live_add(r, 1, 1); /* a long-lived process, through every rebuild */
+	for (pid = 2; pid < 100002; pid++) {
+		rec_live_add(r, pid, 1);
+		rec_live_add(r, pid, 1);
+		cr_assert_eq(rec_live_threads_of(r, pid), 2);
+		rec_live_add(r, pid, -1);
+		rec_live_add(r, pid, -1);
+		cr_assert_eq(rec_live_threads_of(r, pid), 0);
+	}
+	cr_assert_eq(rec_live_threads_of(r, 1), 1, "a process's count lost in a rebuild");
+	cr_assert_eq(rec_live_threads_of(r, 424242), 0);
+	cr_assert_leq(r->live_cap, 1024, "the table grew to %zu for 1 live process", r->live_cap);
+	free(r->live);
 }

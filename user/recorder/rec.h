@@ -140,6 +140,15 @@ struct rk_rec {
 	 */
 	uint64_t handed_ns, last_sig_ns;
 	uint64_t intakes; /* intakes done: rec_reconcile() waits for one after what it saw */
+	/*
+	 * Live threads per process (rec_live_add()): open addressing, keys
+	 * tgid + 1 (0: empty), a power of two; an entry at 0 stays (a tombstone
+	 * a later add of the tgid reuses), cleared when the table is rebuilt.
+	 */
+	struct rk_live {
+		__u32 key, n;
+	} * live;
+	size_t nlive, live_cap;
 	uint64_t reconcile_ns; /* when rec_reconcile() last ran */
 	uint64_t held_ns; /* when the held renames were last written (RK_RENAMES_HELD_EVERY_NS) */
 	/*

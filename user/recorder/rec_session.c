@@ -421,6 +421,7 @@ int rec_adopt_files(struct rk_rec *r)
 		t->all_next = r->all;
 		r->all = t;
 		r->st->threads_live++;
+		rec_live_add(r, t->tgid, 1);
 		n++;
 	}
 	closedir(d);

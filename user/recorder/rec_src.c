@@ -131,12 +131,77 @@ const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k)
 	return k == RK_SRC_SCHED ? &r->sched_entry : &r->o->evs[k - 1].entry;
 }
 
+static size_t live_home(__u32 key, size_t mask)
+{
+	return (size_t)(key * 2654435761u) & mask;
+}
+
+/* @tgid's slot (NULL: none, and @make 0 or no memory). */
+static struct rk_live *live_slot(struct rk_rec *r, __u32 tgid, int make)
+{
+	__u32 key = tgid + 1;
+	size_t i, mask;
+
+	if (make && 2 * (r->nlive + 1) > r->live_cap) {
+		size_t cap = 256, j, n = 0;
+		struct rk_live *v;
+
+		/* Sized for the processes with live threads: tombstones do not grow it. */
+		for (j = 0; j < r->live_cap; j++)
+			n += r->live[j].n != 0;
+		while (cap < 4 * (n + 1))
+			cap *= 2;
+		v = calloc(cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		n = 0;
+		for (j = 0; j < r->live_cap; j++) {
+			if (!r->live[j].n)
+				continue; /* tombstones go */
+			for (i = live_home(r->live[j].key, cap - 1); v[i].key;
+			     i = (i + 1) & (cap - 1))
+				;
+			v[i] = r->live[j];
+			n++;
+		}
+		free(r->live);
+		r->live = v;
+		r->live_cap = cap;
+		r->nlive = n;
+	}
+	if (!r->live_cap)
+		return NULL;
+	mask = r->live_cap - 1;
+	for (i = live_home(key, mask); r->live[i].key; i = (i + 1) & mask)
+		if (r->live[i].key == key)
+			return &r->live[i];
+	if (!make)
+		return NULL;
+	r->live[i].key = key;
+	r->nlive++;
+	return &r->live[i];
+}
+
+/*
+ * A thread of @tgid became live (+1) or finished (-1): each process's
+ * count, so "has it live threads" costs a lookup, not a walk of every
+ * thread (a death asked it, with -e: O(threads) per thread).
+ */
+void rec_live_add(struct rk_rec *r, __u32 tgid, int d)
+{
+	struct rk_live *l = live_slot(r, tgid, d > 0);
+
+	if (!l)
+		return;
+	if (d > 0)
+		l->n++;
+	else if (l->n)
+		l->n--;
+}
+
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid)
 {
-	struct rk_thread *t;
-	int n = 0;
+	struct rk_live *l = live_slot(r, tgid, 0);
 
-	for (t = r->all; t; t = t->all_next)
-		n += !t->dead && t->tgid == tgid;
-	return n;
+	return l ? (int)l->n : 0;
 }

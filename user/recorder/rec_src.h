@@ -42,5 +42,6 @@ uint64_t rec_thread_charge0(const struct rk_rec *r);
 const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k);
 /* Threads of process @tgid not yet finished. */
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid);
+void rec_live_add(struct rk_rec *r, __u32 tgid, int d);
 
 #endif /* RK_REC_SRC_H */

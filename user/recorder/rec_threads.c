@@ -249,6 +249,7 @@ static struct rk_thread *thread_new(struct rk_rec *r, __u32 tid, __u32 tgid, __u
 	r->all = t;
 	r->st->threads++;
 	r->st->threads_live++;
+	rec_live_add(r, t->tgid, 1);
 	rec_shm_account(r, t->uid, (int64_t)rec_thread_charge0(r));
 	r->mem_bytes += rec_thread_bytes(r);
 	return t;
@@ -359,6 +360,7 @@ void rec_thread_finish(struct rk_rec *r, struct rk_thread *t, __u32 state)
 	rec_thread_ident(r, t, NULL, state, 0, 0, 0);
 	t->dead = 1;
 	r->st->threads_live--;
+	rec_live_add(r, t->tgid, -1);
 	if (r->o->on_exit_drop && state == RK_THREAD_EXITED) {
 		char path[PATH_MAX + 96];
 

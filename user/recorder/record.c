@@ -860,6 +860,8 @@ static void teardown(struct rk_rec *r, int err)
 		session_end(r, err);
 	}
 	rec_gone_free(r);
+	free(r->live);
+	r->live = NULL;
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	for (k = 0; k < RK_NPROGS; k++)
