@@ -37,7 +37,9 @@
 
 struct rk_thread {
 	struct rk_thread *hnext;
-	struct rk_thread *all_next;
+	struct rk_thread *all_next, *all_prev; /* r->all (rec_all_add()) */
+	struct rk_thread *fin_next; /* r->fin: finished, to be freed once released */
+	int on_fin;
 	__u32 tid, tgid, uid;
 	int dead; /* final switch-out written, pin retired */
 	int last_switch; /* RK_SIG_SWITCH_IN/OUT of the last switch record, 0 not known */
@@ -112,6 +114,7 @@ struct rk_rec {
 	struct rk_pin_pool *pool;
 	struct rk_thread *buckets[NBUCKETS];
 	struct rk_thread *all;
+	struct rk_thread *fin; /* the dead ones, which rec_reclaim() frees: it walks no live one */
 	char dir[PATH_MAX]; /* <root>/<session> */
 	char session[128];
 	struct rk_session_stat *st;

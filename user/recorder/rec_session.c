@@ -418,8 +418,7 @@ int rec_adopt_files(struct rk_rec *r)
 		}
 		t->hnext = r->buckets[tid % NBUCKETS];
 		r->buckets[tid % NBUCKETS] = t;
-		t->all_next = r->all;
-		r->all = t;
+		rec_all_add(r, t);
 		r->st->threads_live++;
 		rec_live_add(r, t->tgid, 1);
 		n++;

@@ -13,6 +13,26 @@
 #include "pmu.h"
 #include "util.h"
 
+/* @t joins the table of every thread the loader has (r->all). */
+void rec_all_add(struct rk_rec *r, struct rk_thread *t)
+{
+	t->all_prev = NULL;
+	t->all_next = r->all;
+	if (r->all)
+		r->all->all_prev = t;
+	r->all = t;
+}
+
+/* @t is dead: rec_reclaim() frees it once its buffers are released. */
+void rec_fin_add(struct rk_rec *r, struct rk_thread *t)
+{
+	if (t->on_fin)
+		return;
+	t->on_fin = 1;
+	t->fin_next = r->fin;
+	r->fin = t;
+}
+
 struct rk_thread *rec_thread_find(struct rk_rec *r, __u32 tid)
 {
 	struct rk_thread *t;

@@ -43,5 +43,7 @@ const struct rk_pmu_entry *rec_src_entry(const struct rk_rec *r, int k);
 /* Threads of process @tgid not yet finished. */
 int rec_live_threads_of(struct rk_rec *r, __u32 tgid);
 void rec_live_add(struct rk_rec *r, __u32 tgid, int d);
+void rec_all_add(struct rk_rec *r, struct rk_thread *t);
+void rec_fin_add(struct rk_rec *r, struct rk_thread *t);
 
 #endif /* RK_REC_SRC_H */
