@@ -142,6 +142,12 @@ struct rk_rec {
 	 * the newest signal handed out: a held rename is written between them.
 	 */
 	uint64_t handed_ns, last_sig_ns;
+	/*
+	 * Every record timed before it is in its file: the signals handed out
+	 * and, with -e, the perf rings drained to it (rec_drain()). Stored into
+	 * the stat file at each turn of the loop: what a snapshot waits for.
+	 */
+	uint64_t written_ns;
 	uint64_t intakes; /* intakes done: rec_reconcile() waits for one after what it saw */
 	/*
 	 * Live threads per process (rec_live_add()): open addressing, keys

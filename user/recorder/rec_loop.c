@@ -768,6 +768,7 @@ void rec_drain(struct rk_rec *r)
 
 	if (!r->drain) {
 		rec_apply_deferred(r, ++r->drain_gen);
+		r->written_ns = r->handed_ns;
 		return;
 	}
 	/*
@@ -784,8 +785,10 @@ void rec_drain(struct rk_rec *r)
 	/* Signals of threads born while we drained. */
 	rec_intake(r, 0);
 	/* With no bound, their last records are still in the rings. */
-	if (bound)
+	if (bound) {
 		rec_apply_deferred(r, gen);
+		r->written_ns = bound; /* the signals past it, but not the perf rings' */
+	}
 }
 
 /* SIGUSR2 (from `ringkeeper snapshot --trigger`, or an operator's kill): a snapshot now. */
@@ -913,6 +916,13 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 		/* Everything, including what woke nobody (NO_WAKEUP, the switch rings). */
 		rec_intake(r, 0);
 		rec_drain(r);
+		/*
+		 * What a snapshot waits for, at once (one store into the mapped
+		 * stat file): it waits a tick, not a publication (250 ms).
+		 * Release: the records before it are in their files first.
+		 */
+		__atomic_store_n(&r->st->handed_ns, r->written_ns ? r->written_ns : 1,
+				 __ATOMIC_RELEASE);
 		rec_renames_held(r, 0);
 		now = rk_now_mono_ns();
 		rk_pin_tick(r->pool, now);

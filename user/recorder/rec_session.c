@@ -121,7 +121,7 @@ void rec_publish(struct rk_rec *r)
 			r->st->loader_rss = (uint64_t)ru.ru_maxrss * 1024;
 	}
 	/* Every signal before it is in the files: what a snapshot waits for (never 0 here). */
-	r->st->handed_ns = r->handed_ns ? r->handed_ns : 1;
+	r->st->handed_ns = r->written_ns ? r->written_ns : 1;
 	r->st->update_ns = rk_now_real_ns();
 	r->publish_due_ns = rk_now_mono_ns() + RK_PUBLISH_NS;
 }
