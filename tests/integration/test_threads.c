@@ -119,6 +119,14 @@ Test(threads, a_thread_whose_end_was_dropped_is_ended_while_recording, .timeout 
 			(unsigned long long)st.bpf_drops);
 		usleep(20000);
 	}
+	/*
+	 * Settled: no signal of the backlog left to make a thread (a late fork
+	 * handed out after the last look), two reconciliations later.
+	 */
+	usleep(2500000);
+	snprintf(dir, sizeof(dir), "%s/u", root);
+	cr_assert_eq(rk_session_stat_read(dir, &st), 0);
+	cr_assert_eq(st.threads_live, 1, "%llu live", (unsigned long long)st.threads_live);
 	snprintf(dir, sizeof(dir), "%s/u/sched", root);
 	ends_in(dir, &e);
 	printf("stalled loader: %llu signals dropped, %u files, %llu threads ended unseen, "

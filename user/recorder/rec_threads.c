@@ -572,12 +572,13 @@ void rec_thread_end_unseen(struct rk_rec *r, struct rk_thread *t)
 {
 	int k, alive = t->via_cgroup && !syscall(SYS_tgkill, t->tgid, t->tid, 0);
 
+	/* Counted first: whoever sees threads_live drop sees the count that goes with it. */
+	r->st->threads_reconciled++;
 	for (k = 0; k < rec_nsrc(r); k++) {
 		t->b[k].bf->id.flags |= RK_IDENT_END_UNSEEN;
 		rk_bufile__publish_ident(t->b[k].bf);
 	}
 	rec_thread_finish(r, t, alive ? RK_THREAD_LEFT : RK_THREAD_EXITED);
-	r->st->threads_reconciled++;
 }
 
 /*
