@@ -535,7 +535,7 @@ static void on_exit_sig(struct rk_rec *r, struct rk_thread *t, const struct rk_s
 	rec_fill_id(r, &er.id, t, s);
 	rec_put_rec(r, t, &er, sizeof(er));
 	rec_thread_ident(r, t, NULL, RK_THREAD_EXITING, 1, s->exit_code, s->time_ns);
-	rec_trigger_exit(r, t, s);
+	rec_trigger_exit(r, s);
 }
 
 void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
@@ -581,8 +581,15 @@ void rec_handle_signal(struct rk_rec *r, const struct rk_signal *s)
 		 * Its final switch-out came first (stamped earlier: another
 		 * CPU's clock read behind) and finished its files: counted.
 		 */
-		if (t && s->kind == RK_SIG_EXIT)
+		if (t && s->kind == RK_SIG_EXIT) {
 			r->st->exits_late++;
+			/*
+			 * Its record is lost, not its process's end: a killed or
+			 * exit trigger still fires (the 6.1 TCG guest's clock read
+			 * behind; its bundle was then never written).
+			 */
+			rec_trigger_exit(r, s);
+		}
 		/* Tracked before we made its file (attach race): make it now. */
 		if (s->kind != RK_SIG_SWITCH_IN && s->kind != RK_SIG_EXEC)
 			return;

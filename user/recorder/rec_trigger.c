@@ -454,30 +454,35 @@ static void killer(struct rk_trig *g, __u32 pid, char *buf, size_t len, __u32 *b
 		 rk_strip_controls(g->killed[i].comm));
 }
 
-void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s)
+void rec_trigger_exit(struct rk_rec *r, const struct rk_signal *s)
 {
 	struct rk_trig *g = r->trig;
 	int sig = s->exit_code & 0x7f, status = (s->exit_code >> 8) & 0xff;
 	__u32 by_pid = 0, by_tid = 0, state = 0;
-	char why[240], who[120];
+	char why[240], who[120], comm[RK_COMM_LEN];
 
-	/* The leader's exit stands for its process's: every thread's exit code says the same. */
-	if (!g || t->tid != t->tgid)
+	/*
+	 * The leader's exit stands for its process's: every thread's exit code
+	 * says the same. Only the signal is read: its thread may be finished
+	 * (an exit handed out after the final switch-out) or even freed.
+	 */
+	if (!g || s->tid != s->tgid)
 		return;
+	memcpy(comm, s->comm, sizeof(comm));
+	comm[sizeof(comm) - 1] = '\0';
 	if (sig && !(s->exit_code & 0x80) && g->o->killed) {
 		if (sig == SIGKILL)
-			killer(g, t->tgid, who, sizeof(who), &by_pid, &by_tid, &state);
+			killer(g, s->tgid, who, sizeof(who), &by_pid, &by_tid, &state);
 		else
 			snprintf(who, sizeof(who), "no core");
-		snprintf(why, sizeof(why), "pid %u (%s) killed by signal %d (SIG%s), %s", t->tgid,
-			 rk_strip_controls(SCHED_BF(t)->id.comm), sig, sigabbrev_np(sig) ?: "?",
-			 who);
-		rec_trigger_fire(r, RK_TRIG_KILLED, t->tid, 1, s->time_ns, (__u64)sig, state,
+		snprintf(why, sizeof(why), "pid %u (%s) killed by signal %d (SIG%s), %s", s->tgid,
+			 rk_strip_controls(comm), sig, sigabbrev_np(sig) ?: "?", who);
+		rec_trigger_fire(r, RK_TRIG_KILLED, s->tid, 1, s->time_ns, (__u64)sig, state,
 				 by_pid, by_tid, s->uid, why);
 	} else if (!sig && status && g->o->exit_nonzero) {
-		snprintf(why, sizeof(why), "pid %u (%s) exited with status %d", t->tgid,
-			 rk_strip_controls(SCHED_BF(t)->id.comm), status);
-		rec_trigger_fire(r, RK_TRIG_EXIT, t->tid, 1, s->time_ns, (__u64)status, 0, 0, 0,
+		snprintf(why, sizeof(why), "pid %u (%s) exited with status %d", s->tgid,
+			 rk_strip_controls(comm), status);
+		rec_trigger_fire(r, RK_TRIG_EXIT, s->tid, 1, s->time_ns, (__u64)status, 0, 0, 0,
 				 s->uid, why);
 	}
 }

@@ -43,7 +43,8 @@ void rec_trigger_fire(struct rk_rec *r, __u32 kind, __u32 tid, int whole, __u64 
 		      const char *why);
 /* The signals of the BPF side (RK_SIG_TRIGGER, RK_SIG_KILL) and a thread's exit. */
 void rec_trigger_signal(struct rk_rec *r, const struct rk_signal *s);
-void rec_trigger_exit(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);
+/* A leader's exit signal (its thread finished or not): the killed and exit triggers. */
+void rec_trigger_exit(struct rk_rec *r, const struct rk_signal *s);
 /* A thread switched: the watchdog's view of it. */
 void rec_trigger_switch(struct rk_rec *r, struct rk_thread *t, const struct rk_signal *s);
 /*
