@@ -84,6 +84,16 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
 long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
 		struct pt_image *img, struct rk_symbols *syms, int mode);
 
+/**
+ * rk_pt_insn_work() - rk_pt_insn(), and in *@reread (may be NULL) the
+ * packets it read besides libipt's decoder: to follow it (what an overflow
+ * interrupted, where to go on after an error), once each. For tests of
+ * its cost, which must stay linear in the trace.
+ */
+long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
+		     struct pt_image *img, struct rk_symbols *syms, int mode,
+		     unsigned long long *reread);
+
 /** rk_pt_packet_str() - one packet as rk_pt_dump prints it. */
 void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len);
 
