@@ -2073,3 +2073,35 @@ Test(pt, overflows_cost_linear_work)
 	cr_assert_gt(one, 0, "the look back reads the packets at least once");
 	cr_assert_leq(two, 2 * one + 16, "400 overflows: %llu packets read, 800: %llu", one, two);
 }
+
+/*
+ * Issue 52, item 7b: 400000 call 400010; 400005 jmp *%rax; 400010 ret.
+ * The ret is compressed (a TNT bit taken: it returns to 400005, where the
+ * call pushed) and an OVF comes before 400005 runs. perf: 400010 =>
+ * 400005 return, then tr strt 0 => 400005 (FUP) and the jmp's tr end. The
+ * return was dropped: its target is in neither its bytes nor a TIP.
+ */
+static const __u8 ret_code[] = { 0xe8, 0x0b, 0x00, 0x00, 0x00, 0xff, 0xe0, 0xcc, 0xcc,
+				 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xc3 };
+
+Test(pt, a_compressed_return_pending_at_an_overflow_goes_where_its_call_pushed)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  TNT(1, 1), /* the ret, compressed */
+				  P(ppt_ovf),
+				  IP(ppt_fup, 0x400005),
+				  IP(ppt_tip_pgd, 0x400100),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	char *out = branches_and_perf("retovf", pk, sizeof(pk) / sizeof(pk[0]), ret_code,
+				      sizeof(ret_code), 0);
+
+	cr_assert_not_null(strstr(out, "400000  ->           400010   call\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400010  ->           400005   return\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "     0  ->           400005   tr strt\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400005  ->           400100   tr end\n"), "%s", out);
+	free(out);
+}

@@ -634,6 +634,8 @@ static int trail_follow(struct trail *t, struct pt_insn_decoder *dec, const stru
 	return 0;
 }
 
+#define RK_PT_RETS 64
+
 /* A decoding in progress. */
 struct insn_walk {
 	FILE *out;
@@ -655,7 +657,33 @@ struct insn_walk {
 	__u8 raw[16];
 	const char *flag;
 	int in_tx; /* it ran in a transaction: perf's "(x)" */
+	/*
+	 * perf's return stack, to know where a compressed return went when an
+	 * overflow comes before its target runs: each call pushes where it
+	 * returns to (a call to the next instruction, to read the ip, does
+	 * not), each return pops; as deep as the CPU's (and libipt's) 64.
+	 */
+	__u64 rets[RK_PT_RETS];
+	unsigned int ret_top, ret_n;
+	__u64 ret_to; /* the pending return's target by the stack; 0: unknown */
 };
+
+static void ret_push(struct insn_walk *w, __u64 to)
+{
+	w->rets[w->ret_top] = to;
+	w->ret_top = (w->ret_top + 1) % RK_PT_RETS;
+	if (w->ret_n < RK_PT_RETS)
+		w->ret_n++;
+}
+
+static __u64 ret_pop(struct insn_walk *w)
+{
+	if (!w->ret_n)
+		return 0;
+	w->ret_n--;
+	w->ret_top = (w->ret_top + RK_PT_RETS - 1) % RK_PT_RETS;
+	return w->rets[w->ret_top];
+}
 
 /* The opcode of @raw (@size bytes) past its prefixes (legacy, REX); @op: its index. */
 static int opcode_at(const __u8 *raw, unsigned int size, unsigned int *op)
@@ -795,6 +823,8 @@ static void branch_at_overflow(struct insn_walk *w)
 		branch_edge(w, w->from, to, w->flag, w->in_tx);
 	else if (t->ovf_tnt == 0)
 		branch_edge(w, w->from, t->ovf_tip, w->flag, w->in_tx);
+	else if (t->ovf_tnt == 1 && t->ovf_taken && w->from_class == ptic_return && w->ret_to)
+		branch_edge(w, w->from, w->ret_to, w->flag, w->in_tx); /* a compressed return */
 }
 
 /* perf's word for tracing stopped under the pending branch: "tr end", with its kind but a jmp's. */
@@ -907,6 +937,15 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 			w->flag = branch_flag(insn);
 			w->in_tx = insn->speculative;
 			w->pending = 1;
+		}
+		if (insn->iclass == ptic_call) {
+			__u64 to;
+
+			if (direct_target(insn->raw, insn->size, insn->ip, &to) ||
+			    to != insn->ip + insn->size)
+				ret_push(w, insn->ip + insn->size);
+		} else if (insn->iclass == ptic_return) {
+			w->ret_to = ret_pop(w);
 		}
 		return;
 	}
@@ -1041,6 +1080,7 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 			last_sync = sync;
 		}
 		w.pending = 0;
+		w.ret_n = 0; /* as libipt's and perf's at a synchronization */
 		memset(&insn, 0, sizeof(insn));
 		memset(&lc, 0, sizeof(lc));
 		for (;;) {
