@@ -2105,3 +2105,70 @@ Test(pt, a_compressed_return_pending_at_an_overflow_goes_where_its_call_pushed)
 	cr_assert_not_null(strstr(out, "400005  ->           400100   tr end\n"), "%s", out);
 	free(out);
 }
+
+/*
+ * Issue 52, item 7d: an asynchronous disable whose TIP.PGD has an IP (an
+ * interrupt into code not traced): jz taken, then FUP 400007 + TIP.PGD
+ * 400100. perf: 400007 => 400100 "tr end  hw int"; it was 400007 -> 0
+ * "tr end async", which stays for a TIP.PGD without an IP
+ * (branches_are_perf_s_interrupt_and_disable_edges).
+ */
+Test(pt, an_asynchronous_disable_with_an_ip_is_an_interrupt_that_ends_the_trace)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  TNT(1, 1),
+				  IP(ppt_fup, 0x400007),
+				  IP(ppt_tip_pgd, 0x400100),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	char *out =
+		branches_and_perf("irqpgd", pk, sizeof(pk) / sizeof(pk[0]), code, sizeof(code), 0);
+
+	cr_assert_not_null(strstr(out, "400002  ->           400007   jcc\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->           400100   tr end  hw int\n"), "%s",
+			   out);
+	cr_assert_null(strstr(out, "async"), "%s", out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7e: a transaction aborted at the jnz (FUP 400007) into a
+ * TIP.PGD, with no IP and with one: perf has one edge, 400007 => 0 or
+ * 400009 "tr end  tx abrt". It was a self-edge 400007 -> 400007 tx abrt,
+ * then 400007 -> 0 tr end async.
+ */
+Test(pt, a_transaction_abort_into_a_disable_is_one_edge)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  MODE_TSX(0, 0),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  MODE_TSX(1, 0),
+				  IP(ppt_fup, 0x400002),
+				  TNT(1, 1),
+				  MODE_TSX(0, 1),
+				  IP(ppt_fup, 0x400007),
+				  P(ppt_tip_pgd),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	const size_t n = sizeof(pk) / sizeof(pk[0]);
+	char *out = branches_and_perf("abrtpgd", pk, n, code, sizeof(code), 0);
+
+	cr_assert_not_null(strstr(out, "400002  ->           400007   jcc (x)\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->                0   tr end  tx abrt\n"), "%s",
+			   out);
+	cr_assert_null(strstr(out, "400007  ->           400007"), "a self-edge:\n%s", out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+	pk[10] = IP(ppt_tip_pgd, 0x400009);
+	out = branches_and_perf("abrtpgdip", pk, n, code, sizeof(code), 0);
+	cr_assert_not_null(strstr(out, "400007  ->           400009   tr end  tx abrt\n"), "%s",
+			   out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+}

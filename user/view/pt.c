@@ -861,12 +861,24 @@ static void branch_event(struct insn_walk *w, const struct pt_event *ev)
 		if (w->pending)
 			branch_end(w, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
 		break;
-	case ptev_async_disabled:
+	case ptev_async_disabled: {
 		/* ip_suppressed is about where it would go: @at is where it struck. */
+		__u64 at = ev->variant.async_disabled.at;
+		__u64 to = ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip;
+
+		/* A transaction aborted into the disable: one edge, no self-edge first. */
+		if (w->pending && w->from_class == ptic_other && !strcmp(w->flag, "tx abrt") &&
+		    w->from == at) {
+			w->pending = 0;
+			branch_edge(w, at, to, "tr end  tx abrt", 0);
+			break;
+		}
 		if (w->pending)
-			branch_out(w, ev->variant.async_disabled.at, NULL);
-		branch_edge(w, ev->variant.async_disabled.at, 0, "tr end async", 0);
+			branch_out(w, at, NULL);
+		/* Where it went known: an interrupt into code not traced, as perf names it. */
+		branch_edge(w, at, to, ev->ip_suppressed ? "tr end async" : "tr end  hw int", 0);
 		break;
+	}
 	case ptev_async_branch:
 		/* An abort's FUP and TIP come as this event after the abort's own. */
 		if (w->pending && w->from_class == ptic_other && !strcmp(w->flag, "tx abrt") &&
