@@ -2172,3 +2172,41 @@ Test(pt, a_transaction_abort_into_a_disable_is_one_edge)
 	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
 	free(out);
 }
+
+/*
+ * Issue 52, item 7f: a TIP.PGD with no IP that is the trace's last packet,
+ * taken by an indirect jmp (jz taken, jnz not, jmp *%rax), call (call
+ * *%rax) or ret (call 400010; ret): libipt's instruction decoder ends the
+ * trace there without the disable; perf has it as "tr end" (its kind after
+ * it: "tr end  call", "tr end  return") to 0, ptxed's block decoder as
+ * [disabled]. The edge was missing.
+ */
+Test(pt, a_disable_that_ends_the_trace_after_an_indirect_branch_is_kept)
+{
+	struct pt_packet jmp[] = { P(ppt_psb),	  P(ppt_psbend),
+				   MODE_EXEC64(), IP(ppt_tip_pge, 0x400000),
+				   TNT(2, 0x2),	  P(ppt_tip_pgd) };
+	struct pt_packet pge[] = { P(ppt_psb), P(ppt_psbend), MODE_EXEC64(),
+				   IP(ppt_tip_pge, 0x400000), P(ppt_tip_pgd) };
+	const size_t njmp = sizeof(jmp) / sizeof(jmp[0]), npge = sizeof(pge) / sizeof(pge[0]);
+	__u8 tr[128];
+	long lines;
+	char *out;
+
+	out = branches_and_perf("pgdjmp", jmp, njmp, code, sizeof(code), 0);
+	cr_assert_not_null(strstr(out, "400009  ->                0   tr end\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("pgdcall", pge, npge, call_rax_loop, sizeof(call_rax_loop), 0);
+	cr_assert_not_null(strstr(out, "400000  ->                0   tr end  call\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("pgdret", pge, npge, ret_code, sizeof(ret_code), 0);
+	cr_assert_not_null(strstr(out, "400010  ->                0   tr end  return\n"), "%s",
+			   out);
+	free(out);
+	/* --pt=insn: the jmp, then [disabled] as ptxed's block decoder has it. */
+	out = decode_at(tr, enc(jmp, njmp, tr, sizeof(tr)), 0, RK_PT_INSN, &lines);
+	cr_assert_not_null(strstr(out, "400009  jump       ff e0"), "%s", out);
+	cr_assert_eq(count_of(out, "[disabled]"), 1, "%s", out);
+	cr_assert_null(strstr(out, "[end of trace]"), "%s", out);
+	free(out);
+}

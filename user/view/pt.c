@@ -971,6 +971,32 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 	w->lines++;
 }
 
+/*
+ * libipt's instruction decoder ends the trace at an indirect branch (jmp,
+ * call, ret) whose TIP.PGD is the trace's last packet without reporting
+ * the disable; its block decoder does ([disabled], as ptxed prints it), and
+ * perf (tr end). The trace's last packet of the flow, read after @insn
+ * ended it, says so. Return: 1 if it was printed so.
+ */
+static int disabled_at_the_end(struct insn_walk *w, const struct pt_insn *insn, size_t len)
+{
+	const struct trail *t = &w->trail;
+	__u64 to;
+
+	if (insn->iclass == ptic_other || insn->iclass == ptic_cond_jump ||
+	    insn->iclass == ptic_ptwrite || insn->iclass == ptic_error ||
+	    !direct_target(insn->raw, insn->size, insn->ip, &to) ||
+	    trail_follow(&w->trail, w->dec, &w->trail_cfg, len) || t->flow != ppt_tip_pgd)
+		return 0;
+	if (w->mode == RK_PT_INSN) {
+		fprintf(w->out, "[disabled]\n");
+		w->lines++;
+	} else if (w->pending) {
+		branch_end(w, t->flow_suppressed ? 0 : t->flow_ip);
+	}
+	return 1;
+}
+
 /* "[offset, ip: what: error]", offsets in the ring's coordinates as rk_pt_dump's. */
 static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip, const char *what,
 		     int err)
@@ -1119,6 +1145,8 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 				print_insn(&w, &insn);
 			else if (w.pending && insn.ip)
 				branch_out(&w, insn.ip, NULL); /* perf's edge to where it failed */
+			if (status == -pte_eos && disabled_at_the_end(&w, &insn, len))
+				break;
 			if (status < 0)
 				break;
 			/* A branch under which tracing stopped with no TIP.PGD target. */
