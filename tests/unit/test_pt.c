@@ -1714,10 +1714,10 @@ Test(pt, address_filters_from_the_descriptor)
 /*
  * A loop of direct jumps consumes no trace: 400000 jmp 400002; 400002 jmp
  * 400000. Decoding stops it as perf does ("Never-ending loop", within a
- * few turns: the run comes back to an instruction it passed) and ends
- * (libipt read the PSB+ that follows while in the loop: there is no later
- * PSB to go on at). Before the bound it printed the two jumps forever (the
- * timeout fails the test).
+ * few turns: the run comes back to an instruction it passed) and goes on
+ * at the PSB+ that follows, which libipt read ahead while in the loop
+ * (decoding_goes_on_at_the_psb_after_a_loop_or_an_error). Before the bound
+ * it printed the two jumps forever (the timeout fails the test).
  */
 static const __u8 loop_code[] = { 0xeb, 0x00, 0xeb, 0xfc, 0xcc };
 
@@ -2208,5 +2208,62 @@ Test(pt, a_disable_that_ends_the_trace_after_an_indirect_branch_is_kept)
 	cr_assert_not_null(strstr(out, "400009  jump       ff e0"), "%s", out);
 	cr_assert_eq(count_of(out, "[disabled]"), 1, "%s", out);
 	cr_assert_null(strstr(out, "[end of trace]"), "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7c: after a never-ending loop or an error, decoding goes
+ * on at the first PSB after the last packet the flow took, as perf does,
+ * not at the next PSB after what libipt had read ahead. 400000 jmp 400000
+ * (the loop); 400002 jmp *%rax. The PSB+ after the TIP.PGE (FUP 400002)
+ * is read ahead as status while the loop runs: perf resumes there, tr strt
+ * 0 => 400002 and its jmp's tr end to 400100. Then an error: the jmp
+ * *%rax at 400009 goes to 500000, not mapped; the PSB+ after it (FUP
+ * 400000) resumes: tr strt, the jz, the jmp's tr end. Both segments were
+ * lost (no later PSB than the decoder's position).
+ */
+static const __u8 self_loop[] = { 0xeb, 0xfe, 0xff, 0xe0, 0xcc };
+
+Test(pt, decoding_goes_on_at_the_psb_after_a_loop_or_an_error)
+{
+	struct pt_packet loop[] = { P(ppt_psb),
+				    P(ppt_psbend),
+				    MODE_EXEC64(),
+				    IP(ppt_tip_pge, 0x400000),
+				    P(ppt_psb),
+				    MODE_EXEC64(),
+				    IP(ppt_fup, 0x400002),
+				    P(ppt_psbend),
+				    IP(ppt_tip_pgd, 0x400100),
+				    P(ppt_psb),
+				    P(ppt_psbend) };
+	struct pt_packet err[] = { P(ppt_psb),
+				   P(ppt_psbend),
+				   MODE_EXEC64(),
+				   IP(ppt_tip_pge, 0x400000),
+				   TNT(2, 0x2),
+				   IP(ppt_tip, 0x500000),
+				   P(ppt_psb),
+				   MODE_EXEC64(),
+				   IP(ppt_fup, 0x400000),
+				   P(ppt_psbend),
+				   TNT(2, 0x2),
+				   IP(ppt_tip_pgd, 0x400100),
+				   P(ppt_psb),
+				   P(ppt_psbend) };
+	char *out;
+
+	out = branches_and_perf("resumeloop", loop, sizeof(loop) / sizeof(loop[0]), self_loop,
+				sizeof(self_loop), 0);
+	cr_assert_eq(count_of(out, "error: Never-ending loop]"), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "     0  ->           400002   tr strt\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400002  ->           400100   tr end\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("resumeerr", err, sizeof(err) / sizeof(err[0]), code, sizeof(code),
+				0);
+	cr_assert_not_null(strstr(out, "400009  ->           500000   jmp\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "no memory mapped"), "%s", out);
+	cr_assert_eq(count_of(out, "     0  ->           400000   tr strt\n"), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "400009  ->           400100   tr end\n"), "%s", out);
 	free(out);
 }

@@ -1010,6 +1010,26 @@ static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip,
 }
 
 /*
+ * After an error of the flow (@err: no image, a packet that does not fit
+ * the instruction; 0: a never-ending loop), go on at the first PSB after the
+ * last packet the flow took, as perf does: libipt has read the PSB+s that
+ * followed it ahead (as status), and its own next PSB is past them. After
+ * a packet that does not decode, at the next PSB past it (an earlier one
+ * would read it again). Return: pt_insn_sync_set()'s or
+ * pt_insn_sync_forward()'s.
+ */
+static int resync(struct insn_walk *w, int err)
+{
+	uint64_t end = 0;
+
+	if (err != -pte_bad_opc && err != -pte_bad_packet && err != -pte_bad_context &&
+	    !pt_insn_get_offset(w->dec, &end) &&
+	    !trail_follow(&w->trail, w->dec, &w->trail_cfg, end) && w->trail.resume)
+		return pt_insn_sync_set(w->dec, w->trail.resume);
+	return pt_insn_sync_forward(w->dec);
+}
+
+/*
  * A decode that consumes no trace cannot tell a loop that ran from one it
  * made up (a decode gone astray, or code that is an endless loop): it
  * would print forever. Trace is consumed where the decoder's packet
@@ -1074,7 +1094,7 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 	struct pt_insn_decoder *dec;
 	struct loop_check lc;
 	uint64_t last_sync = 0;
-	int status, synced = 0, looped = 0;
+	int status, synced = 0, looped = 0, failed = 0, fail_err = 0, resumed;
 
 	cfg->begin = (uint8_t *)buf;
 	cfg->end = (uint8_t *)buf + len;
@@ -1091,7 +1111,9 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 		struct pt_insn insn;
 		uint64_t off = 0;
 
-		status = pt_insn_sync_forward(dec);
+		resumed = failed;
+		status = failed ? resync(&w, fail_err) : pt_insn_sync_forward(dec);
+		failed = 0;
 		if (status < 0) {
 			uint64_t sync = 0;
 
@@ -1119,6 +1141,13 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 		}
 		w.pending = 0;
 		w.ret_n = 0; /* as libipt's and perf's at a synchronization */
+		/*
+		 * Going on after an error where tracing is on (a PSB+ with a FUP):
+		 * perf's trace start (not at the first PSB, nor after a PSB+ that
+		 * did not decode, where perf has none).
+		 */
+		if (mode == RK_PT_BRANCHES && resumed && !(status & pts_ip_suppressed))
+			branch_pend(&w, 0, "tr strt");
 		memset(&insn, 0, sizeof(insn));
 		memset(&lc, 0, sizeof(lc));
 		for (;;) {
@@ -1165,6 +1194,8 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 		}
 		if (status == -pte_eos)
 			break;
+		failed = 1;
+		fail_err = looped ? 0 : status;
 		if (looped)
 			continue;
 		diagnose(&w, dec, insn.ip, "error", status);
