@@ -1183,7 +1183,7 @@ long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct 
 				branch_end(&w, 0);
 			pt_insn_get_offset(dec, &off);
 			if (loop_check(&lc, &insn, off)) {
-				/* perf's words; decoding goes on at the next PSB. */
+				/* perf's words; decoding goes on as after an error. */
 				fprintf(out, "[%016llx, %llx: error: Never-ending loop]\n",
 					(unsigned long long)(w.base + off),
 					(unsigned long long)insn.ip);
