@@ -1386,7 +1386,8 @@ MODE_TSX(int intx, int abrt) {
 static const __u8 *image_text = code;
 static size_t image_size = sizeof(code);
 
-static char *decode_at(const __u8 *tr, size_t len, __u64 base, int mode, long *lines)
+static char *decode_at_work(const __u8 *tr, size_t len, __u64 base, int mode, long *lines,
+			    unsigned long long *reread)
 {
 	struct rk_symbols *syms;
 	struct pt_image *img = pt_image_alloc("test");
@@ -1402,11 +1403,16 @@ static char *decode_at(const __u8 *tr, size_t len, __u64 base, int mode, long *l
 	desc_for_test(&d);
 	cr_assert_eq(rk_pt_config(&d, sizeof(d), 1ull << 10, &cfg, &why), 0);
 	cr_assert_eq(rk_pt_image_add_maps(img, syms), 1);
-	*lines = rk_pt_insn(f, tr, len, base, &cfg, img, syms, mode);
+	*lines = rk_pt_insn_work(f, tr, len, base, &cfg, img, syms, mode, reread);
 	fclose(f);
 	pt_image_free(img);
 	rk_symbols__free(syms);
 	return mem;
+}
+
+static char *decode_at(const __u8 *tr, size_t len, __u64 base, int mode, long *lines)
+{
+	return decode_at_work(tr, len, base, mode, lines, NULL);
 }
 
 /*
@@ -1708,10 +1714,10 @@ Test(pt, address_filters_from_the_descriptor)
 /*
  * A loop of direct jumps consumes no trace: 400000 jmp 400002; 400002 jmp
  * 400000. Decoding stops it as perf does ("Never-ending loop", within a
- * few turns: the run comes back to an instruction it passed) and ends
- * (libipt read the PSB+ that follows while in the loop: there is no later
- * PSB to go on at). Before the bound it printed the two jumps forever (the
- * timeout fails the test).
+ * few turns: the run comes back to an instruction it passed) and goes on
+ * at the PSB+ that follows, which libipt read ahead while in the loop
+ * (decoding_goes_on_at_the_psb_after_a_loop_or_an_error). Before the bound
+ * it printed the two jumps forever (the timeout fails the test).
  */
 static const __u8 loop_code[] = { 0xeb, 0x00, 0xeb, 0xfc, 0xcc };
 
@@ -2012,5 +2018,252 @@ Test(pt, branches_have_perf_s_flags_words)
 	free(out);
 	out = branches_and_perf("end", end, sizeof(end) / sizeof(end[0]), code, sizeof(code), 0);
 	cr_assert_not_null(strstr(out, "400009  ->           400004   jmp\n"), "the last: %s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7a: @novf overflows between two PSBs, each after a jz
+ * taken (TNT) and followed by a FUP at 400000, decoded as branches: the
+ * packets read besides libipt's decoder (*@reread). Return: the lines.
+ */
+static long overflows_decoded(int novf, unsigned long long *reread)
+{
+	size_t cap = 8 + 3 * (size_t)novf, n = 0, len;
+	struct pt_packet *pk = calloc(cap, sizeof(*pk));
+	__u8 *tr = malloc(cap * 8);
+	long lines;
+	char *out;
+	int i;
+
+	cr_assert(pk && tr);
+	pk[n++] = P(ppt_psb);
+	pk[n++] = P(ppt_psbend);
+	pk[n++] = MODE_EXEC64();
+	pk[n++] = IP(ppt_tip_pge, 0x400000);
+	for (i = 0; i < novf; i++) {
+		pk[n++] = TNT(1, 1);
+		pk[n++] = P(ppt_ovf);
+		pk[n++] = IP(ppt_fup, 0x400000);
+	}
+	pk[n++] = P(ppt_psb);
+	pk[n++] = P(ppt_psbend);
+	len = enc(pk, n, tr, cap * 8);
+	out = decode_at_work(tr, len, 0, RK_PT_BRANCHES, &lines, reread);
+	cr_assert_eq(count_of(out, "400002  ->           400007   jcc\n"), novf, "%.2000s", out);
+	cr_assert_eq(count_of(out, "     0  ->           400000   tr strt\n"), novf + 1, "%.2000s",
+		     out);
+	free(out);
+	free(pk);
+	free(tr);
+	return lines;
+}
+
+/*
+ * Each overflow's look back at what its pending branch took read the
+ * packets again from the PSB: twice the overflows between two PSBs, four
+ * times the work (16,000 overflows: 5.2 s, perf 0.06 s). Followed once,
+ * twice the overflows are twice the packets read.
+ */
+Test(pt, overflows_cost_linear_work)
+{
+	unsigned long long one = 0, two = 0;
+
+	cr_assert_eq(overflows_decoded(400, &one), 2 * 400 + 1);
+	cr_assert_eq(overflows_decoded(800, &two), 2 * 800 + 1);
+	cr_assert_gt(one, 0, "the look back reads the packets at least once");
+	cr_assert_leq(two, 2 * one + 16, "400 overflows: %llu packets read, 800: %llu", one, two);
+}
+
+/*
+ * Issue 52, item 7b: 400000 call 400010; 400005 jmp *%rax; 400010 ret.
+ * The ret is compressed (a TNT bit taken: it returns to 400005, where the
+ * call pushed) and an OVF comes before 400005 runs. perf: 400010 =>
+ * 400005 return, then tr strt 0 => 400005 (FUP) and the jmp's tr end. The
+ * return was dropped: its target is in neither its bytes nor a TIP.
+ */
+static const __u8 ret_code[] = { 0xe8, 0x0b, 0x00, 0x00, 0x00, 0xff, 0xe0, 0xcc, 0xcc,
+				 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xc3 };
+
+Test(pt, a_compressed_return_pending_at_an_overflow_goes_where_its_call_pushed)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  TNT(1, 1), /* the ret, compressed */
+				  P(ppt_ovf),
+				  IP(ppt_fup, 0x400005),
+				  IP(ppt_tip_pgd, 0x400100),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	char *out = branches_and_perf("retovf", pk, sizeof(pk) / sizeof(pk[0]), ret_code,
+				      sizeof(ret_code), 0);
+
+	cr_assert_not_null(strstr(out, "400000  ->           400010   call\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400010  ->           400005   return\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "     0  ->           400005   tr strt\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400005  ->           400100   tr end\n"), "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7d: an asynchronous disable whose TIP.PGD has an IP (an
+ * interrupt into code not traced): jz taken, then FUP 400007 + TIP.PGD
+ * 400100. perf: 400007 => 400100 "tr end  hw int"; it was 400007 -> 0
+ * "tr end async", which stays for a TIP.PGD without an IP
+ * (branches_are_perf_s_interrupt_and_disable_edges).
+ */
+Test(pt, an_asynchronous_disable_with_an_ip_is_an_interrupt_that_ends_the_trace)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  TNT(1, 1),
+				  IP(ppt_fup, 0x400007),
+				  IP(ppt_tip_pgd, 0x400100),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	char *out =
+		branches_and_perf("irqpgd", pk, sizeof(pk) / sizeof(pk[0]), code, sizeof(code), 0);
+
+	cr_assert_not_null(strstr(out, "400002  ->           400007   jcc\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->           400100   tr end  hw int\n"), "%s",
+			   out);
+	cr_assert_null(strstr(out, "async"), "%s", out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7e: a transaction aborted at the jnz (FUP 400007) into a
+ * TIP.PGD, with no IP and with one: perf has one edge, 400007 => 0 or
+ * 400009 "tr end  tx abrt". It was a self-edge 400007 -> 400007 tx abrt,
+ * then 400007 -> 0 tr end async.
+ */
+Test(pt, a_transaction_abort_into_a_disable_is_one_edge)
+{
+	struct pt_packet pk[] = { P(ppt_psb),
+				  MODE_TSX(0, 0),
+				  P(ppt_psbend),
+				  MODE_EXEC64(),
+				  IP(ppt_tip_pge, 0x400000),
+				  MODE_TSX(1, 0),
+				  IP(ppt_fup, 0x400002),
+				  TNT(1, 1),
+				  MODE_TSX(0, 1),
+				  IP(ppt_fup, 0x400007),
+				  P(ppt_tip_pgd),
+				  P(ppt_psb),
+				  P(ppt_psbend) };
+	const size_t n = sizeof(pk) / sizeof(pk[0]);
+	char *out = branches_and_perf("abrtpgd", pk, n, code, sizeof(code), 0);
+
+	cr_assert_not_null(strstr(out, "400002  ->           400007   jcc (x)\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400007  ->                0   tr end  tx abrt\n"), "%s",
+			   out);
+	cr_assert_null(strstr(out, "400007  ->           400007"), "a self-edge:\n%s", out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+	pk[10] = IP(ppt_tip_pgd, 0x400009);
+	out = branches_and_perf("abrtpgdip", pk, n, code, sizeof(code), 0);
+	cr_assert_not_null(strstr(out, "400007  ->           400009   tr end  tx abrt\n"), "%s",
+			   out);
+	cr_assert_eq(count_of(out, "\n"), 3, "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7f: a TIP.PGD with no IP that is the trace's last packet,
+ * taken by an indirect jmp (jz taken, jnz not, jmp *%rax), call (call
+ * *%rax) or ret (call 400010; ret): libipt's instruction decoder ends the
+ * trace there without the disable; perf has it as "tr end" (its kind after
+ * it: "tr end  call", "tr end  return") to 0, ptxed's block decoder as
+ * [disabled]. The edge was missing.
+ */
+Test(pt, a_disable_that_ends_the_trace_after_an_indirect_branch_is_kept)
+{
+	struct pt_packet jmp[] = { P(ppt_psb),	  P(ppt_psbend),
+				   MODE_EXEC64(), IP(ppt_tip_pge, 0x400000),
+				   TNT(2, 0x2),	  P(ppt_tip_pgd) };
+	struct pt_packet pge[] = { P(ppt_psb), P(ppt_psbend), MODE_EXEC64(),
+				   IP(ppt_tip_pge, 0x400000), P(ppt_tip_pgd) };
+	const size_t njmp = sizeof(jmp) / sizeof(jmp[0]), npge = sizeof(pge) / sizeof(pge[0]);
+	__u8 tr[128];
+	long lines;
+	char *out;
+
+	out = branches_and_perf("pgdjmp", jmp, njmp, code, sizeof(code), 0);
+	cr_assert_not_null(strstr(out, "400009  ->                0   tr end\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("pgdcall", pge, npge, call_rax_loop, sizeof(call_rax_loop), 0);
+	cr_assert_not_null(strstr(out, "400000  ->                0   tr end  call\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("pgdret", pge, npge, ret_code, sizeof(ret_code), 0);
+	cr_assert_not_null(strstr(out, "400010  ->                0   tr end  return\n"), "%s",
+			   out);
+	free(out);
+	/* --pt=insn: the jmp, then [disabled] as ptxed's block decoder has it. */
+	out = decode_at(tr, enc(jmp, njmp, tr, sizeof(tr)), 0, RK_PT_INSN, &lines);
+	cr_assert_not_null(strstr(out, "400009  jump       ff e0"), "%s", out);
+	cr_assert_eq(count_of(out, "[disabled]"), 1, "%s", out);
+	cr_assert_null(strstr(out, "[end of trace]"), "%s", out);
+	free(out);
+}
+
+/*
+ * Issue 52, item 7c: after a never-ending loop or an error, decoding goes
+ * on at the first PSB after the last packet the flow took, as perf does,
+ * not at the next PSB after what libipt had read ahead. 400000 jmp 400000
+ * (the loop); 400002 jmp *%rax. The PSB+ after the TIP.PGE (FUP 400002)
+ * is read ahead as status while the loop runs: perf resumes there, tr strt
+ * 0 => 400002 and its jmp's tr end to 400100. Then an error: the jmp
+ * *%rax at 400009 goes to 500000, not mapped; the PSB+ after it (FUP
+ * 400000) resumes: tr strt, the jz, the jmp's tr end. Both segments were
+ * lost (no later PSB than the decoder's position).
+ */
+static const __u8 self_loop[] = { 0xeb, 0xfe, 0xff, 0xe0, 0xcc };
+
+Test(pt, decoding_goes_on_at_the_psb_after_a_loop_or_an_error)
+{
+	struct pt_packet loop[] = { P(ppt_psb),
+				    P(ppt_psbend),
+				    MODE_EXEC64(),
+				    IP(ppt_tip_pge, 0x400000),
+				    P(ppt_psb),
+				    MODE_EXEC64(),
+				    IP(ppt_fup, 0x400002),
+				    P(ppt_psbend),
+				    IP(ppt_tip_pgd, 0x400100),
+				    P(ppt_psb),
+				    P(ppt_psbend) };
+	struct pt_packet err[] = { P(ppt_psb),
+				   P(ppt_psbend),
+				   MODE_EXEC64(),
+				   IP(ppt_tip_pge, 0x400000),
+				   TNT(2, 0x2),
+				   IP(ppt_tip, 0x500000),
+				   P(ppt_psb),
+				   MODE_EXEC64(),
+				   IP(ppt_fup, 0x400000),
+				   P(ppt_psbend),
+				   TNT(2, 0x2),
+				   IP(ppt_tip_pgd, 0x400100),
+				   P(ppt_psb),
+				   P(ppt_psbend) };
+	char *out;
+
+	out = branches_and_perf("resumeloop", loop, sizeof(loop) / sizeof(loop[0]), self_loop,
+				sizeof(self_loop), 0);
+	cr_assert_eq(count_of(out, "error: Never-ending loop]"), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "     0  ->           400002   tr strt\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "400002  ->           400100   tr end\n"), "%s", out);
+	free(out);
+	out = branches_and_perf("resumeerr", err, sizeof(err) / sizeof(err[0]), code, sizeof(code),
+				0);
+	cr_assert_not_null(strstr(out, "400009  ->           500000   jmp\n"), "%s", out);
+	cr_assert_not_null(strstr(out, "no memory mapped"), "%s", out);
+	cr_assert_eq(count_of(out, "     0  ->           400000   tr strt\n"), 2, "%s", out);
+	cr_assert_not_null(strstr(out, "400009  ->           400100   tr end\n"), "%s", out);
 	free(out);
 }

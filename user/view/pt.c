@@ -476,6 +476,166 @@ static void sym_of(struct rk_symbols *syms, __u64 ip, char *s, size_t len)
 		s[0] = '\0';
 }
 
+/* @ip of an IP packet, decompressed against the last one (@last). */
+static __u64 packet_ip(const struct pt_packet_ip *p, __u64 last)
+{
+	switch (p->ipc) {
+	case pt_ipc_update_16:
+		return (last & ~0xffffull) | (p->ip & 0xffff);
+	case pt_ipc_update_32:
+		return (last & ~0xffffffffull) | (p->ip & 0xffffffff);
+	case pt_ipc_update_48:
+		return (last & ~0xffffffffffffull) | (p->ip & 0xffffffffffff);
+	case pt_ipc_sext_48:
+		return (__u64)((__s64)(p->ip << 16) >> 16);
+	case pt_ipc_full:
+		return p->ip;
+	default:
+		return last;
+	}
+}
+
+/*
+ * The packets libipt's decoder has read, followed once by a packet decoder
+ * of our own from the PSB it synchronized at (an overflow used to read
+ * them again from there: the decode was quadratic in the overflows between
+ * two PSBs). What it keeps: what was taken last before the last OVF (a TNT
+ * bit or a TIP's target), for the branch an overflow interrupted; and the
+ * first PSB after the last packet of the flow, where decoding goes on after
+ * an error (libipt reads the PSB+s that follow ahead, as status).
+ */
+struct trail {
+	struct pt_packet_decoder *pd; /* NULL until first needed */
+	int started;
+	uint64_t sync; /* the PSB it follows from */
+	uint64_t off; /* read up to here */
+	__u64 last_ip; /* for compressed IPs */
+	int in_psb; /* between a PSB and its PSBEND: status, not the flow */
+	int tnt; /* taken last: 1 a TNT bit (@taken), 0 a TIP (@tip), -1 neither */
+	int taken;
+	__u64 tip;
+	int ovf; /* an OVF was read: @ovf_* are what was taken last before it */
+	int ovf_tnt, ovf_taken;
+	__u64 ovf_tip;
+	uint64_t resume; /* the first PSB after the flow's last packet; 0: none */
+	enum pt_packet_type flow; /* the flow's last packet (ppt_invalid: none) */
+	int flow_suppressed; /* it had no IP */
+	__u64 flow_ip; /* its IP */
+	unsigned long long packets; /* read, for rk_pt_insn_work() */
+};
+
+/* The state of @t at its PSB @sync, nothing read. */
+static void trail_reset(struct trail *t, uint64_t sync)
+{
+	t->started = 1;
+	t->sync = sync;
+	t->off = sync;
+	t->last_ip = 0;
+	t->in_psb = 0;
+	t->tnt = -1;
+	t->ovf = 0;
+	t->resume = 0;
+	t->flow = ppt_invalid;
+}
+
+/* @p, read at @at, into @t. */
+static void trail_take(struct trail *t, const struct pt_packet *p, uint64_t at)
+{
+	switch (p->type) {
+	case ppt_psb:
+		t->last_ip = 0;
+		t->in_psb = 1;
+		if (at > t->sync && !t->resume)
+			t->resume = at;
+		return;
+	case ppt_psbend:
+		t->in_psb = 0;
+		return;
+	case ppt_pad:
+	case ppt_tsc:
+	case ppt_cbr:
+	case ppt_tma:
+	case ppt_mtc:
+	case ppt_cyc:
+	case ppt_mnt:
+		return; /* timing: not the flow */
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_fup:
+		t->last_ip = packet_ip(&p->payload.ip, t->last_ip);
+		break;
+	default:
+		break;
+	}
+	if (t->in_psb)
+		return; /* the state a PSB+ repeats */
+	t->resume = 0;
+	t->flow = p->type;
+	t->flow_ip = t->last_ip;
+	t->flow_suppressed = (p->type == ppt_tip || p->type == ppt_tip_pge ||
+			      p->type == ppt_tip_pgd || p->type == ppt_fup) &&
+			     p->payload.ip.ipc == pt_ipc_suppressed;
+	switch (p->type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		/* The newest bit is the lowest. */
+		t->tnt = 1;
+		t->taken = p->payload.tnt.bit_size && (p->payload.tnt.payload & 1);
+		break;
+	case ppt_tip:
+		t->tnt = 0;
+		t->tip = t->last_ip;
+		break;
+	case ppt_ovf:
+		t->ovf = 1;
+		t->ovf_tnt = t->tnt;
+		t->ovf_taken = t->taken;
+		t->ovf_tip = t->tip;
+		t->tnt = -1;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Follow the decoder up to @end (a packet offset it reached), from where
+ * @t stopped if the decoder is still in the same PSB segment, else from
+ * the PSB it synchronized at. Return: 0, -ENOENT (the decoder has no sync
+ * point), -ENOMEM.
+ */
+static int trail_follow(struct trail *t, struct pt_insn_decoder *dec, const struct pt_config *cfg,
+			uint64_t end)
+{
+	uint64_t sync = 0;
+
+	if (pt_insn_get_sync_offset(dec, &sync) < 0)
+		return -ENOENT;
+	if (!t->pd) {
+		t->pd = pt_pkt_alloc_decoder(cfg);
+		if (!t->pd)
+			return -ENOMEM;
+	}
+	if (!t->started || sync != t->sync || end < t->off) {
+		trail_reset(t, sync);
+		if (pt_pkt_sync_set(t->pd, sync) < 0)
+			return -ENOENT;
+	}
+	while (t->off < end) {
+		struct pt_packet p;
+		uint64_t at = t->off;
+
+		if (pt_pkt_next(t->pd, &p, sizeof(p)) < 0 || pt_pkt_get_offset(t->pd, &t->off) < 0)
+			break; /* libipt's decoder meets the same error */
+		t->packets++;
+		trail_take(t, &p, at);
+	}
+	return 0;
+}
+
+#define RK_PT_RETS 64
+
 /* A decoding in progress. */
 struct insn_walk {
 	FILE *out;
@@ -483,11 +643,9 @@ struct insn_walk {
 	int mode;
 	__u64 base; /* ring position of the buffer's first byte */
 	long lines;
-	/* the trace, to read what the decoder consumed before an overflow */
-	const __u8 *buf;
-	size_t len;
-	const struct pt_config *cfg;
 	struct pt_insn_decoder *dec;
+	struct pt_config trail_cfg; /* the trace, for @trail's packet decoder */
+	struct trail trail;
 	/*
 	 * RK_PT_BRANCHES: the last branch (an instruction, an abort, a trace
 	 * start), waiting for where it went; its kind as perf script's flags
@@ -499,7 +657,33 @@ struct insn_walk {
 	__u8 raw[16];
 	const char *flag;
 	int in_tx; /* it ran in a transaction: perf's "(x)" */
+	/*
+	 * perf's return stack, to know where a compressed return went when an
+	 * overflow comes before its target runs: each call pushes where it
+	 * returns to (a call to the next instruction, to read the ip, does
+	 * not), each return pops; as deep as the CPU's (and libipt's) 64.
+	 */
+	__u64 rets[RK_PT_RETS];
+	unsigned int ret_top, ret_n;
+	__u64 ret_to; /* the pending return's target by the stack; 0: unknown */
 };
+
+static void ret_push(struct insn_walk *w, __u64 to)
+{
+	w->rets[w->ret_top] = to;
+	w->ret_top = (w->ret_top + 1) % RK_PT_RETS;
+	if (w->ret_n < RK_PT_RETS)
+		w->ret_n++;
+}
+
+static __u64 ret_pop(struct insn_walk *w)
+{
+	if (!w->ret_n)
+		return 0;
+	w->ret_n--;
+	w->ret_top = (w->ret_top + RK_PT_RETS - 1) % RK_PT_RETS;
+	return w->rets[w->ret_top];
+}
 
 /* The opcode of @raw (@size bytes) past its prefixes (legacy, REX); @op: its index. */
 static int opcode_at(const __u8 *raw, unsigned int size, unsigned int *op)
@@ -613,94 +797,6 @@ static void branch_pend(struct insn_walk *w, __u64 from, const char *flag)
 	w->in_tx = 0;
 }
 
-/* @ip of an IP packet, decompressed against the last one (@last). */
-static __u64 packet_ip(const struct pt_packet_ip *p, __u64 last)
-{
-	switch (p->ipc) {
-	case pt_ipc_update_16:
-		return (last & ~0xffffull) | (p->ip & 0xffff);
-	case pt_ipc_update_32:
-		return (last & ~0xffffffffull) | (p->ip & 0xffffffff);
-	case pt_ipc_update_48:
-		return (last & ~0xffffffffffffull) | (p->ip & 0xffffffffffff);
-	case pt_ipc_sext_48:
-		return (__u64)((__s64)(p->ip << 16) >> 16);
-	case pt_ipc_full:
-		return p->ip;
-	default:
-		return last;
-	}
-}
-
-/* What the decoder took last before an OVF: a TNT bit, or a TIP's target. */
-struct before_ovf {
-	int tnt; /* 1: a TNT bit (@taken), 0: a TIP (@tip), -1: neither */
-	int taken;
-	__u64 tip;
-};
-
-/*
- * The packets from the PSB the decoder synchronized at up to where it is
- * now, read again: what was taken last before the last OVF among them.
- * Return: 0, or -ENOENT if there is no OVF.
- */
-static int read_before_ovf(const struct insn_walk *w, struct before_ovf *at)
-{
-	struct before_ovf now = { .tnt = -1 };
-	struct pt_packet_decoder *pd;
-	struct pt_config cfg = *w->cfg;
-	uint64_t sync = 0, end = 0, off = 0;
-	__u64 last = 0;
-	int found = 0;
-
-	if (pt_insn_get_sync_offset(w->dec, &sync) < 0 || pt_insn_get_offset(w->dec, &end) < 0)
-		return -ENOENT;
-	cfg.begin = (uint8_t *)w->buf;
-	cfg.end = (uint8_t *)w->buf + w->len;
-	pd = pt_pkt_alloc_decoder(&cfg);
-	if (!pd)
-		return -ENOMEM;
-	if (pt_pkt_sync_set(pd, sync) < 0)
-		goto out;
-	while (pt_pkt_get_offset(pd, &off) >= 0 && off < end) {
-		struct pt_packet p;
-
-		if (pt_pkt_next(pd, &p, sizeof(p)) < 0)
-			break;
-		switch (p.type) {
-		case ppt_psb:
-			last = 0;
-			break;
-		case ppt_tnt_8:
-		case ppt_tnt_64:
-			/* The newest bit is the lowest. */
-			now.tnt = 1;
-			now.taken = p.payload.tnt.bit_size && (p.payload.tnt.payload & 1);
-			break;
-		case ppt_tip:
-			last = packet_ip(&p.payload.ip, last);
-			now.tnt = 0;
-			now.tip = last;
-			break;
-		case ppt_tip_pge:
-		case ppt_tip_pgd:
-		case ppt_fup:
-			last = packet_ip(&p.payload.ip, last);
-			break;
-		case ppt_ovf:
-			*at = now;
-			found = 1;
-			now.tnt = -1;
-			break;
-		default:
-			break;
-		}
-	}
-out:
-	pt_pkt_free_decoder(pd);
-	return found ? 0 : -ENOENT;
-}
-
 /*
  * The pending branch at an overflow: the decoder took its TNT bit or TIP
  * and the overflow came before its target ran, so where it went is in its
@@ -709,22 +805,26 @@ out:
  */
 static void branch_at_overflow(struct insn_walk *w)
 {
-	struct before_ovf at;
+	const struct trail *t = &w->trail;
+	uint64_t end = 0;
 	__u64 to;
 
 	w->pending = 0;
-	if (w->from_class == ptic_other || read_before_ovf(w, &at))
+	if (w->from_class == ptic_other || pt_insn_get_offset(w->dec, &end) < 0 ||
+	    trail_follow(&w->trail, w->dec, &w->trail_cfg, end) || !t->ovf)
 		return;
 	if (w->from_class == ptic_cond_jump) {
-		if (at.tnt == 1 && at.taken &&
+		if (t->ovf_tnt == 1 && t->ovf_taken &&
 		    !direct_target(w->raw, (unsigned int)w->from_size, w->from, &to))
 			branch_edge(w, w->from, to, w->flag, w->in_tx);
 		return;
 	}
 	if (!direct_target(w->raw, (unsigned int)w->from_size, w->from, &to))
 		branch_edge(w, w->from, to, w->flag, w->in_tx);
-	else if (at.tnt == 0)
-		branch_edge(w, w->from, at.tip, w->flag, w->in_tx);
+	else if (t->ovf_tnt == 0)
+		branch_edge(w, w->from, t->ovf_tip, w->flag, w->in_tx);
+	else if (t->ovf_tnt == 1 && t->ovf_taken && w->from_class == ptic_return && w->ret_to)
+		branch_edge(w, w->from, w->ret_to, w->flag, w->in_tx); /* a compressed return */
 }
 
 /* perf's word for tracing stopped under the pending branch: "tr end", with its kind but a jmp's. */
@@ -761,12 +861,24 @@ static void branch_event(struct insn_walk *w, const struct pt_event *ev)
 		if (w->pending)
 			branch_end(w, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
 		break;
-	case ptev_async_disabled:
+	case ptev_async_disabled: {
 		/* ip_suppressed is about where it would go: @at is where it struck. */
+		__u64 at = ev->variant.async_disabled.at;
+		__u64 to = ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip;
+
+		/* A transaction aborted into the disable: one edge, no self-edge first. */
+		if (w->pending && w->from_class == ptic_other && !strcmp(w->flag, "tx abrt") &&
+		    w->from == at) {
+			w->pending = 0;
+			branch_edge(w, at, to, "tr end  tx abrt", 0);
+			break;
+		}
 		if (w->pending)
-			branch_out(w, ev->variant.async_disabled.at, NULL);
-		branch_edge(w, ev->variant.async_disabled.at, 0, "tr end async", 0);
+			branch_out(w, at, NULL);
+		/* Where it went known: an interrupt into code not traced, as perf names it. */
+		branch_edge(w, at, to, ev->ip_suppressed ? "tr end async" : "tr end  hw int", 0);
 		break;
+	}
 	case ptev_async_branch:
 		/* An abort's FUP and TIP come as this event after the abort's own. */
 		if (w->pending && w->from_class == ptic_other && !strcmp(w->flag, "tx abrt") &&
@@ -838,6 +950,15 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 			w->in_tx = insn->speculative;
 			w->pending = 1;
 		}
+		if (insn->iclass == ptic_call) {
+			__u64 to;
+
+			if (direct_target(insn->raw, insn->size, insn->ip, &to) ||
+			    to != insn->ip + insn->size)
+				ret_push(w, insn->ip + insn->size);
+		} else if (insn->iclass == ptic_return) {
+			w->ret_to = ret_pop(w);
+		}
 		return;
 	}
 	for (i = 0; i < insn->size && i < 15; i++)
@@ -850,6 +971,32 @@ static void print_insn(struct insn_walk *w, const struct pt_insn *insn)
 	w->lines++;
 }
 
+/*
+ * libipt's instruction decoder ends the trace at an indirect branch (jmp,
+ * call, ret) whose TIP.PGD is the trace's last packet without reporting
+ * the disable; its block decoder does ([disabled], as ptxed prints it), and
+ * perf (tr end). The trace's last packet of the flow, read after @insn
+ * ended it, says so. Return: 1 if it was printed so.
+ */
+static int disabled_at_the_end(struct insn_walk *w, const struct pt_insn *insn, size_t len)
+{
+	const struct trail *t = &w->trail;
+	__u64 to;
+
+	if (insn->iclass == ptic_other || insn->iclass == ptic_cond_jump ||
+	    insn->iclass == ptic_ptwrite || insn->iclass == ptic_error ||
+	    !direct_target(insn->raw, insn->size, insn->ip, &to) ||
+	    trail_follow(&w->trail, w->dec, &w->trail_cfg, len) || t->flow != ppt_tip_pgd)
+		return 0;
+	if (w->mode == RK_PT_INSN) {
+		fprintf(w->out, "[disabled]\n");
+		w->lines++;
+	} else if (w->pending) {
+		branch_end(w, t->flow_suppressed ? 0 : t->flow_ip);
+	}
+	return 1;
+}
+
 /* "[offset, ip: what: error]", offsets in the ring's coordinates as rk_pt_dump's. */
 static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip, const char *what,
 		     int err)
@@ -860,6 +1007,26 @@ static void diagnose(struct insn_walk *w, struct pt_insn_decoder *dec, __u64 ip,
 	fprintf(w->out, "[%016llx, %llx: %s: %s]\n", (unsigned long long)(w->base + off),
 		(unsigned long long)ip, what, pt_errstr(pt_errcode(err)));
 	w->lines++;
+}
+
+/*
+ * After an error of the flow (@err: no image, a packet that does not fit
+ * the instruction; 0: a never-ending loop), go on at the first PSB after the
+ * last packet the flow took, as perf does: libipt has read the PSB+s that
+ * followed it ahead (as status), and its own next PSB is past them. After
+ * a packet that does not decode, at the next PSB past it (an earlier one
+ * would read it again). Return: pt_insn_sync_set()'s or
+ * pt_insn_sync_forward()'s.
+ */
+static int resync(struct insn_walk *w, int err)
+{
+	uint64_t end = 0;
+
+	if (err != -pte_bad_opc && err != -pte_bad_packet && err != -pte_bad_context &&
+	    !pt_insn_get_offset(w->dec, &end) &&
+	    !trail_follow(&w->trail, w->dec, &w->trail_cfg, end) && w->trail.resume)
+		return pt_insn_sync_set(w->dec, w->trail.resume);
+	return pt_insn_sync_forward(w->dec);
 }
 
 /*
@@ -916,20 +1083,22 @@ static int loop_check(struct loop_check *lc, const struct pt_insn *insn, uint64_
 long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
 		struct pt_image *img, struct rk_symbols *syms, int mode)
 {
-	struct insn_walk w = { .out = out,
-			       .syms = syms,
-			       .mode = mode,
-			       .base = base,
-			       .buf = buf,
-			       .len = len,
-			       .cfg = cfg };
+	return rk_pt_insn_work(out, buf, len, base, cfg, img, syms, mode, NULL);
+}
+
+long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
+		     struct pt_image *img, struct rk_symbols *syms, int mode,
+		     unsigned long long *reread)
+{
+	struct insn_walk w = { .out = out, .syms = syms, .mode = mode, .base = base };
 	struct pt_insn_decoder *dec;
 	struct loop_check lc;
 	uint64_t last_sync = 0;
-	int status, synced = 0, looped = 0;
+	int status, synced = 0, looped = 0, failed = 0, fail_err = 0, resumed;
 
 	cfg->begin = (uint8_t *)buf;
 	cfg->end = (uint8_t *)buf + len;
+	w.trail_cfg = *cfg;
 	dec = pt_insn_alloc_decoder(cfg);
 	if (!dec)
 		return -pte_nomem;
@@ -942,7 +1111,9 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 		struct pt_insn insn;
 		uint64_t off = 0;
 
-		status = pt_insn_sync_forward(dec);
+		resumed = failed;
+		status = failed ? resync(&w, fail_err) : pt_insn_sync_forward(dec);
+		failed = 0;
 		if (status < 0) {
 			uint64_t sync = 0;
 
@@ -969,6 +1140,14 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 			last_sync = sync;
 		}
 		w.pending = 0;
+		w.ret_n = 0; /* as libipt's and perf's at a synchronization */
+		/*
+		 * Going on after an error where tracing is on (a PSB+ with a FUP):
+		 * perf's trace start (not at the first PSB, nor after a PSB+ that
+		 * did not decode, where perf has none).
+		 */
+		if (mode == RK_PT_BRANCHES && resumed && !(status & pts_ip_suppressed))
+			branch_pend(&w, 0, "tr strt");
 		memset(&insn, 0, sizeof(insn));
 		memset(&lc, 0, sizeof(lc));
 		for (;;) {
@@ -995,6 +1174,8 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 				print_insn(&w, &insn);
 			else if (w.pending && insn.ip)
 				branch_out(&w, insn.ip, NULL); /* perf's edge to where it failed */
+			if (status == -pte_eos && disabled_at_the_end(&w, &insn, len))
+				break;
 			if (status < 0)
 				break;
 			/* A branch under which tracing stopped with no TIP.PGD target. */
@@ -1002,7 +1183,7 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 				branch_end(&w, 0);
 			pt_insn_get_offset(dec, &off);
 			if (loop_check(&lc, &insn, off)) {
-				/* perf's words; decoding goes on at the next PSB. */
+				/* perf's words; decoding goes on as after an error. */
 				fprintf(out, "[%016llx, %llx: error: Never-ending loop]\n",
 					(unsigned long long)(w.base + off),
 					(unsigned long long)insn.ip);
@@ -1013,10 +1194,16 @@ long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_co
 		}
 		if (status == -pte_eos)
 			break;
+		failed = 1;
+		fail_err = looped ? 0 : status;
 		if (looped)
 			continue;
 		diagnose(&w, dec, insn.ip, "error", status);
 	}
 	pt_insn_free_decoder(dec);
+	if (w.trail.pd)
+		pt_pkt_free_decoder(w.trail.pd);
+	if (reread)
+		*reread = w.trail.packets;
 	return w.lines;
 }

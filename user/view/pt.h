@@ -61,8 +61,11 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
  * ...; not the state a PSB+ repeats), "[end of trace]" where the trace
  * ends. Starts at the first PSB; a PSB+ that does not decode, or an error
  * after it (e.g. no image at an address: kernel code), is printed as
- * "[OFFSET, IP: error: ...]" and decoding goes on at the next PSB. The
- * instruction that comes with an error is printed first.
+ * "[OFFSET, IP: error: ...]" and decoding goes on at the first PSB after
+ * the last packet the flow took (as perf; after a packet that does not
+ * decode, at the next PSB past it). The instruction that comes with an
+ * error is printed first. A TIP.PGD that ends the trace after an indirect
+ * branch is "[disabled]" (libipt's instruction decoder drops it).
  * @base: added to printed offsets: the ring position of @buf's first byte,
  *	as rk_pt_dump() prints them.
  * @mode: RK_PT_INSN, or RK_PT_BRANCHES: the branches perf script
@@ -72,17 +75,30 @@ int rk_pt_image_add_core(struct pt_image *img, const char *core, const char **wh
  *	trace start or a restart after an overflow as 0 -> ip ("tr strt"), a
  *	branch under which tracing stopped as ip -> its TIP.PGD target or 0
  *	("tr end", "tr end  call", ...), an asynchronous disable as at -> 0
- *	("tr end async") after the pending branch ends where it struck, an
- *	interrupt as from -> handler ("hw int"), a transaction abort as one
- *	at -> handler ("tx abrt"); a branch pending at an overflow ends where
- *	it went (its bytes, or its TIP); the last branch is kept where its
- *	target is known. A loop that consumes no trace is a never-ending loop
- *	(perf's rule), decoding going on at the next PSB.
+ *	("tr end async"; at -> ip, "tr end  hw int", where the TIP.PGD has
+ *	one) after the pending branch ends where it struck, an interrupt as
+ *	from -> handler ("hw int"), a transaction abort as one at -> handler
+ *	("tx abrt"; into a disable "tr end  tx abrt"); a branch pending at an
+ *	overflow ends where it went (its bytes, its TIP, or for a compressed
+ *	return perf's return stack); the segment after an error starts with
+ *	0 -> ip ("tr strt"); the last branch is kept where its target is
+ *	known. A loop that consumes no trace is a never-ending loop (perf's
+ *	rule), decoding going on as after an error.
  * Return: lines printed (0 for a trace with no instruction), or a negative
  * libipt error if no decoder could be made.
  */
 long rk_pt_insn(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
 		struct pt_image *img, struct rk_symbols *syms, int mode);
+
+/**
+ * rk_pt_insn_work() - rk_pt_insn(), and in *@reread (may be NULL) the
+ * packets it read besides libipt's decoder: to follow it (what an overflow
+ * interrupted, where to go on after an error), once each. For tests of
+ * its cost, which must stay linear in the trace.
+ */
+long rk_pt_insn_work(FILE *out, const __u8 *buf, size_t len, __u64 base, struct pt_config *cfg,
+		     struct pt_image *img, struct rk_symbols *syms, int mode,
+		     unsigned long long *reread);
 
 /** rk_pt_packet_str() - one packet as rk_pt_dump prints it. */
 void rk_pt_packet_str(const struct pt_packet *p, char *s, size_t len);
