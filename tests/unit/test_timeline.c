@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "perfetto.h"
@@ -694,7 +695,7 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 	cr_assert_eq(rk_hist_slot(1024), 11);
 	cr_assert_eq(rk_hist_slot(~0ull), 64);
 	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
-	buf = report(&tl, (struct rk_sched_opts){ .hist = 1 });
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1 });
 	cr_assert_not_null(strstr(buf, "\ntid 100 known (pid 100): 4 runs, 1 with a scheduling "
 				       "delay\n"),
 			   "%s", buf);
@@ -714,7 +715,7 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 				       "off CPU, preempted:\n"),
 			   "%s", buf);
 	free(buf);
-	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1, .json = 1 });
 	cr_assert_not_null(strstr(buf,
 				  "\"hist\":{\"unit\":\"us\",\"sch_delay\":[0,0,0,0,0,0,0,0,0,0,"
 				  "0,1],\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1],\"off_cpu\":{"
@@ -929,4 +930,231 @@ Test(timeline, top_says_when_its_total_on_cpu_cannot_be)
 	/* The stat file says nothing was lost: no word of that. */
 	cr_assert_null(strstr(out, "incomplete"), "%s", out);
 	free(out);
+}
+
+/* The output of `RK_BIN @args` (2>&1) into *@out; its exit status. NULL: RK_BIN not set. */
+static int rk_run(const char *args, char **out)
+{
+	char cmd[1024];
+	size_t len = 0;
+	FILE *p, *f;
+	int c, st;
+
+	*out = NULL;
+	if (!getenv("RK_BIN")) {
+		cr_log_warn("RK_BIN not set: the command not run (run through make unit)");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", getenv("RK_BIN"), args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	f = open_memstream(out, &len);
+	cr_assert_not_null(f);
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, f);
+	fclose(f);
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/*
+ * Issue 52, item 2: `sched --hist` is the session's histograms, one set, as
+ * runqlat prints (it printed one set per thread: 867,604 lines for 16,260
+ * threads); per row with --per-thread or --by. known's runs are 3, 1, 5, 1
+ * ms, busy's (same process) 20 and 20: run length 512 -> 1023 twice, 2048
+ * -> 4095, 4096 -> 8191, 16384 -> 32767 twice. The JSON total has its
+ * "hist"; --hist is not silently dropped by --offcpu, nor made pointless by
+ * row options.
+ */
+Test(timeline, sched_hist_is_the_session_s_unless_asked_per_row)
+{
+	struct rk_bufile *busy;
+	struct rk_timeline tl;
+	char *buf, *tot, args[512];
+
+	known_history(make(100, 100, "known"));
+	busy = make(101, 100, "busy");
+	sw(busy, 0, 0, 0, 1);
+	sw(busy, 1, S(0), 20, 1);
+	sw(busy, 0, 0, 30, 1);
+	sw(busy, 1, S(0x1), 50, 1);
+	rk_bufile__free(busy);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1 });
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 1, "%s", buf);
+	cr_assert_null(strstr(buf, "\ntid 10"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "all 2 threads: 6 runs, 2 with a scheduling delay\n"), "%s",
+			   buf);
+	cr_assert_not_null(strstr(buf, "       512 -> 1023       : 2        |"
+				       "****************************************|\n"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "     16384 -> 32767      : 2        |"
+				       "****************************************|\n"),
+			   "%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1 });
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "\ntid 100 known (pid 100): 4 runs"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\ntid 101 busy (pid 100): 2 runs"), "%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
+	tot = strstr(buf, "\"total\":");
+	cr_assert_not_null(tot, "%s", buf);
+	cr_assert_eq(count_of(buf, "\"hist\":"), 1, "%s", buf);
+	cr_assert_not_null(strstr(tot, "\"hist\":{\"unit\":\"us\",\"sch_delay\":["), "%s", buf);
+	cr_assert_not_null(strstr(tot, "\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1,0,2]"), "%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1, .json = 1 });
+	cr_assert_eq(count_of(buf, "\"hist\":"), 3, "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+
+	/* The command: the session's by default, per row when asked, no option dropped. */
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist", strrchr(dir, '/') + 1);
+	if (rk_run(args, &buf) < 0)
+		return;
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 1, "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --per-thread",
+		 strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 0, "%s", buf);
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 2, "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --by process",
+		 strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 0, "%s", buf);
+	cr_assert_not_null(strstr(buf, "\npid 100 known (2 threads): 6 runs"), "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --offcpu", strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "--hist"), "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --top 1", strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "--per-thread"), "%s", buf);
+	free(buf);
+}
+
+/*
+ * Issue 52, item 3: --sort delay and --sort off-cpu ranked rows by sums no
+ * column showed; the table shows its sort key. "two" waits 3 and 5 ms after
+ * wakeups (sum 8, average 4); known is off CPU 30 ms in all (7 sleeping, 4
+ * preempted, 10 blocked, 9 idle: no column but the key's has 30). And the
+ * default table stays within 120 columns whatever the sums: four threads of
+ * 10^12 ms (31 years) on and off CPU.
+ */
+Test(timeline, sched_shows_its_sort_key_and_fits_120_columns_whatever_the_sums)
+{
+	struct rk_bufile *two;
+	struct rk_timeline tl;
+	static const int sorts[] = { RK_SCHED_SORT_TID, RK_SCHED_SORT_ONCPU, RK_SCHED_SORT_DELAY,
+				     RK_SCHED_SORT_OFFCPU, RK_SCHED_SORT_RUNS };
+	char *buf, *row, *l;
+	__u32 tid;
+	size_t i, by;
+
+	known_history(make(100, 100, "known"));
+	two = make(102, 102, "two");
+	sw(two, 0, 0, 0, 0);
+	sw(two, 1, S(0x1), 1, 0);
+	wk(two, 7, 2000);
+	sw(two, 0, 0, 5, 0);
+	sw(two, 1, S(0x1), 6, 0);
+	wk(two, 7, 7000);
+	sw(two, 0, 0, 12, 0);
+	sw(two, 1, S(0x1), 13, 0);
+	rk_bufile__free(two);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+
+	buf = report(&tl, (struct rk_sched_opts){ .sort = RK_SCHED_SORT_DELAY });
+	cr_assert_not_null(strstr(buf, "sum (ms)"), "no column of the sort key:\n%s", buf);
+	row = strstr(buf, "\ntwo ");
+	cr_assert_not_null(row, "%s", buf);
+	cr_assert_lt(row, strstr(buf, "\nknown "), "%s", buf);
+	cr_assert_not_null(strstr(row, " 8.000 "), "two's summed delay is not shown:\n%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .sort = RK_SCHED_SORT_OFFCPU });
+	row = strstr(buf, "\nknown ");
+	cr_assert_not_null(row, "%s", buf);
+	cr_assert_not_null(strstr(row, " 30.000 "), "known's off-CPU sum is not shown:\n%s", buf);
+	cr_assert_lt(row, strstr(buf, "\ntwo "), "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+
+	for (tid = 200; tid < 204; tid++) {
+		struct rk_bufile *bf = make(tid, 200, "huge");
+
+		sw(bf, 0, 0, 1, 0);
+		sw(bf, 1, S(0x1), 1000000000000ull, 0);
+		wk(bf, 7, 1500000000000000ull);
+		sw(bf, 0, 0, 2000000000000ull, 1);
+		sw(bf, 1, S(0), 3000000000000ull, 1);
+		sw(bf, 0, 0, 3000000000001ull, 0);
+		sw(bf, 1, S(0x2), 3000000000002ull, 0);
+		rk_bufile__free(bf);
+	}
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	for (by = 0; by < 3; by++) {
+		for (i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++) {
+			buf = report(&tl, (struct rk_sched_opts){ .sort = sorts[i], .by = by });
+			for (l = buf; *l; l = strchr(l, '\n') + 1)
+				cr_assert_leq(
+					strcspn(l, "\n"), 120,
+					"a line wider than 120 columns (sort %d, by %zu):\n%s",
+					sorts[i], by, buf);
+			free(buf);
+		}
+	}
+	rk_timeline__free(&tl);
+}
+
+/* A figure in its column's width whatever its size: fewer decimals, then a larger unit. */
+Test(timeline, table_figures_fit_their_columns)
+{
+	static const __u64 ns[] = { 0,
+				    999,
+				    1234567,
+				    99999999999ull,
+				    1234567890123ull,
+				    987654321987654ull,
+				    18446744073709551615ull };
+	static const unsigned long long n[] = { 0,	  999999,	 1000000,
+						12345678, 9999999999ull, 18446744073709551615ull };
+	char b[64];
+	size_t i;
+	int w;
+
+	for (w = 6; w <= 11; w++) {
+		for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+			rk_sched_fit_ms(b, sizeof(b), w, ns[i]);
+			cr_assert_leq(strlen(b), (size_t)w, "%llu ns in %d columns: '%s'",
+				      (unsigned long long)ns[i], w, b);
+		}
+		for (i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+			rk_sched_fit_count(b, sizeof(b), w, n[i]);
+			cr_assert_leq(strlen(b), (size_t)w, "%llu in %d columns: '%s'", n[i], w, b);
+		}
+	}
+	rk_sched_fit_ms(b, sizeof(b), 10, 1234567);
+	cr_assert_str_eq(b, "1.235");
+	rk_sched_fit_ms(b, sizeof(b), 10, 123456789012345ull);
+	cr_assert_str_eq(b, "123456789");
+	rk_sched_fit_ms(b, sizeof(b), 8, 123456789012345ull);
+	cr_assert_str_eq(b, "123457s");
+	rk_sched_fit_count(b, sizeof(b), 6, 999999);
+	cr_assert_str_eq(b, "999999");
+	rk_sched_fit_count(b, sizeof(b), 6, 12345678);
+	cr_assert_str_eq(b, "12346k");
 }
