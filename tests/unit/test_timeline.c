@@ -6,11 +6,17 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "perfetto.h"
@@ -1157,4 +1163,278 @@ Test(timeline, table_figures_fit_their_columns)
 	cr_assert_str_eq(b, "999999");
 	rk_sched_fit_count(b, sizeof(b), 6, 12345678);
 	cr_assert_str_eq(b, "12346k");
+}
+
+/* Thread @tid's history in @tl (NULL: none). */
+static const struct rk_tl_thread *thread_of(const struct rk_timeline *tl, __u32 tid)
+{
+	size_t i;
+
+	for (i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].id.tid == tid)
+			return &tl->threads[i];
+	return NULL;
+}
+
+/* @a's events are @b's last @a->nev (a live reader may have forgotten older ones). */
+static void same_tail(const struct rk_tl_thread *a, const struct rk_tl_thread *b)
+{
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_leq(a->nev, b->nev);
+	cr_assert_eq(memcmp(a->ev, b->ev + (b->nev - a->nev), a->nev * sizeof(*a->ev)), 0,
+		     "tid %u: the live reader's events are not the file's", a->id.tid);
+}
+
+/*
+ * Issue 52, item 4: `top` read every file whole at every refresh (5.65 s a
+ * frame at 43,990 threads, so its 1 s refresh was 4.5 s). The live reader
+ * reads a file once, then only its records past the head it reached, and a
+ * file whose page 0 did not change not at all: three files, nothing
+ * written, nothing read; two records to one, that one read and its history
+ * what a full read gives; a ring lapped between two reads, read again from
+ * what it holds; a file gone, dropped. Forgetting what no later window
+ * needs leaves top's figures of the window as they were.
+ */
+Test(timeline, live_reader_reads_only_what_changed)
+{
+	struct rk_bufile *a = make(100, 100, "a"), *b = make(101, 100, "b"),
+			 *c = make(102, 100, "c");
+	struct rk_tl_live *lv = rk_tl_live__new(dir);
+	const struct rk_timeline *live;
+	struct rk_tl_live_stats st;
+	struct rk_sched_now n0, n1;
+	struct rk_timeline tl;
+	char path[128];
+	int i;
+
+	cr_assert_not_null(lv);
+	sw(a, 0, 0, 10, 0);
+	sw(a, 1, S(0x1), 12, 0);
+	sw(b, 0, 0, 11, 1);
+	sw(c, 0, 0, 5, 1);
+	sw(c, 1, S(0), 6, 1);
+
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.files, 3);
+	cr_assert_eq(st.read, 3);
+	cr_assert_eq(st.unchanged, 0);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(live->nthreads, 3);
+	cr_assert_eq(thread_of(live, 100)->nev, 2);
+
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 0, "%zu files read again with nothing written", st.read);
+	cr_assert_eq(st.unchanged, 3);
+
+	sw(a, 0, 0, 20, 1);
+	sw(a, 1, S(0x2), 25, 1);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	cr_assert_eq(st.unchanged, 2);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(thread_of(live, 100)->nev, 4);
+	same_tail(thread_of(live, 100), thread_of(&tl, 100));
+	rk_timeline__free(&tl);
+
+	/* 1000 switches through a 16 KiB ring: it lapped what was read. */
+	for (i = 0; i < 500; i++) {
+		sw(b, 1, S(0x1), 12 + 2 * (__u64)i, 1);
+		sw(b, 0, 0, 13 + 2 * (__u64)i, 1);
+	}
+	cr_assert_gt(b->ident->overwritten, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(thread_of(live, 101)->nev, thread_of(&tl, 101)->nev);
+	same_tail(thread_of(live, 101), thread_of(&tl, 101));
+	rk_timeline__free(&tl);
+
+	rk_bufile__free(c);
+	snprintf(path, sizeof(path), "%s/%s/102", dir, RK_SCHED_DIR);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.gone, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(live->nthreads, 2);
+	cr_assert_null(thread_of(live, 102));
+
+	/* top's window [900, 1000] ms before and after forgetting what it cannot need. */
+	rk_sched_now(thread_of(live, 101), 900000000ull, 1000000000ull, &n0);
+	cr_assert_gt(thread_of(live, 101)->nev, 300);
+	rk_tl_live__forget_before(lv, 900000000ull);
+	live = rk_tl_live__timeline(lv);
+	/* From its switch-out at 900 ms (at or before 900): one event a ms up to 1011. */
+	cr_assert_eq(thread_of(live, 101)->nev, 1011 - 900 + 1);
+	rk_sched_now(thread_of(live, 101), 900000000ull, 1000000000ull, &n1);
+	cr_assert_eq(memcmp(&n0, &n1, sizeof(n0)), 0, "runs %u/%u on %llu/%llu", n0.runs, n1.runs,
+		     (unsigned long long)n0.on_ns, (unsigned long long)n1.on_ns);
+	cr_assert_gt(n1.runs, 0);
+	/* and written after forgetting: appended as before. */
+	sw(a, 0, 0, 1100, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(thread_of(live, 100)->ev[thread_of(live, 100)->nev - 1].time, 1100000000ull);
+	/*
+	 * Preempted at 1150, a wakeup at 1160, in at 1180: a wait of 30 ms
+	 * (from the switch-out) in the window from 1170, forgotten up to it
+	 * or not; and a run from 1180 across 1190.
+	 */
+	sw(a, 1, S(0), 1150, 0);
+	wk(a, 7, 1160000);
+	sw(a, 0, 0, 1180, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	rk_tl_live__forget_before(lv, 1170000000ull);
+	live = rk_tl_live__timeline(lv);
+	rk_sched_now(thread_of(live, 100), 1170000000ull, 1200000000ull, &n1);
+	cr_assert_eq(n1.delay_ns, 30000000ull);
+	cr_assert_eq(n1.runs, 1);
+	rk_tl_live__forget_before(lv, 1190000000ull);
+	live = rk_tl_live__timeline(lv);
+	rk_sched_now(thread_of(live, 100), 1190000000ull, 1200000000ull, &n1);
+	cr_assert_eq(n1.on_ns, 10000000ull, "the run across the window's start");
+	cr_assert_eq(n1.state, RK_NOW_RUNNING);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+	rk_tl_live__free(lv);
+}
+
+/* What @fd (a pty's master) has within @ms, appended to @buf (@len of @cap). */
+static void pty_read(int fd, char *buf, size_t *len, size_t cap, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	while (*len + 1 < cap && poll(&p, 1, ms) > 0) {
+		n = read(fd, buf + *len, cap - 1 - *len);
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+		buf[*len] = '\0';
+		ms = 0;
+	}
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * `top` of a running session (its stat file names top itself as the
+ * recorder: alive) on a pty, a 10 s refresh: after the first screen, @key
+ * ('q') or @sig. Return: its wait status within 3 s (-1: still running,
+ * killed), *@raw whether the terminal had echo and line editing off while
+ * it ran, *@restored whether they were back after.
+ */
+static int top_on_a_pty(char key, int sig, int *raw, int *restored, char *out, size_t cap)
+{
+	char stat_path[128], args_dir[128];
+	struct rk_session_stat st = { 0 };
+	struct termios t;
+	int master, go[2], status = -1;
+	size_t len = 0;
+	uint64_t end;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(args_dir, sizeof(args_dir), "%s", dir);
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(master, 0, "posix_openpt: %s", strerror(errno));
+	cr_assert_eq(grantpt(master) | unlockpt(master), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		const char *slave = ptsname(master);
+		char c;
+		int fd;
+
+		/* A session of its own, the pty its terminal. */
+		if (setsid() < 0 || !slave || (fd = open(slave, O_RDWR)) < 0)
+			_exit(125);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(125);
+		execl(getenv("RK_BIN"), "ringkeeper", "top", "-d", "10s", "--root", "/tmp",
+		      strrchr(args_dir, '/') + 1, (char *)NULL);
+		_exit(126);
+	}
+	close(go[0]);
+	st.magic = RK_STAT_MAGIC;
+	st.version = RK_STAT_VERSION;
+	st.size = sizeof(st);
+	st.state = RK_SESSION_RUNNING;
+	st.nr_cpus = 1;
+	st.loader_pid = (__u32)pid;
+	snprintf(stat_path, sizeof(stat_path), "%s/%s", dir, RK_STAT_FILE);
+	f = fopen(stat_path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&st, sizeof(st), 1, f), 1);
+	fclose(f);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	end = mono_ms() + 10000;
+	while (!strstr(out, "STATE")) {
+		cr_assert_lt(mono_ms(), end, "no screen from top: %s", out);
+		pty_read(master, out, &len, cap, 50);
+	}
+	cr_assert_eq(tcgetattr(master, &t), 0);
+	*raw = !(t.c_lflag & ECHO) && !(t.c_lflag & ICANON);
+	if (key)
+		cr_assert_eq(write(master, &key, 1), 1);
+	else
+		kill(pid, sig);
+	end = mono_ms() + 3000;
+	while (mono_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
+		status = -1;
+		pty_read(master, out, &len, cap, 20);
+	}
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	cr_assert_eq(tcgetattr(master, &t), 0);
+	*restored = (t.c_lflag & ECHO) && (t.c_lflag & ICANON);
+	close(master);
+	return status;
+}
+
+/*
+ * Issue 52, item 4: 'q' did nothing in top (echoed onto the screen, the
+ * refresh went on): it quits at once, the terminal as it was; a signal
+ * puts the terminal back too; --help says how to quit.
+ */
+Test(timeline, top_quits_on_q_and_gives_the_terminal_back)
+{
+	struct rk_bufile *bf = make(100, 100, "a");
+	char out[16384] = "", *help;
+	int raw, restored, st;
+
+	sw(bf, 0, 0, 10, 0);
+	rk_bufile__free(bf);
+	if (rk_run("top --help", &help) < 0)
+		return;
+	cr_assert_not_null(strstr(help, "q quits"), "%s", help);
+	free(help);
+
+	st = top_on_a_pty('q', 0, &raw, &restored, out, sizeof(out));
+	cr_assert_neq(st, -1, "top still ran 3 s after a 'q':\n%s", out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x:\n%s", st, out);
+	cr_assert(raw, "the terminal echoed and edited lines while top ran");
+	cr_assert(restored, "the terminal was left without echo or line editing");
+
+	memset(out, 0, sizeof(out));
+	st = top_on_a_pty(0, SIGTERM, &raw, &restored, out, sizeof(out));
+	cr_assert_neq(st, -1, "top still ran 3 s after SIGTERM:\n%s", out);
+	cr_assert(restored, "a SIGTERM left the terminal without echo or line editing");
 }
