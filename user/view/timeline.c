@@ -957,6 +957,7 @@ struct rk_tl_live {
 	size_t nfiles, cap, nsorted;
 	struct rk_timeline tl; /* threads[i]: files[i].t, shallow */
 	size_t tl_cap;
+	size_t denied_said; /* the most files said to be another user's */
 };
 
 struct rk_tl_live *rk_tl_live__new(const char *session_dir)
@@ -1096,6 +1097,7 @@ static int live_read(struct rk_tl_live *lv, struct live_file *f, int dfd, const 
 				errno == EBADMSG && msg ? msg : strerror(errno));
 		f->warned = 1;
 		st->skipped++;
+		st->denied += errno == EACCES;
 		return 0;
 	}
 	st->read++;
@@ -1194,6 +1196,13 @@ int rk_tl_live__update(struct rk_tl_live *lv, struct rk_tl_live_stats *st)
 		err = live_read(lv, f, dirfd(d), de->d_name, st);
 	}
 	closedir(d);
+	/* Other users' threads: one line for them all, again only when there are more. */
+	if (st->denied > lv->denied_said)
+		rk_warn("skipping %zu file%s of %s: permission denied (other users' threads: "
+			"their files are readable by their users and root, docs/trust.md)",
+			st->denied, st->denied == 1 ? "" : "s", lv->dir);
+	if (st->denied > lv->denied_said)
+		lv->denied_said = st->denied;
 	if (!err)
 		err = live_settle(lv, st);
 	if (err == -ENOMEM)

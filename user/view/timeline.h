@@ -201,6 +201,7 @@ struct rk_tl_live_stats {
 	size_t unchanged; /* page 0 as last read: not read */
 	size_t read; /* new or changed: read past their last head (or whole) */
 	size_t skipped; /* did not open (said once per file) */
+	size_t denied; /* of them, another user's (said in one line, when there are more) */
 	size_t gone; /* no longer in the directory: dropped */
 };
 
