@@ -66,27 +66,28 @@ static void on_stop(int sig)
 	top_stop = 1;
 }
 
-/* Ctrl-Z: the terminal as it was while stopped, taken again on SIGCONT. */
+/*
+ * Ctrl-Z: the terminal as it was while stopped, taken again when it goes
+ * on. The stop is the default action's, here; in a process group the
+ * kernel will not stop (orphaned) it does not happen and top goes on.
+ */
 static void on_tstp(int sig)
 {
-	int e = errno;
-
-	(void)sig;
-	tty_restore();
-	signal(SIGTSTP, SIG_DFL);
-	raise(SIGTSTP);
-	errno = e;
-}
-
-static void on_cont(int sig)
-{
 	struct sigaction sa;
+	sigset_t s;
 	int e = errno;
 
-	(void)sig;
+	tty_restore();
 	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+	sigprocmask(SIG_BLOCK, &s, NULL);
 	sa.sa_handler = on_tstp;
-	sigaction(SIGTSTP, &sa, NULL);
+	sigaction(sig, &sa, NULL);
 	if (!top_stop)
 		tty_take();
 	errno = e;
@@ -104,8 +105,6 @@ static void top_signals(void)
 		sigaction(stops[i], &sa, NULL);
 	sa.sa_handler = on_tstp;
 	sigaction(SIGTSTP, &sa, NULL);
-	sa.sa_handler = on_cont;
-	sigaction(SIGCONT, &sa, NULL);
 }
 
 /*
