@@ -6,10 +6,17 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include "bufile.h"
 #include "perfetto.h"
@@ -694,7 +701,7 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 	cr_assert_eq(rk_hist_slot(1024), 11);
 	cr_assert_eq(rk_hist_slot(~0ull), 64);
 	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
-	buf = report(&tl, (struct rk_sched_opts){ .hist = 1 });
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1 });
 	cr_assert_not_null(strstr(buf, "\ntid 100 known (pid 100): 4 runs, 1 with a scheduling "
 				       "delay\n"),
 			   "%s", buf);
@@ -714,7 +721,7 @@ Test(timeline, sched_hist_is_bcc_s_log2_layout)
 				       "off CPU, preempted:\n"),
 			   "%s", buf);
 	free(buf);
-	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1, .json = 1 });
 	cr_assert_not_null(strstr(buf,
 				  "\"hist\":{\"unit\":\"us\",\"sch_delay\":[0,0,0,0,0,0,0,0,0,0,"
 				  "0,1],\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1],\"off_cpu\":{"
@@ -929,4 +936,505 @@ Test(timeline, top_says_when_its_total_on_cpu_cannot_be)
 	/* The stat file says nothing was lost: no word of that. */
 	cr_assert_null(strstr(out, "incomplete"), "%s", out);
 	free(out);
+}
+
+/* The output of `RK_BIN @args` (2>&1) into *@out; its exit status. NULL: RK_BIN not set. */
+static int rk_run(const char *args, char **out)
+{
+	char cmd[1024];
+	size_t len = 0;
+	FILE *p, *f;
+	int c, st;
+
+	*out = NULL;
+	if (!getenv("RK_BIN")) {
+		cr_log_warn("RK_BIN not set: the command not run (run through make unit)");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", getenv("RK_BIN"), args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	f = open_memstream(out, &len);
+	cr_assert_not_null(f);
+	while ((c = fgetc(p)) != EOF)
+		fputc(c, f);
+	fclose(f);
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay++)
+		n++;
+	return n;
+}
+
+/*
+ * Issue 52, item 2: `sched --hist` is the session's histograms, one set, as
+ * runqlat prints (it printed one set per thread: 867,604 lines for 16,260
+ * threads); per row with --per-thread or --by. known's runs are 3, 1, 5, 1
+ * ms, busy's (same process) 20 and 20: run length 512 -> 1023 twice, 2048
+ * -> 4095, 4096 -> 8191, 16384 -> 32767 twice. The JSON total has its
+ * "hist"; --hist is not silently dropped by --offcpu, nor made pointless by
+ * row options.
+ */
+Test(timeline, sched_hist_is_the_session_s_unless_asked_per_row)
+{
+	struct rk_bufile *busy;
+	struct rk_timeline tl;
+	char *buf, *tot, args[512];
+
+	known_history(make(100, 100, "known"));
+	busy = make(101, 100, "busy");
+	sw(busy, 0, 0, 0, 1);
+	sw(busy, 1, S(0), 20, 1);
+	sw(busy, 0, 0, 30, 1);
+	sw(busy, 1, S(0x1), 50, 1);
+	rk_bufile__free(busy);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1 });
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 1, "%s", buf);
+	cr_assert_null(strstr(buf, "\ntid 10"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "all 2 threads: 6 runs, 2 with a scheduling delay\n"), "%s",
+			   buf);
+	cr_assert_not_null(strstr(buf, "       512 -> 1023       : 2        |"
+				       "****************************************|\n"),
+			   "%s", buf);
+	cr_assert_not_null(strstr(buf, "     16384 -> 32767      : 2        |"
+				       "****************************************|\n"),
+			   "%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1 });
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "\ntid 100 known (pid 100): 4 runs"), "%s", buf);
+	cr_assert_not_null(strstr(buf, "\ntid 101 busy (pid 100): 2 runs"), "%s", buf);
+	free(buf);
+
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .json = 1 });
+	tot = strstr(buf, "\"total\":");
+	cr_assert_not_null(tot, "%s", buf);
+	cr_assert_eq(count_of(buf, "\"hist\":"), 1, "%s", buf);
+	cr_assert_not_null(strstr(tot, "\"hist\":{\"unit\":\"us\",\"sch_delay\":["), "%s", buf);
+	cr_assert_not_null(strstr(tot, "\"run\":[0,0,0,0,0,0,0,0,0,2,0,1,1,0,2]"), "%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .hist = 1, .hist_rows = 1, .json = 1 });
+	cr_assert_eq(count_of(buf, "\"hist\":"), 3, "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+
+	/* The command: the session's by default, per row when asked, no option dropped. */
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist", strrchr(dir, '/') + 1);
+	if (rk_run(args, &buf) < 0)
+		return;
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 1, "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --per-thread",
+		 strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 0, "%s", buf);
+	cr_assert_eq(count_of(buf, "run length (on CPU):"), 2, "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --by process",
+		 strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 0, "%s", buf);
+	cr_assert_not_null(strstr(buf, "\npid 100 known (2 threads): 6 runs"), "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --offcpu", strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "--hist"), "%s", buf);
+	free(buf);
+	snprintf(args, sizeof(args), "sched --root /tmp %s --hist --top 1", strrchr(dir, '/') + 1);
+	cr_assert_eq(rk_run(args, &buf), 2, "%s", buf);
+	cr_assert_not_null(strstr(buf, "--per-thread"), "%s", buf);
+	free(buf);
+}
+
+/*
+ * Issue 52, item 3: --sort delay and --sort off-cpu ranked rows by sums no
+ * column showed; the table shows its sort key. "two" waits 3 and 5 ms after
+ * wakeups (sum 8, average 4); known is off CPU 30 ms in all (7 sleeping, 4
+ * preempted, 10 blocked, 9 idle: no column but the key's has 30). And the
+ * default table stays within 120 columns whatever the sums: four threads of
+ * 10^12 ms (31 years) on and off CPU.
+ */
+Test(timeline, sched_shows_its_sort_key_and_fits_120_columns_whatever_the_sums)
+{
+	struct rk_bufile *two;
+	struct rk_timeline tl;
+	static const int sorts[] = { RK_SCHED_SORT_TID, RK_SCHED_SORT_ONCPU, RK_SCHED_SORT_DELAY,
+				     RK_SCHED_SORT_OFFCPU, RK_SCHED_SORT_RUNS };
+	char *buf, *row, *l;
+	__u32 tid;
+	size_t i, by;
+
+	known_history(make(100, 100, "known"));
+	two = make(102, 102, "two");
+	sw(two, 0, 0, 0, 0);
+	sw(two, 1, S(0x1), 1, 0);
+	wk(two, 7, 2000);
+	sw(two, 0, 0, 5, 0);
+	sw(two, 1, S(0x1), 6, 0);
+	wk(two, 7, 7000);
+	sw(two, 0, 0, 12, 0);
+	sw(two, 1, S(0x1), 13, 0);
+	rk_bufile__free(two);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+
+	buf = report(&tl, (struct rk_sched_opts){ .sort = RK_SCHED_SORT_DELAY });
+	cr_assert_not_null(strstr(buf, "sum (ms)"), "no column of the sort key:\n%s", buf);
+	row = strstr(buf, "\ntwo ");
+	cr_assert_not_null(row, "%s", buf);
+	cr_assert_lt(row, strstr(buf, "\nknown "), "%s", buf);
+	cr_assert_not_null(strstr(row, " 8.000 "), "two's summed delay is not shown:\n%s", buf);
+	free(buf);
+	buf = report(&tl, (struct rk_sched_opts){ .sort = RK_SCHED_SORT_OFFCPU });
+	row = strstr(buf, "\nknown ");
+	cr_assert_not_null(row, "%s", buf);
+	cr_assert_not_null(strstr(row, " 30.000 "), "known's off-CPU sum is not shown:\n%s", buf);
+	cr_assert_lt(row, strstr(buf, "\ntwo "), "%s", buf);
+	free(buf);
+	rk_timeline__free(&tl);
+
+	for (tid = 200; tid < 204; tid++) {
+		struct rk_bufile *bf = make(tid, 200, "huge");
+
+		sw(bf, 0, 0, 1, 0);
+		sw(bf, 1, S(0x1), 1000000000000ull, 0);
+		wk(bf, 7, 1500000000000000ull);
+		sw(bf, 0, 0, 2000000000000ull, 1);
+		sw(bf, 1, S(0), 3000000000000ull, 1);
+		sw(bf, 0, 0, 3000000000001ull, 0);
+		sw(bf, 1, S(0x2), 3000000000002ull, 0);
+		rk_bufile__free(bf);
+	}
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	for (by = 0; by < 3; by++) {
+		for (i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++) {
+			buf = report(&tl, (struct rk_sched_opts){ .sort = sorts[i], .by = by });
+			for (l = buf; *l; l = strchr(l, '\n') + 1)
+				cr_assert_leq(
+					strcspn(l, "\n"), 120,
+					"a line wider than 120 columns (sort %d, by %zu):\n%s",
+					sorts[i], by, buf);
+			free(buf);
+		}
+	}
+	rk_timeline__free(&tl);
+}
+
+/* A figure in its column's width whatever its size: fewer decimals, then a larger unit. */
+Test(timeline, table_figures_fit_their_columns)
+{
+	static const __u64 ns[] = { 0,
+				    999,
+				    1234567,
+				    99999999999ull,
+				    1234567890123ull,
+				    987654321987654ull,
+				    18446744073709551615ull };
+	static const unsigned long long n[] = { 0,	  999999,	 1000000,
+						12345678, 9999999999ull, 18446744073709551615ull };
+	char b[64];
+	size_t i;
+	int w;
+
+	for (w = 6; w <= 11; w++) {
+		for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+			rk_sched_fit_ms(b, sizeof(b), w, ns[i]);
+			cr_assert_leq(strlen(b), (size_t)w, "%llu ns in %d columns: '%s'",
+				      (unsigned long long)ns[i], w, b);
+		}
+		for (i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+			rk_sched_fit_count(b, sizeof(b), w, n[i]);
+			cr_assert_leq(strlen(b), (size_t)w, "%llu in %d columns: '%s'", n[i], w, b);
+		}
+	}
+	rk_sched_fit_ms(b, sizeof(b), 10, 1234567);
+	cr_assert_str_eq(b, "1.235");
+	rk_sched_fit_ms(b, sizeof(b), 10, 123456789012345ull);
+	cr_assert_str_eq(b, "123456789");
+	rk_sched_fit_ms(b, sizeof(b), 8, 123456789012345ull);
+	cr_assert_str_eq(b, "123457s");
+	rk_sched_fit_count(b, sizeof(b), 6, 999999);
+	cr_assert_str_eq(b, "999999");
+	rk_sched_fit_count(b, sizeof(b), 6, 12345678);
+	cr_assert_str_eq(b, "12346k");
+}
+
+/* Thread @tid's history in @tl (NULL: none). */
+static const struct rk_tl_thread *thread_of(const struct rk_timeline *tl, __u32 tid)
+{
+	size_t i;
+
+	for (i = 0; i < tl->nthreads; i++)
+		if (tl->threads[i].id.tid == tid)
+			return &tl->threads[i];
+	return NULL;
+}
+
+/* @a's events are @b's last @a->nev (a live reader may have forgotten older ones). */
+static void same_tail(const struct rk_tl_thread *a, const struct rk_tl_thread *b)
+{
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_assert_leq(a->nev, b->nev);
+	cr_assert_eq(memcmp(a->ev, b->ev + (b->nev - a->nev), a->nev * sizeof(*a->ev)), 0,
+		     "tid %u: the live reader's events are not the file's", a->id.tid);
+}
+
+/*
+ * Issue 52, item 4: `top` read every file whole at every refresh (5.65 s a
+ * frame at 43,990 threads, so its 1 s refresh was 4.5 s). The live reader
+ * reads a file once, then only its records past the head it reached, and a
+ * file whose page 0 did not change not at all: three files, nothing
+ * written, nothing read; two records to one, that one read and its history
+ * what a full read gives; a ring lapped between two reads, read again from
+ * what it holds; a file gone, dropped. Forgetting what no later window
+ * needs leaves top's figures of the window as they were.
+ */
+Test(timeline, live_reader_reads_only_what_changed)
+{
+	struct rk_bufile *a = make(100, 100, "a"), *b = make(101, 100, "b"),
+			 *c = make(102, 100, "c");
+	struct rk_tl_live *lv = rk_tl_live__new(dir);
+	const struct rk_timeline *live;
+	struct rk_tl_live_stats st;
+	struct rk_sched_now n0, n1;
+	struct rk_timeline tl;
+	char path[128];
+	int i;
+
+	cr_assert_not_null(lv);
+	sw(a, 0, 0, 10, 0);
+	sw(a, 1, S(0x1), 12, 0);
+	sw(b, 0, 0, 11, 1);
+	sw(c, 0, 0, 5, 1);
+	sw(c, 1, S(0), 6, 1);
+
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.files, 3);
+	cr_assert_eq(st.read, 3);
+	cr_assert_eq(st.unchanged, 0);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(live->nthreads, 3);
+	cr_assert_eq(thread_of(live, 100)->nev, 2);
+
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 0, "%zu files read again with nothing written", st.read);
+	cr_assert_eq(st.unchanged, 3);
+
+	sw(a, 0, 0, 20, 1);
+	sw(a, 1, S(0x2), 25, 1);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	cr_assert_eq(st.unchanged, 2);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(thread_of(live, 100)->nev, 4);
+	same_tail(thread_of(live, 100), thread_of(&tl, 100));
+	rk_timeline__free(&tl);
+
+	/* 1000 switches through a 16 KiB ring: it lapped what was read. */
+	for (i = 0; i < 500; i++) {
+		sw(b, 1, S(0x1), 12 + 2 * (__u64)i, 1);
+		sw(b, 0, 0, 13 + 2 * (__u64)i, 1);
+	}
+	cr_assert_gt(b->ident->overwritten, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(rk_timeline__load(&tl, dir, 0, 0, 0), 0);
+	cr_assert_eq(thread_of(live, 101)->nev, thread_of(&tl, 101)->nev);
+	same_tail(thread_of(live, 101), thread_of(&tl, 101));
+	rk_timeline__free(&tl);
+
+	rk_bufile__free(c);
+	snprintf(path, sizeof(path), "%s/%s/102", dir, RK_SCHED_DIR);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.gone, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(live->nthreads, 2);
+	cr_assert_null(thread_of(live, 102));
+
+	/* top's window [900, 1000] ms before and after forgetting what it cannot need. */
+	rk_sched_now(thread_of(live, 101), 900000000ull, 1000000000ull, &n0);
+	cr_assert_gt(thread_of(live, 101)->nev, 300);
+	rk_tl_live__forget_before(lv, 900000000ull);
+	live = rk_tl_live__timeline(lv);
+	/* From its switch-out at 900 ms (at or before 900): one event a ms up to 1011. */
+	cr_assert_eq(thread_of(live, 101)->nev, 1011 - 900 + 1);
+	rk_sched_now(thread_of(live, 101), 900000000ull, 1000000000ull, &n1);
+	cr_assert_eq(memcmp(&n0, &n1, sizeof(n0)), 0, "runs %u/%u on %llu/%llu", n0.runs, n1.runs,
+		     (unsigned long long)n0.on_ns, (unsigned long long)n1.on_ns);
+	cr_assert_gt(n1.runs, 0);
+	/* and written after forgetting: appended as before. */
+	sw(a, 0, 0, 1100, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	cr_assert_eq(st.read, 1);
+	live = rk_tl_live__timeline(lv);
+	cr_assert_eq(thread_of(live, 100)->ev[thread_of(live, 100)->nev - 1].time, 1100000000ull);
+	/*
+	 * Preempted at 1150, a wakeup at 1160, in at 1180: a wait of 30 ms
+	 * (from the switch-out) in the window from 1170, forgotten up to it
+	 * or not; and a run from 1180 across 1190.
+	 */
+	sw(a, 1, S(0), 1150, 0);
+	wk(a, 7, 1160000);
+	sw(a, 0, 0, 1180, 0);
+	cr_assert_eq(rk_tl_live__update(lv, &st), 0);
+	rk_tl_live__forget_before(lv, 1170000000ull);
+	live = rk_tl_live__timeline(lv);
+	rk_sched_now(thread_of(live, 100), 1170000000ull, 1200000000ull, &n1);
+	cr_assert_eq(n1.delay_ns, 30000000ull);
+	cr_assert_eq(n1.runs, 1);
+	rk_tl_live__forget_before(lv, 1190000000ull);
+	live = rk_tl_live__timeline(lv);
+	rk_sched_now(thread_of(live, 100), 1190000000ull, 1200000000ull, &n1);
+	cr_assert_eq(n1.on_ns, 10000000ull, "the run across the window's start");
+	cr_assert_eq(n1.state, RK_NOW_RUNNING);
+	rk_bufile__free(a);
+	rk_bufile__free(b);
+	rk_tl_live__free(lv);
+}
+
+/* What @fd (a pty's master) has within @ms, appended to @buf (@len of @cap). */
+static void pty_read(int fd, char *buf, size_t *len, size_t cap, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	while (*len + 1 < cap && poll(&p, 1, ms) > 0) {
+		n = read(fd, buf + *len, cap - 1 - *len);
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+		buf[*len] = '\0';
+		ms = 0;
+	}
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * `top` of a running session (its stat file names top itself as the
+ * recorder: alive) on a pty, a 10 s refresh: after the first screen, @key
+ * ('q') or @sig. Return: its wait status within 3 s (-1: still running,
+ * killed), *@raw whether the terminal had echo and line editing off while
+ * it ran, *@restored whether they were back after.
+ */
+static int top_on_a_pty(char key, int sig, int *raw, int *restored, char *out, size_t cap)
+{
+	char stat_path[128], args_dir[128];
+	struct rk_session_stat st = { 0 };
+	struct termios t;
+	int master, go[2], status = -1;
+	size_t len = 0;
+	uint64_t end;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(args_dir, sizeof(args_dir), "%s", dir);
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(master, 0, "posix_openpt: %s", strerror(errno));
+	cr_assert_eq(grantpt(master) | unlockpt(master), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		const char *slave = ptsname(master);
+		char c;
+		int fd;
+
+		/* A session of its own, the pty its terminal. */
+		if (setsid() < 0 || !slave || (fd = open(slave, O_RDWR)) < 0)
+			_exit(125);
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(125);
+		execl(getenv("RK_BIN"), "ringkeeper", "top", "-d", "10s", "--root", "/tmp",
+		      strrchr(args_dir, '/') + 1, (char *)NULL);
+		_exit(126);
+	}
+	close(go[0]);
+	st.magic = RK_STAT_MAGIC;
+	st.version = RK_STAT_VERSION;
+	st.size = sizeof(st);
+	st.state = RK_SESSION_RUNNING;
+	st.nr_cpus = 1;
+	st.loader_pid = (__u32)pid;
+	snprintf(stat_path, sizeof(stat_path), "%s/%s", dir, RK_STAT_FILE);
+	f = fopen(stat_path, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(&st, sizeof(st), 1, f), 1);
+	fclose(f);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	end = mono_ms() + 10000;
+	while (!strstr(out, "STATE")) {
+		cr_assert_lt(mono_ms(), end, "no screen from top: %s", out);
+		pty_read(master, out, &len, cap, 50);
+	}
+	cr_assert_eq(tcgetattr(master, &t), 0);
+	*raw = !(t.c_lflag & ECHO) && !(t.c_lflag & ICANON);
+	if (key)
+		cr_assert_eq(write(master, &key, 1), 1);
+	else
+		kill(pid, sig);
+	end = mono_ms() + 3000;
+	while (mono_ms() < end && waitpid(pid, &status, WNOHANG) == 0) {
+		status = -1;
+		pty_read(master, out, &len, cap, 20);
+	}
+	if (status == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	cr_assert_eq(tcgetattr(master, &t), 0);
+	*restored = (t.c_lflag & ECHO) && (t.c_lflag & ICANON);
+	close(master);
+	return status;
+}
+
+/*
+ * Issue 52, item 4: 'q' did nothing in top (echoed onto the screen, the
+ * refresh went on): it quits at once, the terminal as it was; a signal
+ * puts the terminal back too; --help says how to quit.
+ */
+Test(timeline, top_quits_on_q_and_gives_the_terminal_back)
+{
+	struct rk_bufile *bf = make(100, 100, "a");
+	char out[16384] = "", *help;
+	int raw, restored, st;
+
+	sw(bf, 0, 0, 10, 0);
+	rk_bufile__free(bf);
+	if (rk_run("top --help", &help) < 0)
+		return;
+	cr_assert_not_null(strstr(help, "q quits"), "%s", help);
+	free(help);
+
+	st = top_on_a_pty('q', 0, &raw, &restored, out, sizeof(out));
+	cr_assert_neq(st, -1, "top still ran 3 s after a 'q':\n%s", out);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x:\n%s", st, out);
+	cr_assert(raw, "the terminal echoed and edited lines while top ran");
+	cr_assert(restored, "the terminal was left without echo or line editing");
+
+	memset(out, 0, sizeof(out));
+	st = top_on_a_pty(0, SIGTERM, &raw, &restored, out, sizeof(out));
+	cr_assert_neq(st, -1, "top still ran 3 s after SIGTERM:\n%s", out);
+	cr_assert(restored, "a SIGTERM left the terminal without echo or line editing");
 }

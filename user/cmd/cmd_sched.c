@@ -34,6 +34,10 @@ static int pick(const char *opt, const char *arg, const char *const *names, int 
 /* --top was given (--offcpu takes 10 without it; 0 is all for both). */
 static int top_given;
 
+/* The options given that choose rows or the table (what --offcpu and --hist take or refuse). */
+enum { G_SORT = 1, G_BY = 2, G_TOP = 4, G_ALL = 8, G_WIDE = 16, G_PER_THREAD = 32 };
+static unsigned int given;
+
 static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 {
 	static const char *const sorts[] = { "tid", "on-cpu", "delay", "off-cpu", "runs" };
@@ -50,12 +54,14 @@ static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 		if (k < 0)
 			return -1;
 		o->sort = k;
+		given |= G_SORT;
 		return 1;
 	case 'B':
 		k = pick("--by", arg, bys, 3);
 		if (k < 0)
 			return -1;
 		o->by = k;
+		given |= G_BY;
 		return 1;
 	case 'N':
 		if (rk_parse_uint(arg, INT_MAX, &v)) {
@@ -64,16 +70,78 @@ static int sched_opt(struct rk_sched_opts *o, int c, const char *arg)
 		}
 		o->top = v;
 		top_given = 1;
+		given |= G_TOP;
 		return 1;
 	case 'A':
 		o->all = 1;
+		given |= G_ALL;
 		return 1;
 	case 'W':
 		o->wide = 1;
+		given |= G_WIDE;
 		return 1;
 	case 'H':
 		o->hist = 1;
 		return 1;
+	case 'P':
+		given |= G_PER_THREAD;
+		return 1;
+	}
+	return 0;
+}
+
+/* The first of @mask's options given, by name. */
+static const char *given_name(unsigned int mask)
+{
+	static const char *const names[] = { "--sort", "--by",	 "--top",
+					     "--all",  "--wide", "--per-thread" };
+	int i;
+
+	for (i = 0; i < 6; i++)
+		if (given & mask & (1u << i))
+			return names[i];
+	return NULL;
+}
+
+/*
+ * No option is silently dropped: --offcpu ranks stacks (only --top is
+ * its); --hist is the session's histograms unless --per-thread or --by
+ * asks for a row's, and the text has no rows to sort, cut or widen then.
+ * Return: 0, or -1 (said).
+ */
+static int sched_check(struct rk_sched_opts *o, int offcpu)
+{
+	const char *n;
+
+	if (offcpu && o->hist) {
+		rk_err("--hist is of runs and delays; --offcpu ranks stacks: give one of them");
+		return -1;
+	}
+	if (offcpu && (n = given_name(~(unsigned int)G_TOP))) {
+		rk_err("%s is not one of --offcpu's options (it ranks stacks, per thread and "
+		       "process: --top N is how many)",
+		       n);
+		return -1;
+	}
+	if ((given & G_PER_THREAD) && !o->hist) {
+		rk_err("--per-thread is of --hist (the table has a row per thread already)");
+		return -1;
+	}
+	if ((given & G_PER_THREAD) && (given & G_BY) && o->by != RK_SCHED_BY_THREAD) {
+		rk_err("--per-thread and --by %s: give one of them",
+		       o->by == RK_SCHED_BY_PROCESS ? "process" : "comm");
+		return -1;
+	}
+	o->hist_rows = o->hist && (given & (G_PER_THREAD | G_BY));
+	if (o->hist && !o->json && (n = given_name(G_WIDE))) {
+		rk_err("--wide is of the table; --hist prints histograms instead");
+		return -1;
+	}
+	if (o->hist && !o->hist_rows && !o->json && (n = given_name(G_SORT | G_TOP | G_ALL))) {
+		rk_err("%s chooses rows; --hist alone prints the session's histograms: add "
+		       "--per-thread or --by for one per row",
+		       n);
+		return -1;
 	}
 	return 0;
 }
@@ -82,7 +150,8 @@ int cmd_sched(int argc, char **argv)
 {
 	static const char usage[] =
 		"Usage: ringkeeper sched [--json | --offcpu] [--sort KEY] [--top N]\n"
-		"                        [--by thread|process|comm] [--all] [--wide] [--hist]\n"
+		"                        [--by thread|process|comm] [--all] [--wide]\n"
+		"                        [--hist [--per-thread]]\n"
 		"                        [--time S,E | --last D] [--tid T | --pid P] [--root DIR]\n"
 		"                        [SESSION | --session S | --core CORE | --bundle FILE]\n"
 		"\n"
@@ -103,7 +172,8 @@ int cmd_sched(int argc, char **argv)
 		"         \"comms\" with --by), times in ns\n"
 		"  --sort KEY  rows by tid (default: tid, pid or comm, as --by), on-cpu, delay\n"
 		"         (total scheduling delay), off-cpu (total off-CPU time) or runs, largest\n"
-		"         first\n"
+		"         first; the table shows the key (delay: the sum in place of the\n"
+		"         average; off-cpu: an off-CPU column in place of the longest delay)\n"
 		"  --top N     only the first N rows (the totals still count every thread)\n"
 		"  --by thread|process|comm  one row per thread (default), per process, or per\n"
 		"         name (as perf sched latency's rows); a row's p99 is of all its delays\n"
@@ -114,8 +184,10 @@ int cmd_sched(int argc, char **argv)
 		"         migrations: a run on another CPU than the run before); the default\n"
 		"         table fits 120 columns\n"
 		"  --hist log2 histograms (usecs, as bcc's runqlat and cpudist print them) of\n"
-		"         scheduling delay, run length and off-CPU time by why, per row\n"
-		"         (with --json: a \"hist\" object in each row)\n"
+		"         scheduling delay, run length and off-CPU time by why, of the whole\n"
+		"         session (the totals' window; with --json: the total's \"hist\")\n"
+		"  --per-thread  with --hist: one set per thread instead (--by: per process or\n"
+		"         name; with --json: a \"hist\" object in each row too)\n"
 		"  --time START,END  only runs and off-CPU periods within it (seconds of the\n"
 		"         recorded clock, as show prints them; either may be left out)\n"
 		"  --last DURATION   only the last DURATION (500ms, 2s, 10m, 1h) before the\n"
@@ -133,6 +205,7 @@ int cmd_sched(int argc, char **argv)
 		{ "all", no_argument, NULL, 'A' },
 		{ "wide", no_argument, NULL, 'W' },
 		{ "hist", no_argument, NULL, 'H' },
+		{ "per-thread", no_argument, NULL, 'P' },
 		{ "offcpu", no_argument, NULL, 'O' },
 		TWIN_LONGOPTS,
 		FROM_LONGOPTS,
@@ -173,6 +246,8 @@ int cmd_sched(int argc, char **argv)
 		rk_err("--offcpu has no --json (export --folded gives the stacks as data)");
 		return 2;
 	}
+	if (sched_check(&o, offcpu))
+		return 2;
 	if (optind != argc || (f.core && f.session) || (f.tid && f.pid)) {
 		fputs(usage, stderr);
 		return 2;

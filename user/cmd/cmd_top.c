@@ -3,16 +3,19 @@
  * cmd_top.c - ringkeeper top: a live view of a running session, each
  * thread's last interval (on-CPU share, runs, scheduling delay, state now),
  * refreshed, sorted, like perf top's screen (but recomputed from the files
- * each time: no decay, every figure is of the last interval only).
+ * each time: no decay, every figure is of the last interval only; what a
+ * refresh reads is what changed since the last, rk_tl_live). 'q' quits.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 #include "cmd.h"
 #include "schedsum.h"
@@ -21,10 +24,117 @@
 
 static volatile sig_atomic_t top_stop;
 
+/*
+ * The terminal's settings before top took its keys (no line editing, no
+ * echo: 'q' quits at once and is not printed); put back on every way out,
+ * signals included (tcsetattr() is async-signal-safe).
+ */
+static struct termios tty_saved;
+static volatile sig_atomic_t tty_taken;
+
+static void tty_restore(void)
+{
+	if (tty_taken) {
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &tty_saved);
+		tty_taken = 0;
+	}
+}
+
+/* Keys one at a time, unechoed; Ctrl-C still a signal. Return: 1 taken, 0 not a terminal. */
+static int tty_take(void)
+{
+	struct termios t;
+
+	if (tty_taken)
+		return 1;
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &tty_saved))
+		return 0;
+	t = tty_saved;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t))
+		return 0;
+	tty_taken = 1;
+	return 1;
+}
+
 static void on_stop(int sig)
 {
 	(void)sig;
+	tty_restore();
 	top_stop = 1;
+}
+
+/*
+ * Ctrl-Z: the terminal as it was while stopped, taken again when it goes
+ * on. The stop is the default action's, here; in a process group the
+ * kernel will not stop (orphaned) it does not happen and top goes on.
+ */
+static void on_tstp(int sig)
+{
+	struct sigaction sa;
+	sigset_t s;
+	int e = errno;
+
+	tty_restore();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigaction(sig, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	raise(sig);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	sa.sa_handler = on_tstp;
+	sigaction(sig, &sa, NULL);
+	if (!top_stop)
+		tty_take();
+	errno = e;
+}
+
+static void top_signals(void)
+{
+	static const int stops[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigaction(stops[i], &sa, NULL);
+	sa.sa_handler = on_tstp;
+	sigaction(SIGTSTP, &sa, NULL);
+}
+
+/*
+ * Until @deadline (CLOCK_MONOTONIC ns), a signal, or 'q' when @keys (the
+ * terminal's keys are ours).
+ */
+static void top_wait(uint64_t deadline, int keys)
+{
+	while (!top_stop) {
+		uint64_t now = rk_now_mono_ns();
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		struct timespec ts;
+		char c;
+
+		if (now >= deadline)
+			return;
+		if (!keys) {
+			ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
+			ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+			/* A signal ends the wait (EINTR) and the loop. */
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+			continue;
+		if (read(STDIN_FILENO, &c, 1) != 1)
+			keys = 0; /* the terminal went away: the clock alone */
+		else if (c == 'q' || c == 'Q')
+			top_stop = 1;
+	}
 }
 
 struct top_row {
@@ -72,11 +182,12 @@ static size_t screen_rows(const struct top_opts *o)
 	return ws.ws_row - 5;
 }
 
-/* What the session read is: ended, its CPUs, what it did not record. */
+/* What the session read is: ended, its CPUs, what it did not record; what reading it took. */
 struct top_src {
 	int ended;
 	unsigned int ncpus;
 	struct rk_loss loss;
+	uint64_t took_ns;
 };
 
 /*
@@ -130,6 +241,11 @@ static int top_frame(const char *session, const struct rk_timeline *tl, __u64 lo
 	       ended ? " it recorded" : "", tl->nthreads, ran, (double)on / 1e9,
 	       on > (__u64)src->ncpus * o->every_ns ? " (impossible: see below)" : "",
 	       (double)delay / 1e9, rk_loss_count(&src->loss) ? " (incomplete: see below)" : "");
+	/* Never a slower refresh without a word. */
+	if (!ended && src->took_ns > o->every_ns)
+		printf("# reading the session took %.2f s, more than the %.1f s interval: refreshed "
+		       "that far apart\n",
+		       (double)src->took_ns / 1e9, (double)o->every_ns / 1e9);
 	printf("%8s %8s %-16s %6s %6s %11s %11s  %s\n", "TID", "PID", "COMM", "%CPU", "RUNS",
 	       "DELAY (ms)", "MAX (ms)", "STATE");
 	for (i = 0; i < n && (!max || i < max); i++) {
@@ -252,6 +368,52 @@ static int top_parse(int argc, char **argv, const char *usage, struct top_opts *
 	return 1;
 }
 
+/*
+ * Frames until the count, a signal, 'q' or the session's end; each reads
+ * only what changed since the last (rk_tl_live). Return: 0, or 1 (said).
+ */
+static int top_loop(const struct from *f, const struct top_opts *o, int keys)
+{
+	const char *name = f->session ? f->session : strrchr(f->dir, '/') + 1;
+	struct rk_tl_live *lv = rk_tl_live__new(f->dir);
+	unsigned long long k;
+	int r = 0;
+
+	if (!lv) {
+		rk_err("top: %s", strerror(errno));
+		return 1;
+	}
+	for (k = 0; !top_stop && (!o->count || k < o->count); k++) {
+		uint64_t start = rk_now_mono_ns();
+		const struct rk_timeline *tl;
+		struct rk_tl_live_stats st;
+		struct top_src src;
+		__u64 lo, hi;
+
+		if (k && o->batch)
+			putchar('\n');
+		r = rk_tl_live__update(lv, &st);
+		if (r)
+			break;
+		tl = rk_tl_live__timeline(lv);
+		top_window(f->dir, tl, o, &lo, &hi, &src);
+		src.took_ns = rk_now_mono_ns() - start;
+		r = top_frame(name, tl, lo, hi, &src, o);
+		if (r) {
+			rk_err("top: %s", strerror(-r));
+			break;
+		}
+		/* The next window starts after this one's start: what it cannot need goes. */
+		rk_tl_live__forget_before(lv, lo);
+		if (src.ended || (o->count && k + 1 >= o->count))
+			break;
+		/* The interval is from refresh to refresh, the reading's time in it. */
+		top_wait(start + o->every_ns, keys);
+	}
+	rk_tl_live__free(lv);
+	return r ? 1 : 0;
+}
+
 int cmd_top(int argc, char **argv)
 {
 	static const char usage[] =
@@ -265,19 +427,20 @@ int cmd_top(int argc, char **argv)
 		"wait for a CPU still going, as sched counts it), STATE now (running, runnable,\n"
 		"sleeping, blocked, idle, stopped, dead, exited). The files are written every\n"
 		"5 ms, so now is up to that late. Of an ended session, its last INTERVAL, once.\n"
+		"Each refresh reads only what changed since the last; one that takes longer\n"
+		"than INTERVAL says so on the screen. q quits (or Ctrl-C).\n"
 		"  -d, --delay INTERVAL  the interval (default 1s; 100ms or more)\n"
-		"  -n, --count COUNT     stop after COUNT refreshes (default: at Ctrl-C)\n"
+		"  -n, --count COUNT     stop after COUNT refreshes (default: q or Ctrl-C)\n"
 		"  --sort KEY   on-cpu (default), delay, runs or tid\n"
 		"  --top N      the first N rows (default: what the terminal holds)\n"
 		"  --all        also threads that neither ran nor waited in the interval\n"
 		"  -b, --batch  no screen clearing: each refresh printed after the last (as\n"
-		"               top -b; also when the output is not a terminal)\n"
+		"               top -b; also when the output is not a terminal); keys are not\n"
+		"               read\n"
 		"Exit status: 0, 1 no such session or an error, 2 usage.\n";
 	struct top_opts o = { .every_ns = 1000000000ull, .sort = RK_SCHED_SORT_ONCPU };
 	struct from f = { .root = RK_DEFAULT_ROOT };
-	unsigned long long k;
-	struct sigaction sa;
-	int r;
+	int r, keys;
 
 	r = top_parse(argc, argv, usage, &o, &f);
 	if (r <= 0)
@@ -286,42 +449,9 @@ int cmd_top(int argc, char **argv)
 		o.batch = 1;
 	if (from_open(&f))
 		return 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	for (k = 0; !top_stop && (!o.count || k < o.count); k++) {
-		struct rk_timeline tl;
-		struct timespec ts;
-		struct top_src src;
-		__u64 lo, hi;
-
-		if (k) {
-			ts.tv_sec = o.every_ns / 1000000000ull;
-			ts.tv_nsec = o.every_ns % 1000000000ull;
-			/* Ctrl-C ends the wait (EINTR) and the loop. */
-			nanosleep(&ts, NULL);
-			if (top_stop)
-				break;
-			if (o.batch)
-				putchar('\n');
-		}
-		r = rk_timeline__load(&tl, f.dir, 0, 0, 0);
-		if (r == -ENOENT) {
-			memset(&tl, 0, sizeof(tl));
-		} else if (r) {
-			return 1;
-		}
-		top_window(f.dir, &tl, &o, &lo, &hi, &src);
-		r = top_frame(f.session ? f.session : strrchr(f.dir, '/') + 1, &tl, lo, hi, &src,
-			      &o);
-		rk_timeline__free(&tl);
-		if (r) {
-			rk_err("top: %s", strerror(-r));
-			return 1;
-		}
-		if (src.ended)
-			break;
-	}
-	return 0;
+	top_signals();
+	keys = !o.batch && tty_take();
+	r = top_loop(&f, &o, keys);
+	tty_restore();
+	return r;
 }

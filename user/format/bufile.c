@@ -602,6 +602,12 @@ int rk_bufile__for_each(const struct rk_bufile *bf, rk_record_fn fn, void *ctx)
 
 int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void *ctx)
 {
+	return rk_bufile__for_each_since(bf, 0, fn, ctx, NULL, NULL);
+}
+
+int rk_bufile__for_each_since(const struct rk_bufile *bf, __u64 from, rk_record_pos_fn fn,
+			      void *ctx, __u64 *end, int *gap)
+{
 	const struct perf_event_mmap_page *pg = bf->pg;
 	__u64 mask = bf->data_size - 1, head, tail, pos, cur_tail;
 	union {
@@ -610,6 +616,8 @@ int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void
 	} * buf;
 	int ret = 0;
 
+	if (gap)
+		*gap = 0;
 	buf = malloc(sizeof(*buf));
 	if (!buf)
 		return -ENOMEM;
@@ -617,7 +625,17 @@ int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void
 	ret = rk_bufile__ring(bf, &head, &tail);
 	if (ret)
 		goto out;
-	for (pos = tail; pos < head;) {
+	if (end)
+		*end = head;
+	pos = tail;
+	if (from > head || (from && from < tail)) {
+		/* Overwritten since (or not this ring's): the records between are lost to us. */
+		if (gap)
+			*gap = 1;
+	} else if (from) {
+		pos = from;
+	}
+	while (pos < head) {
 		size_t sz;
 
 		ring_copy_out(bf->data, mask, pos, &buf->h, sizeof(buf->h));
@@ -628,6 +646,8 @@ int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void
 			cur_tail = __atomic_load_n(&pg->data_tail, __ATOMIC_RELAXED);
 			if (cur_tail > pos) {
 				pos = cur_tail;
+				if (gap)
+					*gap = 1;
 				continue;
 			}
 			ret = -EBADMSG;
@@ -643,6 +663,8 @@ int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void
 		cur_tail = __atomic_load_n(&pg->data_tail, __ATOMIC_RELAXED);
 		if (cur_tail > pos) {
 			pos = cur_tail;
+			if (gap)
+				*gap = 1;
 			continue;
 		}
 		ret = fn(&buf->h, pos, ctx);

@@ -455,6 +455,20 @@ typedef int (*rk_record_pos_fn)(const struct perf_event_header *rec, __u64 pos, 
 int rk_bufile__for_each_at(const struct rk_bufile *bf, rk_record_pos_fn fn, void *ctx);
 
 /**
+ * rk_bufile__for_each_since() - rk_bufile__for_each_at() of the records
+ * from ring position @from on (0: from data_tail), where an earlier walk's
+ * *@end was: a reader that keeps what it read walks only what came since.
+ * @end: if not NULL, set to the head this walk reads up to (the next
+ *	walk's @from).
+ * @gap: if not NULL, set if records between @from and what this walk
+ *	reads were overwritten before it read them (also when @from is not in
+ *	[data_tail, data_head]: the walk starts at data_tail then).
+ * Return: as rk_bufile__for_each().
+ */
+int rk_bufile__for_each_since(const struct rk_bufile *bf, __u64 from, rk_record_pos_fn fn,
+			      void *ctx, __u64 *end, int *gap);
+
+/**
  * rk_bufile__write_aux() - append raw bytes (Intel PT packets) to the AUX
  * ring; the oldest bytes are overwritten to make room.
  * Return: 0, or -EINVAL if the file has no AUX area.

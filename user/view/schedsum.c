@@ -215,6 +215,7 @@ struct report {
 	__u64 *rowd, *alld; /* the rows' delays; the totals' (when their window differs) */
 	size_t nrowd, caprowd, nalld, capalld;
 	struct rk_sched_sum tot;
+	struct rk_sched_hist *tot_h; /* --hist: the totals' (their window's) */
 	__u64 lo, first, last; /* the totals' window */
 	size_t nwrapped;
 	int dfail;
@@ -334,12 +335,14 @@ static int sum_rows(struct report *r)
 	r->rows = calloc(n ? n : 1, sizeof(*r->rows));
 	if (!r->order || !r->rows)
 		return -ENOMEM;
+	if (o->hist && !(r->tot_h = calloc(1, sizeof(*r->tot_h))))
+		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		r->order[i] = &r->tl->threads[i];
 	qsort_r(r->order, n, sizeof(*r->order), group_cmp, &by);
 	for (i = 0; i < n; i++) {
 		const struct rk_tl_thread *t = r->order[i];
-		struct rk_sched_hist th, *hp = NULL;
+		struct rk_sched_hist th, wh, *hp = NULL, *whp = NULL;
 		struct rk_sched_sum s, w;
 		struct row *row;
 
@@ -347,13 +350,18 @@ static int sum_rows(struct report *r)
 			memset(&th, 0, sizeof(th));
 			hp = &th;
 		}
+		/* The totals' histograms are of the totals' window, as their figures. */
+		if (o->hist && r->lo != o->lo) {
+			memset(&wh, 0, sizeof(wh));
+			whp = &wh;
+		}
 		if (!r->nrows || !same_group(r, r->rows[r->nrows - 1].t, t)) {
 			row = &r->rows[r->nrows++];
 			row->t = t;
 			row->tgid = t->id.tgid;
 			row->d0 = r->nrowd;
 			row->seq = r->nrows - 1;
-			if (o->hist && !(row->h = calloc(1, sizeof(*row->h))))
+			if (o->hist_rows && !(row->h = calloc(1, sizeof(*row->h))))
 				return -ENOMEM;
 		}
 		row = &r->rows[r->nrows - 1];
@@ -362,12 +370,14 @@ static int sum_rows(struct report *r)
 		if (r->lo == o->lo)
 			w = s;
 		else
-			r->dfail |= !!rk_sched_sum_window_into(t, r->lo, o->hi, &w, &r->alld,
-							       &r->nalld, &r->capalld);
+			r->dfail |= !!rk_sched_sum_hist(t, r->lo, o->hi, &w, whp, &r->alld,
+							&r->nalld, &r->capalld);
 		add(&r->tot, &w);
 		add(&row->s, &s);
-		if (hp)
+		if (row->h)
 			add_hist(row->h, hp);
+		if (r->tot_h)
+			add_hist(r->tot_h, whp ? whp : hp);
 		/* A process's row is named by its leader when the leader is there. */
 		if (t->id.tid == t->id.tgid && by == RK_SCHED_BY_PROCESS)
 			row->t = t;
@@ -496,32 +506,171 @@ static void text_wide_figures(FILE *out, const struct rk_sched_sum *s)
 	ms(out, s->p99_delay_ns, 9);
 }
 
-/* The default table: at most 120 columns. */
-static void text_figures(FILE *out, const struct rk_sched_sum *s)
+/* ---- the default table: at most 120 columns, whatever the sums ---- */
+
+/* Units a figure too wide for its column is said in instead: ns per unit, its mark. */
+static const struct {
+	double ns;
+	const char *mark;
+} units[] = { { 1e6, "" }, { 1e9, "s" }, { 3.6e12, "h" }, { 8.64e13, "d" }, { 3.15576e16, "y" } };
+
+/* @ns in @width columns, from unit @u on (@u's own mark left out: the column's unit). */
+static void fit_time(char *buf, size_t n, int width, __u64 ns, size_t u)
 {
-	fprintf(out, " %6llu", s->runs);
-	ms(out, s->on_ns, 10);
-	ms(out, s->off_ns[RK_OFF_PREEMPTED], 10);
-	ms(out, s->off_ns[RK_OFF_SLEEPING], 10);
-	ms(out, s->off_ns[RK_OFF_BLOCKED], 10);
-	ms(out, s->delays ? s->delay_ns / s->delays : 0, 9);
-	ms(out, s->max_delay_ns, 8);
-	ms(out, s->p99_delay_ns, 8);
+	size_t k;
+	int d;
+
+	for (d = 3; d >= 0; d--)
+		if (snprintf(buf, n, "%.*f", d, (double)ns / units[u].ns) <= width)
+			return;
+	for (k = u + 1; k < sizeof(units) / sizeof(units[0]); k++)
+		if (snprintf(buf, n, "%.0f%s", (double)ns / units[k].ns, units[k].mark) <= width)
+			return;
+}
+
+void rk_sched_fit_ms(char *buf, size_t n, int width, __u64 ns)
+{
+	fit_time(buf, n, width, ns, 0);
+}
+
+void rk_sched_fit_count(char *buf, size_t n, int width, unsigned long long v)
+{
+	static const char marks[] = "kMGTPE";
+	double x = (double)v;
+	int k;
+
+	if (snprintf(buf, n, "%llu", v) <= width)
+		return;
+	for (k = 0; marks[k]; k++) {
+		x /= 1000;
+		if (snprintf(buf, n, "%.0f%c", x, marks[k]) <= width)
+			return;
+	}
+}
+
+/*
+ * The default table's columns. The sort key is always one of them: --sort
+ * delay shows the summed delay in place of the average, --sort off-cpu the
+ * off-CPU sum in place of the longest delay (the rest narrower to make
+ * room); tid, on-cpu and runs are there already.
+ */
+enum col_of { C_RUNS, C_ON, C_OFF, C_PRE, C_SLEEP, C_BLOCK, C_DAVG, C_DSUM, C_DMAX, C_DP99 };
+
+struct col {
+	enum col_of of;
+	int width;
+	const char *h1, *h2;
+};
+
+#define RK_COL_DELAY                               \
+	{                                          \
+		C_DAVG, 9, "sch delay", "avg (ms)" \
+	}
+static const struct col cols_plain[] = {
+	{ C_RUNS, 6, "runs", "" },
+	{ C_ON, 10, "on-CPU", "(ms)" },
+	{ C_PRE, 10, "preempted", "(ms, off)" },
+	{ C_SLEEP, 10, "sleeping", "(ms, off)" },
+	{ C_BLOCK, 10, "blocked", "(ms, off)" },
+	RK_COL_DELAY,
+	{ C_DMAX, 8, "max", "(ms)" },
+	{ C_DP99, 8, "p99", "(ms)" },
+	{ 0, 0, NULL, NULL },
+};
+static const struct col cols_delay[] = {
+	{ C_RUNS, 6, "runs", "" },
+	{ C_ON, 10, "on-CPU", "(ms)" },
+	{ C_PRE, 10, "preempted", "(ms, off)" },
+	{ C_SLEEP, 10, "sleeping", "(ms, off)" },
+	{ C_BLOCK, 10, "blocked", "(ms, off)" },
+	{ C_DSUM, 9, "sch delay", "sum (ms)" },
+	{ C_DMAX, 8, "max", "(ms)" },
+	{ C_DP99, 8, "p99", "(ms)" },
+	{ 0, 0, NULL, NULL },
+};
+static const struct col cols_offcpu[] = {
+	{ C_RUNS, 6, "runs", "" },
+	{ C_ON, 9, "on-CPU", "(ms)" },
+	{ C_OFF, 9, "off-CPU", "(ms, sum)" },
+	{ C_PRE, 10, "preempted", "(ms, off)" },
+	{ C_SLEEP, 10, "sleeping", "(ms, off)" },
+	{ C_BLOCK, 10, "blocked", "(ms, off)" },
+	RK_COL_DELAY,
+	{ C_DP99, 8, "p99", "(ms)" },
+	{ 0, 0, NULL, NULL },
+};
+
+static const struct col *table_cols(const struct rk_sched_opts *o)
+{
+	return o->sort == RK_SCHED_SORT_DELAY  ? cols_delay :
+	       o->sort == RK_SCHED_SORT_OFFCPU ? cols_offcpu :
+						 cols_plain;
+}
+
+static void col_value(char *b, size_t n, const struct col *c, const struct rk_sched_sum *s)
+{
+	switch (c->of) {
+	case C_RUNS:
+		rk_sched_fit_count(b, n, c->width, s->runs);
+		return;
+	case C_ON:
+		rk_sched_fit_ms(b, n, c->width, s->on_ns);
+		return;
+	case C_OFF:
+		rk_sched_fit_ms(b, n, c->width, off_total(s));
+		return;
+	case C_PRE:
+		rk_sched_fit_ms(b, n, c->width, s->off_ns[RK_OFF_PREEMPTED]);
+		return;
+	case C_SLEEP:
+		rk_sched_fit_ms(b, n, c->width, s->off_ns[RK_OFF_SLEEPING]);
+		return;
+	case C_BLOCK:
+		rk_sched_fit_ms(b, n, c->width, s->off_ns[RK_OFF_BLOCKED]);
+		return;
+	case C_DAVG:
+		rk_sched_fit_ms(b, n, c->width, s->delays ? s->delay_ns / s->delays : 0);
+		return;
+	case C_DSUM:
+		rk_sched_fit_ms(b, n, c->width, s->delay_ns);
+		return;
+	case C_DMAX:
+		rk_sched_fit_ms(b, n, c->width, s->max_delay_ns);
+		return;
+	case C_DP99:
+		rk_sched_fit_ms(b, n, c->width, s->p99_delay_ns);
+		return;
+	}
+}
+
+static void text_figures(FILE *out, const struct rk_sched_opts *o, const struct rk_sched_sum *s)
+{
+	const struct col *c;
+	char b[32];
+
+	for (c = table_cols(o); c->width; c++) {
+		col_value(b, sizeof(b), c, s);
+		fprintf(out, " %*s", c->width, b);
+	}
 }
 
 /* The history column: the span in seconds, '*' if a ring wrapped (the span is all there is). */
 static void text_history(FILE *out, int wide, __u64 first, __u64 last, int wrapped)
 {
-	fprintf(out, " %*.3f%s\n", wide ? 9 : 8, last > first ? (double)(last - first) / 1e9 : 0.0,
-		wrapped ? "*" : "");
+	char b[32];
+
+	fit_time(b, sizeof(b), wide ? 9 : 8, last > first ? last - first : 0, 1);
+	fprintf(out, " %*s%s\n", wide ? 9 : 8, b, wrapped ? "*" : "");
 }
 
 static void text_head(FILE *out, const struct rk_sched_opts *o)
 {
+	const struct col *c;
 	const char *a, *b;
+	int row;
 
 	heads(o, &a, &b);
-	if (o->wide)
+	if (o->wide) {
 		fprintf(out,
 			"%-16s %8s %8s %7s %11s %9s %9s %11s %11s %11s %11s %11s %5s %9s %9s %9s "
 			"%10s\n"
@@ -531,13 +680,14 @@ static void text_head(FILE *out, const struct rk_sched_opts *o)
 			"blocked", "other", "longest off", "migr", "sch delay", "max", "p99",
 			"history", "", "", "", "", "(ms)", "(ms)", "(ms)", "(ms, off)", "(ms, off)",
 			"(ms, off)", "(ms, off)", "(ms)", "", "(ms, avg)", "(ms)", "(ms)", "(s)");
-	else
-		fprintf(out,
-			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n"
-			"%-15s %7s %7s %6s %10s %10s %10s %10s %9s %8s %8s %9s\n",
-			"comm", a, b, "runs", "on-CPU", "preempted", "sleeping", "blocked",
-			"sch delay", "max", "p99", "history", "", "", "", "", "(ms)", "(ms, off)",
-			"(ms, off)", "(ms, off)", "avg (ms)", "(ms)", "(ms)", "(s)");
+		return;
+	}
+	for (row = 0; row < 2; row++) {
+		fprintf(out, "%-15s %7s %7s", row ? "" : "comm", row ? "" : a, row ? "" : b);
+		for (c = table_cols(o); c->width; c++)
+			fprintf(out, " %*s", c->width, row ? c->h2 : c->h1);
+		fprintf(out, " %9s\n", row ? "(s)" : "history");
+	}
 }
 
 static void text_row(FILE *out, const struct rk_sched_opts *o, const struct row *row)
@@ -553,7 +703,7 @@ static void text_row(FILE *out, const struct rk_sched_opts *o, const struct row 
 		text_wide_figures(out, &row->s);
 	} else {
 		fprintf(out, "%-15s %7u %7zu", comm, a, b);
-		text_figures(out, &row->s);
+		text_figures(out, o, &row->s);
 	}
 	text_history(out, o->wide, row->s.first_ns, row->s.last_ns, !!row->nwrapped);
 }
@@ -592,10 +742,31 @@ static void hist_print(FILE *out, const __u64 *v, const char *unit)
 	}
 }
 
+/* A row's or the session's histograms, each where it counted something. */
+static void hist_set(FILE *out, const struct rk_sched_sum *s, const struct rk_sched_hist *h)
+{
+	int k;
+
+	fprintf(out, ": %llu runs, %llu with a scheduling delay\n", s->runs, s->delays);
+	if (s->delays) {
+		fprintf(out, "scheduling delay:\n");
+		hist_print(out, h->delay, "usecs");
+	}
+	if (s->runs) {
+		fprintf(out, "run length (on CPU):\n");
+		hist_print(out, h->run, "usecs");
+	}
+	for (k = 0; k < RK_OFF_NR; k++) {
+		if (!s->offs[k])
+			continue;
+		fprintf(out, "off CPU, %s:\n", rk_offcpu_name(k));
+		hist_print(out, h->off[k], "usecs");
+	}
+}
+
 static void text_hists(FILE *out, const struct rk_sched_opts *o, const struct row *row)
 {
 	char comm[RK_COMM_LEN];
-	int k;
 
 	row_comm(row, comm, sizeof(comm));
 	if (o->by == RK_SCHED_BY_THREAD)
@@ -604,21 +775,7 @@ static void text_hists(FILE *out, const struct rk_sched_opts *o, const struct ro
 		fprintf(out, "\npid %u %s (%zu threads)", row->tgid, comm, row->nthreads);
 	else
 		fprintf(out, "\ncomm %s (%zu threads)", comm, row->nthreads);
-	fprintf(out, ": %llu runs, %llu with a scheduling delay\n", row->s.runs, row->s.delays);
-	if (row->s.delays) {
-		fprintf(out, "scheduling delay:\n");
-		hist_print(out, row->h->delay, "usecs");
-	}
-	if (row->s.runs) {
-		fprintf(out, "run length (on CPU):\n");
-		hist_print(out, row->h->run, "usecs");
-	}
-	for (k = 0; k < RK_OFF_NR; k++) {
-		if (!row->s.offs[k])
-			continue;
-		fprintf(out, "off CPU, %s:\n", rk_offcpu_name(k));
-		hist_print(out, row->h->off[k], "usecs");
-	}
+	hist_set(out, &row->s, row->h);
 }
 
 /* A histogram in JSON: element k counts values in [2^k, 2^(k+1)) us (element 0 also 0). */
@@ -700,10 +857,13 @@ static void print_json(FILE *out, struct report *r)
 	fprintf(out,
 		",\"window\":{\"first_ns\":%llu,\"last_ns\":%llu},\"wrapped_threads\":%zu,"
 		"\"by\":\"%s\",\"sort\":\"%s\",\"rows\":%zu,\"left_out\":{\"no_runs\":%zu,"
-		"\"past_top\":%zu}}",
+		"\"past_top\":%zu}",
 		(unsigned long long)r->first, (unsigned long long)r->last, r->nwrapped,
 		by_names[r->o->by], sort_names[r->o->sort], r->shown, r->no_runs,
 		r->nrows - r->shown);
+	if (r->tot_h)
+		json_hist(out, r->tot_h);
+	fputc('}', out);
 	rk_loss_json(out, r->o->loss);
 	fputs("}\n", out);
 }
@@ -736,16 +896,24 @@ static void __attribute__((format(printf, 2, 3))) note(FILE *out, const char *fm
 static void text_notes(FILE *out, const struct report *r)
 {
 	const struct rk_sched_opts *o = r->o;
+	int rows = !o->hist || o->hist_rows;
 
-	if (r->nrows > r->shown)
+	if (rows && r->nrows > r->shown)
 		note(out, "the first %zu of %zu rows by %s (--top); the total is of all", r->shown,
 		     r->nrows, sort_names[o->sort]);
-	if (r->no_runs)
+	if (rows && r->no_runs)
 		note(out,
 		     "%zu thread%s with no complete run left out (--all shows them); the "
 		     "total counts them",
 		     r->no_runs, r->no_runs == 1 ? "" : "s");
-	if (r->nwrapped)
+	if (r->nwrapped && !rows)
+		note(out,
+		     "%zu thread%s ring wrapped (older runs overwritten; perf, which saw them, "
+		     "counts more): the histograms cover the last %.3f s, where every thread's "
+		     "history is whole",
+		     r->nwrapped, r->nwrapped == 1 ? "'s" : "s'",
+		     (double)(r->last - r->first) / 1e9);
+	else if (r->nwrapped)
 		note(out,
 		     "*: %zu thread%s ring wrapped: %s row covers only the history shown (its "
 		     "older runs were overwritten; perf, which saw them, counts more); the total "
@@ -766,11 +934,30 @@ static void text_notes(FILE *out, const struct report *r)
 	rk_loss_say(out, o->loss, "# ");
 }
 
+/*
+ * --hist without rows: the session's histograms, as runqlat's are (of the
+ * totals' window), then the notes that are not about rows.
+ */
+static void print_session_hists(FILE *out, struct report *r)
+{
+	fprintf(out, "all %zu threads", r->tl->nthreads);
+	if (r->nwrapped || r->o->lo)
+		fprintf(out, " (the %.3f s from %.3f s on)", (double)(r->last - r->first) / 1e9,
+			(double)r->first / 1e9);
+	hist_set(out, &r->tot, r->tot_h);
+	fputc('\n', out);
+	text_notes(out, r);
+}
+
 static void print_text(FILE *out, struct report *r)
 {
 	const struct rk_sched_opts *o = r->o;
 	size_t i;
 
+	if (o->hist && !o->hist_rows) {
+		print_session_hists(out, r);
+		return;
+	}
 	if (o->hist) {
 		for (i = 0; i < r->shown; i++)
 			text_hists(out, o, &r->rows[i]);
@@ -790,7 +977,7 @@ static void print_text(FILE *out, struct report *r)
 
 		snprintf(n, sizeof(n), "%zu threads", r->tl->nthreads);
 		fprintf(out, "%-15s %15s", "total", n);
-		text_figures(out, &r->tot);
+		text_figures(out, o, &r->tot);
 	}
 	text_history(out, o->wide, r->first, r->last, 0);
 	text_notes(out, r);
@@ -840,6 +1027,7 @@ int rk_sched_report(FILE *out, const struct rk_timeline *tl, const struct rk_sch
 out:
 	for (i = 0; i < r.nrows; i++)
 		free(r.rows[i].h);
+	free(r.tot_h);
 	free(r.rows);
 	free(r.order);
 	free(r.rowd);

@@ -102,14 +102,16 @@ enum rk_sched_sort {
 
 /**
  * struct rk_sched_opts - what `sched` prints: @json or text (@wide: every
- * column; else at most 120 columns), @hist: log2 histograms instead of the
- * table (JSON: with each row); rows @by thread, process or comm, sorted by
+ * column; else at most 120 columns, the sort key's among them), @hist: log2
+ * histograms instead of the table, the session's (of the totals' window;
+ * JSON: the total's "hist"), and with @hist_rows each row's instead (JSON:
+ * each row's "hist" too); rows @by thread, process or comm, sorted by
  * @sort, the first @top (0: all); rows with no complete run only with @all;
  * of [@lo, @hi] only. @loss: what the session did not record, said under
  * the table and as JSON's "loss" (NULL: nothing said).
  */
 struct rk_sched_opts {
-	int json, wide, hist, all;
+	int json, wide, hist, hist_rows, all;
 	enum rk_sched_by by;
 	enum rk_sched_sort sort;
 	size_t top;
@@ -123,6 +125,17 @@ struct rk_sched_opts {
  * left out. Return: 0, or -ENOMEM (nothing or part printed).
  */
 int rk_sched_report(FILE *out, const struct rk_timeline *tl, const struct rk_sched_opts *o);
+
+/**
+ * rk_sched_fit_ms() - @ns as milliseconds in at most @width columns into
+ * @buf (@n bytes, unpadded): 3 decimals, fewer if they do not fit, then
+ * whole seconds, hours, days or years marked "s", "h", "d", "y" (the table's figures
+ * never push it past 120 columns, whatever the sums).
+ */
+void rk_sched_fit_ms(char *buf, size_t n, int width, __u64 ns);
+
+/** rk_sched_fit_count() - @v in at most @width columns: as is, else "12346k", "M", "G", ... */
+void rk_sched_fit_count(char *buf, size_t n, int width, unsigned long long v);
 
 /** rk_sched_print() - every thread of @tl, then the totals; text or JSON. */
 void rk_sched_print(FILE *out, const struct rk_timeline *tl, int json);

@@ -5,10 +5,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "timeline.h"
 #include "session.h"
 #include "symbols.h"
@@ -99,7 +101,8 @@ struct tl_walk {
 	__u32 src;
 	struct rk_symbols *syms;
 	const struct rk_tp_format *tpf;
-	struct rk_stack_rec *stack; /* sched files: a parsed stack (4 KiB: not on the stack) */
+	struct rk_stack_rec
+		*stack; /* sched files: a parsed stack (4 KiB: not on the stack); NULL: skipped */
 	int err;
 };
 
@@ -322,7 +325,9 @@ static int on_sched_rec(const struct perf_event_header *h, void *ctx)
 		}
 		break;
 	case RK_RECORD_STACK:
-		w->err = add_stack(w, h, time, cpu);
+		/* A live reader has no use for them (and would keep every one). */
+		if (w->stack)
+			w->err = add_stack(w, h, time, cpu);
 		break;
 	case RK_RECORD_CRASH:
 		if (h->size >= sizeof(struct rk_crash_record)) {
@@ -930,4 +935,307 @@ int rk_timeline__wraps(const char *session_dir, __u32 tid, __u32 pid, struct rk_
 	}
 	free(tids);
 	return err;
+}
+
+/* ---- a live session read again and again (top): only what changed since ---- */
+
+/* One sched file as the live reader last read it. */
+struct live_file {
+	char *name;
+	__u64 ino;
+	__u64 end; /* the head its last walk read up to: where the next one starts */
+	size_t id_off; /* its identity's offset in page 0, as validated */
+	struct rk_thread_ident id; /* page 0's identity as read then */
+	struct rk_tl_thread t;
+	size_t cap_ev, cap_names;
+	int seen, warned;
+};
+
+struct rk_tl_live {
+	char *dir; /* the session's sched directory */
+	struct live_file *files; /* sorted by ino, but for those added by the update under way */
+	size_t nfiles, cap, nsorted;
+	struct rk_timeline tl; /* threads[i]: files[i].t, shallow */
+	size_t tl_cap;
+	size_t denied_said; /* the most files said to be another user's */
+};
+
+struct rk_tl_live *rk_tl_live__new(const char *session_dir)
+{
+	struct rk_tl_live *lv = calloc(1, sizeof(*lv));
+	size_t n = strlen(session_dir) + sizeof(RK_SCHED_DIR) + 2;
+
+	if (!lv)
+		return NULL;
+	lv->dir = malloc(n);
+	if (!lv->dir) {
+		free(lv);
+		errno = ENOMEM;
+		return NULL;
+	}
+	snprintf(lv->dir, n, "%s/%s", session_dir, RK_SCHED_DIR);
+	return lv;
+}
+
+static void live_file_free(struct live_file *f)
+{
+	free(f->name);
+	free(f->t.ev);
+	free(f->t.names);
+}
+
+void rk_tl_live__free(struct rk_tl_live *lv)
+{
+	size_t i;
+
+	if (!lv)
+		return;
+	for (i = 0; i < lv->nfiles; i++)
+		live_file_free(&lv->files[i]);
+	free(lv->files);
+	free(lv->tl.threads);
+	free(lv->dir);
+	free(lv);
+}
+
+/*
+ * Page 0 of @path is as @f's last read left it: the same head and
+ * identity. A read of one page (no mapping); anything amiss is a change
+ * (the full open then says what).
+ */
+static int live_unchanged(const struct live_file *f, int dfd, const char *name)
+{
+	__u8 page[RK_PAGE_SIZE];
+	__u64 head;
+	ssize_t n;
+	int fd;
+
+	if (!f->id_off || f->id_off + sizeof(f->id) > sizeof(page))
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = pread(fd, page, sizeof(page), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(page))
+		return 0;
+	memcpy(&head, page + offsetof(struct perf_event_mmap_page, data_head), sizeof(head));
+	return head == f->end && !memcmp(page + f->id_off, &f->id, sizeof(f->id));
+}
+
+/* @f's history dropped, to be read again from the ring (its thread changed, or records were lost). */
+static void live_reset(struct live_file *f)
+{
+	f->t.nev = 0;
+	f->t.nnames = 0;
+	f->t.broken = 0;
+	f->end = 0;
+}
+
+static int on_sched_rec_at(const struct perf_event_header *h, __u64 pos, void *ctx)
+{
+	(void)pos;
+	return on_sched_rec(h, ctx);
+}
+
+/* The records of @bf since @f's last walk appended to its history. Return: 0, -ENOMEM. */
+static int live_walk(struct rk_tl_live *lv, struct live_file *f, const struct rk_bufile *bf)
+{
+	struct tl_walk w = { .tl = &lv->tl, .bf = bf, .t = &f->t };
+	__u64 end = 0;
+	int err, gap = 0;
+
+	if (f->t.nev && (bf->ident->tid != f->t.id.tid || bf->ident->start_ns != f->t.id.start_ns))
+		live_reset(f);
+	/* A ring that lapped the last walk: its history has a hole; read what it holds. */
+	for (;;) {
+		w.cap_ev = f->cap_ev;
+		w.cap_names = f->cap_names;
+		err = rk_bufile__for_each_since(bf, f->end, on_sched_rec_at, &w, &end, &gap);
+		f->cap_ev = w.cap_ev;
+		f->cap_names = w.cap_names;
+		if (w.err)
+			return w.err;
+		if (err == -ENOMEM)
+			return err;
+		if (!gap || !f->end)
+			break;
+		live_reset(f);
+	}
+	f->end = end;
+	f->t.broken = err == -EBADMSG;
+	f->t.id = *bf->ident;
+	f->t.id.comm[RK_COMM_LEN - 1] = '\0';
+	f->id = *bf->ident;
+	f->id_off = (size_t)((const __u8 *)bf->ident - (const __u8 *)bf->base);
+	w.cap_names = f->cap_names;
+	if (!f->t.nnames && add_name(&w, f->t.id.comm) < 0)
+		return -ENOMEM;
+	f->cap_names = w.cap_names;
+	return 0;
+}
+
+/* @f (named @name in the directory) read as far as it changed. Return: 0, -ENOMEM. */
+static int live_read(struct rk_tl_live *lv, struct live_file *f, int dfd, const char *name,
+		     struct rk_tl_live_stats *st)
+{
+	char path[PATH_MAX + 300];
+	const char *msg = NULL;
+	struct rk_bufile *bf;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", lv->dir, name);
+	if (f->id_off && live_unchanged(f, dfd, name)) {
+		st->unchanged++;
+		return 0;
+	}
+	bf = rk_bufile__open(path, &msg);
+	if (!bf) {
+		/* Said once per file, not once a refresh; its history so far stays. */
+		if (!f->warned && errno != EACCES && errno != ENOENT)
+			rk_warn("skipping %s: %s", path,
+				errno == EBADMSG && msg ? msg : strerror(errno));
+		f->warned = 1;
+		st->skipped++;
+		st->denied += errno == EACCES;
+		return 0;
+	}
+	st->read++;
+	err = live_walk(lv, f, bf);
+	rk_bufile__free(bf);
+	return err;
+}
+
+static int live_cmp(const void *a, const void *b)
+{
+	const struct live_file *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The file of @ino named @name among the sorted ones, or NULL. */
+static struct live_file *live_find(struct rk_tl_live *lv, __u64 ino, const char *name)
+{
+	struct live_file key = { .ino = ino }, *f;
+
+	if (!lv->nsorted)
+		return NULL;
+	f = bsearch(&key, lv->files, lv->nsorted, sizeof(*f), live_cmp);
+	return f && !strcmp(f->name, name) ? f : NULL;
+}
+
+/* A file not seen before, added (its history read by the caller). Return: it, or NULL. */
+static struct live_file *live_add(struct rk_tl_live *lv, __u64 ino, const char *name)
+{
+	struct live_file *f;
+
+	if (grow((void **)&lv->files, &lv->cap, lv->nfiles + 1, sizeof(*lv->files)))
+		return NULL;
+	f = &lv->files[lv->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->name = strdup(name);
+	if (!f->name)
+		return NULL;
+	f->ino = ino;
+	lv->nfiles++;
+	return f;
+}
+
+/* Files gone from the directory dropped, the rest sorted again, the timeline's view rebuilt. */
+static int live_settle(struct rk_tl_live *lv, struct rk_tl_live_stats *st)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < lv->nfiles; i++) {
+		if (!lv->files[i].seen) {
+			live_file_free(&lv->files[i]);
+			st->gone++;
+			continue;
+		}
+		lv->files[i].seen = 0;
+		lv->files[k++] = lv->files[i];
+	}
+	lv->nfiles = k;
+	qsort(lv->files, lv->nfiles, sizeof(*lv->files), live_cmp);
+	lv->nsorted = lv->nfiles;
+	if (grow((void **)&lv->tl.threads, &lv->tl_cap, lv->nfiles, sizeof(*lv->tl.threads)))
+		return -ENOMEM;
+	for (i = 0; i < lv->nfiles; i++)
+		lv->tl.threads[i] = lv->files[i].t;
+	lv->tl.nthreads = lv->nfiles;
+	return 0;
+}
+
+int rk_tl_live__update(struct rk_tl_live *lv, struct rk_tl_live_stats *st)
+{
+	struct dirent *de;
+	int err = 0;
+	DIR *d;
+
+	memset(st, 0, sizeof(*st));
+	d = opendir(lv->dir);
+	if (!d) {
+		err = -errno;
+		rk_err("cannot read %s: %s", lv->dir, strerror(errno));
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		struct live_file *f;
+
+		if (!buffer_name(de->d_name))
+			continue;
+		f = live_find(lv, de->d_ino, de->d_name);
+		if (!f)
+			f = live_add(lv, de->d_ino, de->d_name);
+		if (!f) {
+			err = -ENOMEM;
+			break;
+		}
+		f->seen = 1;
+		st->files++;
+		err = live_read(lv, f, dirfd(d), de->d_name, st);
+	}
+	closedir(d);
+	/* Other users' threads: one line for them all, again only when there are more. */
+	if (st->denied > lv->denied_said)
+		rk_warn("skipping %zu file%s of %s: permission denied (other users' threads: "
+			"their files are readable by their users and root, docs/trust.md)",
+			st->denied, st->denied == 1 ? "" : "s", lv->dir);
+	if (st->denied > lv->denied_said)
+		lv->denied_said = st->denied;
+	if (!err)
+		err = live_settle(lv, st);
+	if (err == -ENOMEM)
+		rk_err("out of memory reading %s", lv->dir);
+	return err;
+}
+
+const struct rk_timeline *rk_tl_live__timeline(const struct rk_tl_live *lv)
+{
+	return &lv->tl;
+}
+
+/*
+ * What no window from @t on needs: a thread's events before its last
+ * switch-out at or before @t. From that switch-out on, a window's figures
+ * (rk_sched_now()) are what the whole history gives: earlier runs ended
+ * before it, and it sets the state and the wait anew.
+ */
+void rk_tl_live__forget_before(struct rk_tl_live *lv, __u64 t)
+{
+	size_t i, j, from;
+
+	for (i = 0; i < lv->nfiles; i++) {
+		struct rk_tl_thread *th = &lv->files[i].t;
+
+		from = 0;
+		for (j = 0; j < th->nev && th->ev[j].time <= t; j++)
+			if (th->ev[j].kind == RK_TL_OUT)
+				from = j;
+		if (!from)
+			continue;
+		memmove(th->ev, th->ev + from, (th->nev - from) * sizeof(*th->ev));
+		th->nev -= from;
+		lv->tl.threads[i].nev = th->nev;
+	}
 }

@@ -186,6 +186,51 @@ struct rk_wraps {
  */
 int rk_timeline__wraps(const char *session_dir, __u32 tid, __u32 pid, struct rk_wraps *w);
 
+/**
+ * struct rk_tl_live - a session's sched histories kept from one read to the
+ * next (`top`): a file is read once, then only its records past the head
+ * the last read reached; a file whose page 0 (head, identity) did not
+ * change is not read at all (one page read); a file gone is dropped. -e
+ * sources and off-CPU stacks are not read.
+ */
+struct rk_tl_live;
+
+/** struct rk_tl_live_stats - what one rk_tl_live__update() did. */
+struct rk_tl_live_stats {
+	size_t files; /* in the directory */
+	size_t unchanged; /* page 0 as last read: not read */
+	size_t read; /* new or changed: read past their last head (or whole) */
+	size_t skipped; /* did not open (said once per file) */
+	size_t denied; /* of them, another user's (said in one line, when there are more) */
+	size_t gone; /* no longer in the directory: dropped */
+};
+
+/** rk_tl_live__new() - a reader of @session_dir's sched files, nothing read yet. NULL: errno. */
+struct rk_tl_live *rk_tl_live__new(const char *session_dir);
+
+/**
+ * rk_tl_live__update() - read what changed since the last update (all, the
+ * first time). Return: 0, or -errno (said; what was read before stays).
+ */
+int rk_tl_live__update(struct rk_tl_live *lv, struct rk_tl_live_stats *st);
+
+/**
+ * rk_tl_live__timeline() - the histories as the last update left them, one
+ * thread per file (no samples, stacks or strings; in no particular order).
+ * Valid until the next update or forget.
+ */
+const struct rk_timeline *rk_tl_live__timeline(const struct rk_tl_live *lv);
+
+/**
+ * rk_tl_live__forget_before() - drop what no window starting at @t or
+ * later needs (memory and time stay in proportion to the window, not the
+ * session's length): rk_sched_now() of such a window is unchanged.
+ */
+void rk_tl_live__forget_before(struct rk_tl_live *lv, __u64 t);
+
+/** rk_tl_live__free() - NULL is a no-op. */
+void rk_tl_live__free(struct rk_tl_live *lv);
+
 /** rk_first_time() - the time of @bf's oldest timed record still in its ring (0: none). */
 __u64 rk_first_time(const struct rk_bufile *bf);
 
