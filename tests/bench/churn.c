@@ -6,8 +6,11 @@
  * lifetimes done ("lifetimes N seconds S rate R/s"): make bench section
  * churn sets it under the recorder against bare and perf.
  *
- *   churn [-t THREADS] [-d SECONDS]
+ *   churn [-t THREADS] [-d SECONDS] [-r RATE]
  *   churn -e N [PROG]
+ *
+ * -r RATE: at most RATE lifetimes a second (batches paced by the clock): a
+ * steady birth rate for a soak.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -30,7 +33,7 @@ static void *brief(void *arg)
 	return arg;
 }
 
-static int threads_loop(int nthreads, double secs)
+static int threads_loop(int nthreads, double secs, double rate)
 {
 	pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
 	double t0 = now_s(), t;
@@ -49,6 +52,13 @@ static int threads_loop(int nthreads, double secs)
 			pthread_join(th[i], NULL);
 		done += nthreads;
 		t = now_s() - t0;
+		if (rate > 0 && (double)done / rate > t) {
+			double w = (double)done / rate - t;
+			struct timespec ts = { (time_t)w, (long)((w - (double)(time_t)w) * 1e9) };
+
+			nanosleep(&ts, NULL);
+			t = now_s() - t0;
+		}
 	} while (t < secs);
 	printf("lifetimes %ld seconds %.3f rate %.0f/s\n", done, t, (double)done / t);
 	free(th);
@@ -85,10 +95,10 @@ static int exec_loop(long n, const char *prog)
 int main(int argc, char **argv)
 {
 	int nthreads = 64, c;
-	double secs = 10;
+	double secs = 10, rate = 0;
 	long nexec = 0;
 
-	while ((c = getopt(argc, argv, "t:d:e:")) != -1) {
+	while ((c = getopt(argc, argv, "t:d:e:r:")) != -1) {
 		switch (c) {
 		case 't':
 			nthreads = atoi(optarg);
@@ -99,14 +109,17 @@ int main(int argc, char **argv)
 		case 'e':
 			nexec = atol(optarg);
 			break;
+		case 'r':
+			rate = atof(optarg);
+			break;
 		default:
 			fprintf(stderr,
-				"usage: churn [-t THREADS] [-d SECONDS] | churn -e N [PROG]\n");
+				"usage: churn [-t THREADS] [-d SECONDS] [-r RATE] | churn -e N [PROG]\n");
 			return 2;
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (nexec)
 		return exec_loop(nexec, optind < argc ? argv[optind] : "/bin/true");
-	return threads_loop(nthreads > 0 ? nthreads : 1, secs);
+	return threads_loop(nthreads > 0 ? nthreads : 1, secs, rate);
 }
