@@ -144,8 +144,10 @@ int cmd_sched(int argc, char **argv)
 	struct twin tw = { 0 };
 	struct rk_timeline tl;
 	int c, r, offcpu = 0;
+	struct cmd_line l;
 
-	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "j" FROM_OPTS "h", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		r = from_opt(&f, c, optarg);
 		if (!r)
 			r = twin_opt(&tw, c, optarg);
@@ -163,20 +165,21 @@ int cmd_sched(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
 	if (optind < argc && !f.session && !f.core)
 		f.session = argv[optind++];
+	if (cmd_too_many(usage, 0, argc, argv))
+		return 2;
 	if (offcpu && o.json) {
 		rk_err("--offcpu has no --json (export --folded gives the stacks as data)");
 		return 2;
 	}
-	if (optind != argc || (f.core && f.session) || (f.tid && f.pid)) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (f.core && f.session)
+		return cmd_bad(usage, "give a session or --core/--bundle, not both");
+	if (f.tid && f.pid)
+		return cmd_bad(usage, "give --tid or --pid, not both");
 	if (from_open(&f)) {
 		from_close(&f);
 		return 1;

@@ -1689,7 +1689,7 @@ int rk_cmd_coredump(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "--handle"))
 		return handle(argc - 2, argv + 2);
-	if (argc == 2 && !strcmp(argv[1], "--help")) {
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(usage, stdout);
 		return 0;
 	}
