@@ -283,3 +283,46 @@ Test(cli, ls_lists_a_bundle_as_a_session)
 	free(o);
 	free(e);
 }
+
+/*
+ * Completion offers exactly the options a command takes among those its
+ * --help names: each option offered is taken (not "unknown option"), and
+ * each named option that is taken is offered (the prose names other
+ * commands' options: snapshot's named --core and --snapshot-dir, export's
+ * -i and --offcpu, which completion offered). The completion is sourced from
+ * the source tree, before any install, and asks the binary it completes.
+ * An option is tried followed by two unknown ones, so that no command acts.
+ */
+Test(cli, completion_offers_exactly_the_options_each_command_takes)
+{
+	char bindir[256], script[400], cmd[4096], *o;
+	int st;
+
+	NEED_BIN();
+	snprintf(bindir, sizeof(bindir), "%s", bin);
+	*strrchr(bindir, '/') = '\0';
+	snprintf(script, sizeof(script), "%s/../scripts/ringkeeper.bash-completion", bindir);
+	if (access(script, R_OK))
+		cr_skip_test("no source tree next to %s: %s", bin, script);
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd %s && B=%s; S=%s; "
+		"for c in record ls stat show export sched top gc rm pmu snapshot coredump; do "
+		"  offered=$(PATH=/usr/bin:/bin bash -c 'source \"$2\"; COMP_WORDS=(\"$0\" \"$1\" -); "
+		"    COMP_CWORD=2; _ringkeeper; printf \"%%s\\n\" \"${COMPREPLY[@]}\"' \"$B\" $c \"$S\"); "
+		"  [ -n \"$offered\" ] || echo \"$c: nothing offered\"; "
+		"  named=$($B $c --help 2>&1 | grep -oE -- '(^|[ ,[|(])--?[a-zA-Z][a-zA-Z0-9-]*' | "
+		"    sed 's/^[ ,[|(]//'); "
+		"  for o in $(printf '%%s\\n' $offered $named | sort -u); do "
+		"    if $B $c $o --zz-unknown-a --zz-unknown-b 2>&1 >/dev/null </dev/null | "
+		"      grep -qF \"unknown option '$o'\"; then taken=0; else taken=1; fi; "
+		"    off=0; printf '%%s\\n' $offered | grep -qxF -- \"$o\" && off=1; "
+		"    [ $taken = $off ] || echo \"$c $o: offered $off, taken $taken\"; "
+		"  done; "
+		"done",
+		dir, bin, script);
+	o = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", o);
+	cr_assert_str_eq(o, "", "completion and the commands disagree:\n%s", o);
+	free(o);
+}

@@ -272,15 +272,6 @@ const char *show_core;
 /* show's --time / --last. */
 struct twin show_twin;
 
-/* An option of @lo that this command does not take, said as unknown. Return: -2. */
-static int not_ours(const char *usage, const struct option *lo, int c)
-{
-	for (; lo->name; lo++)
-		if (lo->val == c)
-			return -cmd_bad(usage, "unknown option '--%s'", lo->name);
-	return -cmd_bad(usage, "unknown option '-%c'", c);
-}
-
 int common_opts(int argc, char **argv, const char *usage, int *json, const char **root,
 		const char **session, int *all)
 {
@@ -297,16 +288,20 @@ int common_opts(int argc, char **argv, const char *usage, int *json, const char 
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct option mine[sizeof(lo) / sizeof(lo[0])];
 	struct cmd_line l;
+	size_t i, n = 0;
 	int c;
 
-	cmd_line_init(&l, argc, argv, "jr:s:ae:h", lo, usage);
+	/* show's own options, and stat's --all, are unknown to the others. */
+	for (i = 0; i < sizeof(lo) / sizeof(lo[0]); i++) {
+		int shows = lo[i].val && strchr("TLeCPs", lo[i].val);
+
+		if (!lo[i].name || ((session || !shows) && (all || lo[i].val != 'a')))
+			mine[n++] = lo[i];
+	}
+	cmd_line_init(&l, argc, argv, session ? "jr:s:e:h" : all ? "jr:ah" : "jr:h", mine, usage);
 	while ((c = cmd_getopt(&l)) != -1) {
-		/* show's own options, and stat's --all, are unknown to the others. */
-		if (((c == 'T' || c == 'L' || c == 'e' || c == 'C' || c == 'P' || c == 's') &&
-		     !session) ||
-		    (c == 'a' && !all))
-			return not_ours(usage, lo, c);
 		switch (c) {
 		case 'T':
 		case 'L':

@@ -17,8 +17,8 @@
 int cmd_gc(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [-v]\n"
-		"                     [--root DIR] [SESSION]\n"
+		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run]\n"
+		"                     [-v|--verbose] [--root DIR] [SESSION]\n"
 		"\n"
 		"Remove the buffer files of dead threads (exited, or of a session whose\n"
 		"recorder is gone): those dead for more than SECS, then the oldest ones until\n"

@@ -88,7 +88,7 @@ int cmd_sched(int argc, char **argv)
 		"\n"
 		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
 		"ELF core dump's RINGKEEPER notes or a snapshot bundle (--core and --bundle\n"
-		"are the same option), like 'perf sched timehist -s', from each\n"
+		"are the same option), like perf's 'sched timehist --summary', from each\n"
 		"thread's own history: runs on a CPU (a switch-in and its switch-out), time on\n"
 		"CPU; time off CPU by why the thread left it (preempted: runnable, waiting for\n"
 		"a CPU; sleeping; blocked: uninterruptible); scheduling delay (sch delay: of a\n"

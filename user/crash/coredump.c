@@ -1687,25 +1687,39 @@ int rk_cmd_coredump(int argc, char **argv)
 		"  --status     both settings, and what --uninstall would restore\n"
 		"Read a core's buffers with 'ringkeeper show --core CORE [TID]'.\n";
 
+	const char *act = NULL;
+	int i;
+
 	if (argc >= 2 && !strcmp(argv[1], "--handle"))
 		return handle(argc - 2, argv + 2);
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(usage, stdout);
-		return 0;
+	/* As getopt would: --help wins, wherever it is; then one action, alone. */
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--install") && strcmp(argv[i], "--uninstall") &&
+		    strcmp(argv[i], "--status")) {
+			rk_err("coredump: %s '%s': give --install, --uninstall or --status",
+			       argv[i][0] == '-' ? "unknown option" : "unexpected argument",
+			       argv[i]);
+			fputs(usage, stderr);
+			return 2;
+		}
+		if (act) {
+			rk_err("coredump: %s and %s: give one of them", act, argv[i]);
+			fputs(usage, stderr);
+			return 2;
+		}
+		act = argv[i];
 	}
-	if (argc != 2) {
-		rk_err("coredump: give one of --install, --uninstall and --status%s",
-		       argc > 2 ? ", alone" : "");
+	if (!act) {
+		rk_err("coredump: give one of --install, --uninstall and --status");
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (strcmp(argv[1], "--install") && strcmp(argv[1], "--uninstall") &&
-	    strcmp(argv[1], "--status")) {
-		rk_err("coredump: unknown option '%s': give --install, --uninstall or --status",
-		       argv[1]);
-		fputs(usage, stderr);
-		return 2;
-	}
+	argv[1] = (char *)act;
 	if (geteuid() != 0 && strcmp(argv[1], "--status")) {
 		rk_err("coredump %s changes kernel settings: it needs root", argv[1]);
 		return 1;
