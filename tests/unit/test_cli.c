@@ -326,3 +326,87 @@ Test(cli, completion_offers_exactly_the_options_each_command_takes)
 	cr_assert_str_eq(o, "", "completion and the commands disagree:\n%s", o);
 	free(o);
 }
+
+/* A trigger record of tid 42 at @time (docs/format.md: kind, state, value, by_pid, by_tid). */
+static void put_trigger(struct rk_bufile *bf, __u64 time, __u32 kind, __u32 state, __u64 value,
+			__u32 by_pid, __u32 by_tid)
+{
+	struct {
+		struct rk_trigger_record t;
+		__u32 pid, tid;
+		__u64 time;
+		__u32 cpu, res;
+		__u64 id;
+	} r = { { { RK_RECORD_TRIGGER, 0, sizeof(r) }, kind, state, value, by_pid, by_tid },
+		41,
+		42,
+		time,
+		1,
+		0,
+		1ull << 63 };
+
+	cr_assert_eq(rk_bufile__write(bf, &r, sizeof(r)), 0);
+}
+
+/*
+ * show --json gives a trigger record's fields as an object, not only its
+ * text; the Python reader (python/tests/showdiff.py) gives the same
+ * document, and it fits tests/schema/show.json.
+ */
+Test(cli, show_json_gives_a_trigger_s_fields)
+{
+	char path[300], cmd[2048], bindir[256], *o, *e;
+	struct rk_thread_ident id = { 0 };
+	struct rk_pmu_entry pe;
+	struct rk_bufile *bf;
+	int st;
+
+	NEED_BIN();
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/root/t/sched", dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/root/t/sched/42", dir);
+	id.tid = 42;
+	id.tgid = 41;
+	memcpy(id.comm, "unit", 5);
+	rk_pmu_sched_entry(&pe);
+	bf = rk_bufile__create(path, 8192, 0, &pe, &id);
+	cr_assert_not_null(bf, "create: %s", strerror(errno));
+	put_switch(bf, 1000, 0);
+	put_trigger(bf, 2000, RK_TRIG_KILLED, RK_TRIG_BY_KERNEL, 9, 0, 0);
+	put_trigger(bf, 3000, RK_TRIG_DELAY, 0, 1500000, 0, 0);
+	put_trigger(bf, 4000, RK_TRIG_KILLED, 0, 15, 77, 78);
+	put_trigger(bf, 5000, 9, 0, 0, 0, 0);
+	rk_bufile__free(bf);
+
+	o = rk("show --json --root ROOT --session t 42", &e, &st);
+	cr_assert_eq(st, 0, "%s", e);
+	cr_assert_not_null(strstr(o, "\"trigger\":{\"kind\":\"killed\",\"kind_code\":4,\"value\":9,"
+				     "\"state\":1,\"by_pid\":0,\"by_tid\":0}"),
+			   "%s", o);
+	cr_assert_not_null(strstr(o, "\"trigger\":{\"kind\":\"delay\",\"kind_code\":2,"
+				     "\"value\":1500000,\"state\":0,"),
+			   "%s", o);
+	cr_assert_not_null(strstr(o, "\"kind\":\"killed\",\"kind_code\":4,\"value\":15,\"state\":0,"
+				     "\"by_pid\":77,\"by_tid\":78}"),
+			   "%s", o);
+	cr_assert_not_null(strstr(o, "\"kind\":\"unknown\",\"kind_code\":9,"), "%s", o);
+	cr_assert_eq(count_of(o, "\"trigger\":{"), 4, "%s", o);
+	free(o);
+	free(e);
+
+	/* The Python reader, and the schema, where the source tree is. */
+	snprintf(bindir, sizeof(bindir), "%s", bin);
+	*strrchr(bindir, '/') = '\0';
+	snprintf(cmd, sizeof(cmd), "%s/../python/tests/showdiff.py", bindir);
+	if (access(cmd, R_OK))
+		cr_skip_test("no source tree next to %s: the Python reader not compared", bin);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s/root && PYTHONPATH=%s/../python python3 %s/../python/tests/showdiff.py "
+		 "--many %s t/sched/42 2>&1 && %s show --json t/sched/42 | python3 "
+		 "%s/../tests/schema/validate.py %s/../tests/schema/show.json 2>&1",
+		 dir, bindir, bindir, bin, bin, bindir, bindir);
+	o = sh_out(cmd, &st);
+	cr_assert_eq(st, 0, "%s", o);
+	cr_assert_not_null(strstr(o, "show and the reader agree"), "%s", o);
+	free(o);
+}

@@ -1448,6 +1448,27 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 	return create_root_core(name, cr->gid);
 }
 
+/*
+ * A relative pattern's core, named by its absolute path (the file as the
+ * handler opened it, in the crash-time cwd) in the crashes file and the
+ * log, which are read from elsewhere; @dest unchanged where that path is
+ * not one from our root.
+ */
+static void absolute_dest(int fd, char *dest, size_t len)
+{
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+
+	if (dest[0] == '/')
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return;
+	path[n] = '\0';
+	snprintf(dest, len, "%s", path);
+}
+
 static const char *crash_dir(void)
 {
 	const char *p = getenv("RINGKEEPER_CRASH_DIR"); /* tests; the kernel sets none */
@@ -1628,6 +1649,8 @@ static int handle(int argc, char **argv)
 			return 0;
 		}
 	}
+	if (out > 0 && s.pattern[0] != '|')
+		absolute_dest(out, dest, sizeof(dest));
 	if (out < 0) {
 		syslog(LOG_ERR, "core of pid %d (%s): cannot deliver it to '%s': %s", c.pid, c.comm,
 		       dest, strerror(-out));
