@@ -378,6 +378,8 @@ Test(cli, show_json_gives_a_trigger_s_fields)
 	put_trigger(bf, 5000, 9, 0, 0, 0, 0);
 	rk_bufile__free(bf);
 
+	/* Fresh memory is not zeros: show must set every field of what it describes. */
+	setenv("MALLOC_PERTURB_", "165", 1);
 	o = rk("show --json --root ROOT --session t 42", &e, &st);
 	cr_assert_eq(st, 0, "%s", e);
 	cr_assert_not_null(strstr(o, "\"trigger\":{\"kind\":\"killed\",\"kind_code\":4,\"value\":9,"
@@ -393,6 +395,18 @@ Test(cli, show_json_gives_a_trigger_s_fields)
 	cr_assert_eq(count_of(o, "\"trigger\":{"), 4, "%s", o);
 	free(o);
 	free(e);
+	/* From a bundle too, and on no other record (show once left the object on others). */
+	o = rk("snapshot --root ROOT -o DIR/t.rkb t", &e, &st);
+	cr_assert_eq(st, 0, "%s", e);
+	free(o);
+	free(e);
+	o = rk("show --json --bundle DIR/t.rkb 42", &e, &st);
+	cr_assert_eq(st, 0, "%s", e);
+	cr_assert_eq(count_of(o, "\"trigger\":{"), 4, "%s", o);
+	cr_assert_eq(count_of(o, "\"type\":\"RINGKEEPER_TRIGGER\""), 4, "%s", o);
+	free(o);
+	free(e);
+	unsetenv("MALLOC_PERTURB_");
 
 	/* The Python reader, and the schema, where the source tree is. */
 	snprintf(bindir, sizeof(bindir), "%s", bin);

@@ -588,7 +588,7 @@ static int on_rec(const struct perf_event_header *h, __u64 at, void *ctx)
 		w->c.foreign++;
 	/* Step 3: what it says. */
 	d->detail[0] = '\0';
-	d->have_crash = d->have_wake = d->have_stack = d->have_out = 0;
+	d->have_crash = d->have_wake = d->have_stack = d->have_out = d->have_trig = 0;
 	if (h->type == PERF_RECORD_SWITCH)
 		describe_switch(w, h, &s, d);
 	else if (h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_LOST ||
