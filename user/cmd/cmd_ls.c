@@ -242,6 +242,11 @@ static int ls_core(const char *file, int json, int *first, unsigned long *denied
 	struct sess s = { 0 };
 	int bad;
 
+	if (access(file, F_OK)) {
+		rk_err("%s: %s (not a session's name either: ringkeeper ls lists them)", file,
+		       strerror(errno));
+		return 1;
+	}
 	/* The description first: a bundle's instant and session, for the header. */
 	if (!rk_core_bufs__load(file, &b, &why)) {
 		w.state = b.session && !strncmp(b.session, "bundle ", 7) ? "bundle" : "core";
