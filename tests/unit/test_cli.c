@@ -276,6 +276,23 @@ Test(cli, ls_lists_a_bundle_as_a_session)
 	cr_assert_not_null(strstr(o, "\"state\":\"bundle\""), "%s", o);
 	free(o);
 	free(e);
+	/* It fits ls's schema, where the source tree is. */
+	{
+		char bindir[256], cmd[1024];
+
+		snprintf(bindir, sizeof(bindir), "%s", bin);
+		*strrchr(bindir, '/') = '\0';
+		snprintf(cmd, sizeof(cmd), "%s/../tests/schema/validate.py", bindir);
+		if (!access(cmd, R_OK)) {
+			snprintf(cmd, sizeof(cmd),
+				 "%s ls --json %s/b.rkb --root %s/root s | python3 "
+				 "%s/../tests/schema/validate.py %s/../tests/schema/ls.json 2>&1",
+				 bin, dir, dir, bindir, bindir);
+			o = sh_out(cmd, &st);
+			cr_assert_eq(st, 0, "ls --json of a bundle: %s", o);
+			free(o);
+		}
+	}
 	/* Neither a session nor a file: said, exit 1. */
 	o = rk("ls --root ROOT nosuch", &e, &st);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%d", st);
