@@ -228,6 +228,12 @@ Test(cli, every_usage_error_says_what_was_wrong)
 		snprintf(args, sizeof(args), "%s -Q", cmds[i]);
 		usage_error(args, "unknown option '-Q'");
 	}
+	o = rk("", &e, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "no command: status %d", st);
+	cr_assert_not_null(strstr(e, "ringkeeper: missing COMMAND\nUsage: ringkeeper COMMAND"),
+			   "%s", e);
+	free(o);
+	free(e);
 	usage_error("show --root ROOT --json", "missing FILE or TID");
 	usage_error("show --root ROOT 42 43 44", "too many operands: '43 44'");
 	usage_error("ls --root", "option '--root' needs a value");
