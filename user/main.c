@@ -61,6 +61,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	if (argc < 2) {
+		rk_err("missing COMMAND");
 		usage_main(stderr);
 		return 2;
 	}

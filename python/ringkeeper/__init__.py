@@ -2,7 +2,8 @@
 """ringkeeper: read ringkeeper's buffer files, sessions, cores and snapshot bundles.
 
     import ringkeeper
-    src = ringkeeper.open("/dev/shm/ringkeeper/SESSION")   # or a core, a bundle, a file
+    src = ringkeeper.open("SESSION")       # its name (root= another root), or a path:
+                                           # a session, a core, a bundle, a file
     for buf in src.threads():              # one Buffer per thread (sched files)
         for rec in buf.records():          # dicts, as `ringkeeper show --json` prints them
             ...
@@ -21,12 +22,37 @@ from .runs import runs as _buffer_runs
 from .session import Session
 
 __all__ = ["open", "Buffer", "Core", "Session", "FormatError", "runs", "to_dataframe",
-           "RUN_COLUMNS"]
+           "RUN_COLUMNS", "DEFAULT_ROOT", "resolve"]
 __version__ = "0.1.0"
 
+# Where `ringkeeper record` puts its sessions unless --root says otherwise.
+DEFAULT_ROOT = "/dev/shm/ringkeeper"
 
-def open(path):  # noqa: A001 - the package's entry point, as in the docs
-    """A Session (a directory), a Core (an ELF file: a core or a bundle) or a Buffer."""
+
+def resolve(path, root=None):
+    """The file or directory @path names: a session's name (no '/') under @root
+    (default DEFAULT_ROOT), as every ringkeeper command takes it, or a path. With
+    no @root, a path that exists wins over a session of that name (`ls` does the
+    same with a file). FileNotFoundError names what was looked for."""
+    path = os.fsdecode(path)
+    named = "/" not in path and path not in ("", ".", "..")
+    if root is None and (os.path.exists(path) or not named):
+        return path
+    if not named:
+        raise FileNotFoundError(2, "a session name has no '/' (root=%s was given)" % root,
+                                path)
+    root = os.fsdecode(root) if root is not None else DEFAULT_ROOT
+    full = os.path.join(root, path)
+    if not os.path.exists(full):
+        raise FileNotFoundError(2, "no session %s in %s (ringkeeper ls lists them)" %
+                                (path, root), full)
+    return full
+
+
+def open(path, root=None):  # noqa: A001 - the package's entry point, as in the docs
+    """A Session (a directory, or a session's name under @root), a Core (an ELF
+    file: a core or a bundle) or a Buffer."""
+    path = resolve(path, root)
     if os.path.isdir(path):
         return Session(path)
     fd, _size = open_regular(path, follow=True)  # a FIFO must not hang us
@@ -39,10 +65,11 @@ def open(path):  # noqa: A001 - the package's entry point, as in the docs
     return Buffer.open(path)
 
 
-def runs(src):
-    """Every run of every thread of @src (a Session, Core, Buffer or a path)."""
+def runs(src, root=None):
+    """Every run of every thread of @src (a Session, Core, Buffer, a path, or a
+    session's name under @root, default DEFAULT_ROOT)."""
     if isinstance(src, (str, bytes, os.PathLike)):
-        src = open(src)
+        src = open(src, root)
     if isinstance(src, Buffer):
         return _buffer_runs(src)
     out = []

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """python3 -m ringkeeper show [--json] FILE | --core CORE [-e EVENT] [TID]
-python3 -m ringkeeper runs [--csv] SESSION|CORE|FILE
-python3 -m ringkeeper threads SESSION|CORE"""
+python3 -m ringkeeper runs [--csv] [--root DIR] SESSION|CORE|FILE
+python3 -m ringkeeper threads [--root DIR] SESSION|CORE
+(SESSION: a session's name under --root, default /dev/shm/ringkeeper, or a path)"""
 import argparse
 import csv
 import json
@@ -95,7 +96,7 @@ def cmd_show(a):
 
 
 def cmd_runs(a):
-    rows = runs(a.path)
+    rows = runs(a.path, a.root)
     if a.csv:
         w = csv.DictWriter(sys.stdout, fieldnames=list(RUN_COLUMNS))
         w.writeheader()
@@ -108,7 +109,7 @@ def cmd_runs(a):
 
 
 def cmd_threads(a):
-    src = rk_open(a.path)
+    src = rk_open(a.path, a.root)
     bufs = [src] if isinstance(src, Buffer) else list(src.threads(a.event))
     for b in bufs:
         print("%-24s tid %-7u tgid %-7u %-16s %s, %d bytes of records" % (
@@ -127,9 +128,13 @@ def main(argv=None):
     s.add_argument("target", nargs="?", metavar="FILE|TID")
     r = sub.add_parser("runs", help="every run on a CPU (JSON list of dicts, or --csv)")
     r.add_argument("--csv", action="store_true")
+    r.add_argument("--root", metavar="DIR",
+                   help="where SESSION is (default /dev/shm/ringkeeper)")
     r.add_argument("path", metavar="SESSION|CORE|FILE")
     t = sub.add_parser("threads", help="the threads of a session or core")
     t.add_argument("-e", "--event", default="sched")
+    t.add_argument("--root", metavar="DIR",
+                   help="where SESSION is (default /dev/shm/ringkeeper)")
     t.add_argument("path", metavar="SESSION|CORE|FILE")
     a = p.parse_args(argv)
     try:

@@ -189,6 +189,19 @@ def _fmt_g(v):
     return "%.3f" % v
 
 
+_TRIGGER_KINDS = ("unknown", "operator", "delay", "blocked", "killed", "exit")
+
+
+def trigger_fields(raw):
+    """A trigger record's fields, as show --json's "trigger" object (None if short)."""
+    if len(raw) < 32:
+        return None
+    kind, state, value, by_pid, by_tid = struct.unpack_from("<IIQII", raw, 8)
+    return {"kind": _TRIGGER_KINDS[kind if kind < len(_TRIGGER_KINDS) else 0],
+            "kind_code": kind, "value": value, "state": state, "by_pid": by_pid,
+            "by_tid": by_tid}
+
+
 def trigger_detail(raw):
     if len(raw) < 32:
         return "trigger (short record)"
@@ -339,6 +352,9 @@ class Decoder:
                     " (user's withheld: another user's task)" if fl & 2 else "")
         elif t == RK_RECORD_TRIGGER:
             detail = trigger_detail(raw)
+            tf = trigger_fields(raw)
+            if tf is not None:
+                d["trigger"] = tf
         elif t == RK_RECORD_CRASH:
             if size >= 32:
                 cpid, ctid, crash_tid, signo, ctime = struct.unpack_from("<IIIiQ", body, 0)

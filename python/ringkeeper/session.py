@@ -3,7 +3,7 @@
 import os
 import re
 
-from .buffer import Buffer
+from .buffer import Buffer, FormatError
 
 _TID_NAME = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 
@@ -15,7 +15,12 @@ class Session:
     def __init__(self, path):
         self.path = os.fsdecode(path)
         if not os.path.isdir(self.path):
-            raise FileNotFoundError("%s: not a session directory" % self.path)
+            raise FileNotFoundError(2, "not a session directory", self.path)
+        # As the ringkeeper commands tell one: a session has its sched directory
+        # from its start (docs/format.md, "A session"); an empty directory is none.
+        if not os.path.isdir(os.path.join(self.path, "sched")):
+            raise FormatError("%s: not a ringkeeper session: it has no sched directory "
+                              "(ringkeeper ls lists the sessions)" % self.path)
         self.name = os.path.basename(os.path.normpath(self.path))
 
     def sources(self):

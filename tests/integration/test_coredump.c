@@ -555,6 +555,26 @@ Test(coredump, a_traced_process_core_carries_its_buffers)
 		gcore(v, core);
 		cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
 		{
+			/* A relative pattern: the crashes file names the core by its absolute path. */
+			char crashes[300], want[PATH_MAX + 64], real[PATH_MAX], *l;
+
+			write_state(state, "rel.%P");
+			cr_assert_eq(run_handler(state, core, v, 0, NULL), 0);
+			write_state(state, pattern);
+			cr_assert_not_null(realpath(root, real));
+			snprintf(want, sizeof(want), "%s/rel.%d", real, v);
+			cr_assert_eq(access(want, F_OK), 0, "no core %s (in the sleeper's cwd)",
+				     want);
+			snprintf(want, sizeof(want), " core %s/rel.%d\n", real, v);
+			snprintf(crashes, sizeof(crashes), "tail -n 1 %s/%s/crashes",
+				 "/dev/shm/ringkeeper", sess);
+			l = sh_out(crashes, NULL);
+			cr_assert(strlen(l) > strlen(want) &&
+					  !strcmp(l + strlen(l) - strlen(want), want),
+				  "the crashes file's last line does not end in '%s': %s", want, l);
+			free(l);
+		}
+		{
 			/* ulimit -c 0 (Debian's default): no core file, the notes kept apart. */
 			char env[200], notes[300], *l;
 

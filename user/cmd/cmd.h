@@ -36,6 +36,39 @@ int cmd_pmu(int argc, char **argv);
 /* cmd_snapshot.c: a session cut at one instant into a bundle (format/bundle.h). */
 int cmd_snapshot(int argc, char **argv);
 
+/*
+ * A command's line, parsed: options anywhere among the operands (getopt's
+ * in-order mode, which holds whatever POSIXLY_CORRECT says; "--" ends the
+ * options), every usage error said (the option or operand, and the
+ * synopsis of @usage). After the last option, the operands are
+ * argv[optind..argc), in their order.
+ */
+struct cmd_line {
+	int argc;
+	char **argv; /* argv[0] is the command's name (main() drops "ringkeeper") */
+	const struct option *lo;
+	const char *usage;
+	char opts[160]; /* "-:" (or "+:") and the short options */
+	int nops, started;
+};
+
+/*
+ * @sopts: getopt's short options; a leading '+' keeps the order instead
+ * (record: its first operand is a command, the rest that command's).
+ */
+void cmd_line_init(struct cmd_line *l, int argc, char **argv, const char *sopts,
+		   const struct option *lo, const char *usage);
+/*
+ * The next option (getopt_long's value; its argument in optarg).
+ * Return: -1 after the last (the operands at argv[optind..argc)), or '?'
+ * for an unknown option or one without its value (said: exit 2).
+ */
+int cmd_getopt(struct cmd_line *l);
+/* A usage error of @usage's command, said with the synopsis. Return: 2. */
+int cmd_bad(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* More than @max operands (of what @usage's synopsis takes): "too many operands: 'a b'". */
+int cmd_too_many(const char *usage, int max, int argc, char **argv);
+
 /* Session directories under @root, newest first (by stat start time). */
 struct sess {
 	char name[256];

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,119 @@
 #include "bufile.h"
 #include "elfcore.h"
 #include "util.h"
+
+void cmd_line_init(struct cmd_line *l, int argc, char **argv, const char *sopts,
+		   const struct option *lo, const char *usage)
+{
+	memset(l, 0, sizeof(*l));
+	l->argc = argc;
+	l->argv = argv;
+	l->lo = lo;
+	l->usage = usage;
+	/* "+" (record: operands are a command and its arguments) keeps the order. */
+	if (sopts[0] == '+')
+		snprintf(l->opts, sizeof(l->opts), "+:%s", sopts + 1);
+	else
+		snprintf(l->opts, sizeof(l->opts), "-:%s", sopts);
+}
+
+/* The synopsis of @usage: its lines up to the first empty one. */
+static void put_synopsis(const char *usage)
+{
+	const char *end = strstr(usage, "\n\n");
+
+	fprintf(stderr, "%.*s\n", end ? (int)(end - usage) : (int)strlen(usage), usage);
+}
+
+/* "Usage: ringkeeper NAME ...": NAME, for messages. */
+static const char *usage_name(const char *usage, char *out, size_t len)
+{
+	const char *p = strstr(usage, "ringkeeper ");
+
+	snprintf(out, len, "%s", p ? p + 11 : "ringkeeper");
+	out[strcspn(out, " \n")] = '\0';
+	return out;
+}
+
+int cmd_bad(const char *usage, const char *fmt, ...)
+{
+	char name[32];
+	va_list ap;
+
+	fprintf(stderr, "ringkeeper: %s: ", usage_name(usage, name, sizeof(name)));
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	put_synopsis(usage);
+	fprintf(stderr, "(ringkeeper %s --help says more)\n", name);
+	return 2;
+}
+
+int cmd_too_many(const char *usage, int max, int argc, char **argv)
+{
+	char extra[512] = "";
+	size_t o = 0;
+	int i;
+
+	if (argc - optind <= max)
+		return 0;
+	for (i = optind + max; i < argc && o < sizeof(extra) - 1; i++) {
+		int w = snprintf(extra + o, sizeof(extra) - o, "%s%s", i > optind + max ? " " : "",
+				 argv[i]);
+
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	rk_strip_controls(extra);
+	return cmd_bad(usage, "too many operands: '%s'", extra);
+}
+
+/* An option as the user wrote it (a long one without its "=VALUE"). */
+static void bad_option(const struct cmd_line *l, int missing)
+{
+	const char *arg = optind > 0 && optind <= l->argc ? l->argv[optind - 1] : "";
+	char opt[128];
+
+	/* A long option's text is its argv word; a short one's, optopt (it may sit in a group). */
+	if (!strncmp(arg, "--", 2) && (missing || !optopt))
+		snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(opt, sizeof(opt), "-%c", optopt);
+	rk_strip_controls(opt);
+	if (missing)
+		cmd_bad(l->usage, "option '%s' needs a value", opt);
+	else
+		cmd_bad(l->usage, "unknown option '%s'", opt);
+}
+
+int cmd_getopt(struct cmd_line *l)
+{
+	int c;
+
+	if (!l->started) {
+		/* 0: glibc starts afresh, so the "-" mode holds whatever ran before. */
+		optind = 0;
+		opterr = 0;
+		l->started = 1;
+	}
+	while ((c = getopt_long(l->argc, l->argv, l->opts, l->lo, NULL)) == 1)
+		/* An operand: kept in a slot getopt has passed (each gave at most one). */
+		l->argv[1 + l->nops++] = optarg;
+	if (c == '?' || c == ':') {
+		bad_option(l, c == ':');
+		return '?';
+	}
+	if (c != -1)
+		return c;
+	/* After "--": operands too. Then all of them at the end, where optind points. */
+	while (optind < l->argc)
+		l->argv[1 + l->nops++] = l->argv[optind++];
+	memmove(l->argv + l->argc - l->nops, l->argv + 1, (size_t)l->nops * sizeof(*l->argv));
+	optind = l->argc - l->nops;
+	return -1;
+}
 
 static int sess_cmp(const void *a, const void *b)
 {
@@ -174,22 +288,31 @@ int common_opts(int argc, char **argv, const char *usage, int *json, const char 
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct option mine[sizeof(lo) / sizeof(lo[0])];
+	struct cmd_line l;
+	size_t i, n = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+jr:s:ae:h", lo, NULL)) != -1) {
+	/* show's own options, and stat's --all, are unknown to the others. */
+	for (i = 0; i < sizeof(lo) / sizeof(lo[0]); i++) {
+		int shows = lo[i].val && strchr("TLeCPs", lo[i].val);
+
+		if (!lo[i].name || ((session || !shows) && (all || lo[i].val != 'a')))
+			mine[n++] = lo[i];
+	}
+	cmd_line_init(&l, argc, argv, session ? "jr:s:e:h" : all ? "jr:ah" : "jr:h", mine, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		switch (c) {
 		case 'T':
 		case 'L':
-			if (!session)
-				goto bad;
 			if (twin_opt(&show_twin, c, optarg) < 0)
 				return -2;
 			break;
 		case 'e': {
 			char *c = strrchr(optarg, ':');
 
-			if (!session || strchr(optarg, '/'))
-				goto bad;
+			if (strchr(optarg, '/'))
+				return -cmd_bad(usage, "-e %s: an event name, not a path", optarg);
 			/* cpu-clock:u was recorded as cpu-clock (perf's modifiers). */
 			if (c && c[1] && strspn(c + 1, "uk") == strlen(c + 1) && strlen(c + 1) <= 2)
 				*c = '\0';
@@ -197,13 +320,9 @@ int common_opts(int argc, char **argv, const char *usage, int *json, const char 
 			break;
 		}
 		case 'C':
-			if (!session)
-				goto bad;
 			show_core = optarg;
 			break;
 		case 'P':
-			if (!session)
-				goto bad;
 			if (!optarg || !strcmp(optarg, "packets")) {
 				show_pt = 1;
 			} else if (!strcmp(optarg, "insn")) {
@@ -222,26 +341,19 @@ int common_opts(int argc, char **argv, const char *usage, int *json, const char 
 			*root = optarg;
 			break;
 		case 's':
-			if (!session)
-				goto bad;
 			*session = optarg;
 			break;
 		case 'a':
-			if (!all)
-				goto bad;
 			*all = 1;
 			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
 		default:
-			goto bad;
+			return -2;
 		}
 	}
 	return 1;
-bad:
-	fputs(usage, stderr);
-	return -2;
 }
 
 /* Remove a directory made by rk_core_bufs__extract(): its subdirectories' files, them, it. */

@@ -261,8 +261,8 @@ static int export_perf(const struct from *f, const char *out, struct twin *tw, i
 static const char export_usage[] =
 	"Usage: ringkeeper export (-o|--perf-data FILE | --perfetto FILE | --folded FILE)\n"
 	"                         [--fold offcpu|oncpu|both] [--tid T | --pid P]\n"
-	"                         [--time S,E | --last D] [--common-window]\n"
-	"                         [--session S] [--root DIR | --core CORE | --bundle FILE]\n"
+	"                         [--time S,E | --last D] [--common-window] [--root DIR]\n"
+	"                         [SESSION | --session S | --core CORE | --bundle FILE]\n"
 	"\n"
 	"Write the per-thread buffers of a session (default: the newest), or of an ELF\n"
 	"core dump's RINGKEEPER notes (--core, from ringkeeper coredump) or a snapshot\n"
@@ -328,8 +328,10 @@ int cmd_export(int argc, char **argv)
 	struct twin tw = { 0 };
 	const char *out = NULL;
 	int c, r, perfetto = 0, common = 0, folded = 0, fold = 0, fold_user = 0;
+	struct cmd_line l;
 
-	while ((c = getopt_long(argc, argv, "+o:" FROM_OPTS "h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "o:" FROM_OPTS "h", lo, export_usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		r = from_opt(&f, c, optarg);
 		if (!r)
 			r = twin_opt(&tw, c, optarg);
@@ -385,10 +387,14 @@ int cmd_export(int argc, char **argv)
 			fputs(export_usage, stdout);
 			return 0;
 		default:
-			fputs(export_usage, stderr);
 			return 2;
 		}
 	}
+	/* The session as every reading command takes it: an operand, or --session. */
+	if (optind < argc && !f.session && !f.core)
+		f.session = argv[optind++];
+	if (cmd_too_many(export_usage, 0, argc, argv))
+		return 2;
 	if (!out) {
 		rk_err("export: no output: give --perf-data FILE (-o), --perfetto FILE or --folded "
 		       "FILE (ringkeeper export --help)");
@@ -403,10 +409,8 @@ int cmd_export(int argc, char **argv)
 		rk_err("--fold applies to --folded");
 		return 2;
 	}
-	if (optind != argc || (f.core && f.session)) {
-		fputs(export_usage, stderr);
-		return 2;
-	}
+	if (f.core && f.session)
+		return cmd_bad(export_usage, "give a session or --core/--bundle, not both");
 	if (f.tid && f.pid) {
 		rk_err("give --tid or --pid, not both");
 		return 2;

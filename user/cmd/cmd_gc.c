@@ -17,8 +17,8 @@
 int cmd_gc(int argc, char **argv)
 {
 	static const char usage[] =
-		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run] [-v]\n"
-		"                     [--root DIR] [SESSION]\n"
+		"Usage: ringkeeper gc [--older-than SECS] [--max-size SIZE] [--dry-run]\n"
+		"                     [-v|--verbose] [--root DIR] [SESSION]\n"
 		"\n"
 		"Remove the buffer files of dead threads (exited, or of a session whose\n"
 		"recorder is gone): those dead for more than SECS, then the oldest ones until\n"
@@ -37,10 +37,12 @@ int cmd_gc(int argc, char **argv)
 	};
 	struct rk_gc_opts go = { .root = RK_DEFAULT_ROOT };
 	unsigned long long v;
+	struct cmd_line l;
 	uint64_t size;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+o:s:nr:vh", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "o:s:nr:vh", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		switch (c) {
 		case 'o':
 			if (rk_parse_uint(optarg, 100ull * 365 * 86400, &v)) {
@@ -69,15 +71,13 @@ int cmd_gc(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
-	if (optind < argc - 1 || (!go.older_than_ns && !go.max_bytes)) {
-		rk_err("gc: give --older-than and/or --max-size, and at most one SESSION (see "
-		       "--help)");
+	if (cmd_too_many(usage, 1, argc, argv))
 		return 2;
-	}
+	if (!go.older_than_ns && !go.max_bytes)
+		return cmd_bad(usage, "give --older-than and/or --max-size (what to remove)");
 	if (optind < argc) {
 		char sched[PATH_MAX];
 
@@ -108,8 +108,10 @@ int cmd_rm(int argc, char **argv)
 	};
 	const char *root = RK_DEFAULT_ROOT;
 	int c, dry = 0, bad = 0;
+	struct cmd_line l;
 
-	while ((c = getopt_long(argc, argv, "+nr:h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "nr:h", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		switch (c) {
 		case 'n':
 			dry = 1;
@@ -121,14 +123,12 @@ int cmd_rm(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
-	if (optind == argc) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (optind == argc)
+		return cmd_bad(usage, "missing SESSION (the sessions to remove; ringkeeper ls "
+				      "lists them)");
 	for (; optind < argc; optind++)
 		bad += rk_rm_session(root, argv[optind], dry, 0) != 0;
 	return bad ? 1 : 0;

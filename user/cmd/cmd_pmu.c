@@ -40,7 +40,10 @@ int cmd_pmu(int argc, char **argv)
 		{ 0 },
 	};
 
-	while ((r = getopt_long(argc, argv, "+jh", lo, NULL)) != -1) {
+	struct cmd_line l;
+
+	cmd_line_init(&l, argc, argv, "jh", lo, usage);
+	while ((r = cmd_getopt(&l)) != -1) {
 		if (r == 'j') {
 			json = 1;
 		} else if (r == 'e') {
@@ -49,21 +52,16 @@ int cmd_pmu(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		} else {
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		rk_err("pmu: unexpected argument '%s': it takes no PMU name (it lists them all)",
-		       argv[optind]);
-		fputs(usage, stderr);
-		return 2;
-	}
-	if (json && events) {
-		rk_err("pmu: give --json or --events, not both");
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (optind != argc)
+		return cmd_bad(usage,
+			       "unexpected argument '%s': it takes no PMU name (it lists "
+			       "them all)",
+			       argv[optind]);
+	if (json && events)
+		return cmd_bad(usage, "give --json or --events, not both");
 	if (events) {
 		const char *name;
 		size_t k;

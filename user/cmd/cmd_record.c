@@ -787,16 +787,20 @@ static const struct rec_opt opts[] = {
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 #define HELP_COL 25
 
+/* Also what a usage error shows (cmd_bad()): up to its empty line. */
+static const char rec_synopsis[] =
+	"Usage: ringkeeper record [OPTIONS] -p PID\n"
+	"       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
+	"       ringkeeper record [OPTIONS] -a | --cgroup PATH... [-p PID | -- CMD]\n"
+	"       ringkeeper record --resume SESSION [--root DIR]\n"
+	"\n";
+
 void rk_usage_record(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "Usage: ringkeeper record [OPTIONS] -p PID\n"
-		   "       ringkeeper record [OPTIONS] -- CMD [ARGS...]\n"
-		   "       ringkeeper record [OPTIONS] -a | --cgroup PATH... [-p PID | -- CMD]\n"
-		   "       ringkeeper record --resume SESSION [--root DIR]\n"
-		   "\n"
-		   "Trace every thread of PID (and, with inheritance, every thread and process it\n"
+	fputs(rec_synopsis, f);
+	fprintf(f, "Trace every thread of PID (and, with inheritance, every thread and process it\n"
 		   "creates), or start CMD traced from its first instruction. Stops when the\n"
 		   "target exits, after --duration, or on SIGINT/SIGTERM. Needs root.\n"
 		   "With -a or --cgroup, also every thread on the machine or in those cgroups,\n"
@@ -868,6 +872,7 @@ static int parse_args(struct rec_args *a, int argc, char **argv)
 {
 	struct option lo[NOPTS + 1];
 	char sopts[2 * NOPTS + 2];
+	struct cmd_line l;
 	size_t i;
 	int c;
 
@@ -879,13 +884,13 @@ static int parse_args(struct rec_args *a, int argc, char **argv)
 		if (opts[i].dflt && opts[i].parse(a, opts[i].dflt))
 			return 2; /* a default its own parser refuses: a bug, said */
 	getopt_tables(lo, sopts);
-	while ((c = getopt_long(argc, argv, sopts, lo, NULL)) != -1) {
+	/* "+": the first operand is the command to run, the rest its own arguments. */
+	cmd_line_init(&l, argc, argv, sopts, lo, rec_synopsis);
+	while ((c = cmd_getopt(&l)) != -1) {
 		const struct rec_opt *d = opt_of(c);
 
-		if (!d) {
-			rk_usage_record(stderr);
+		if (!d)
 			return 2;
-		}
 		if (d->parse(a, optarg))
 			return 2;
 		if (a->help) {

@@ -157,7 +157,7 @@ int cmd_sched(int argc, char **argv)
 		"\n"
 		"A per-thread scheduling summary of a session (default: the newest) or of an\n"
 		"ELF core dump's RINGKEEPER notes or a snapshot bundle (--core and --bundle\n"
-		"are the same option), like 'perf sched timehist -s', from each\n"
+		"are the same option), like perf's 'sched timehist --summary', from each\n"
 		"thread's own history: runs on a CPU (a switch-in and its switch-out), time on\n"
 		"CPU; time off CPU by why the thread left it (preempted: runnable, waiting for\n"
 		"a CPU; sleeping; blocked: uninterruptible); scheduling delay (sch delay: of a\n"
@@ -217,8 +217,10 @@ int cmd_sched(int argc, char **argv)
 	struct twin tw = { 0 };
 	struct rk_timeline tl;
 	int c, r, offcpu = 0;
+	struct cmd_line l;
 
-	while ((c = getopt_long(argc, argv, "j" FROM_OPTS "h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "j" FROM_OPTS "h", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		r = from_opt(&f, c, optarg);
 		if (!r)
 			r = twin_opt(&tw, c, optarg);
@@ -236,22 +238,23 @@ int cmd_sched(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
 	if (optind < argc && !f.session && !f.core)
 		f.session = argv[optind++];
+	if (cmd_too_many(usage, 0, argc, argv))
+		return 2;
 	if (offcpu && o.json) {
 		rk_err("--offcpu has no --json (export --folded gives the stacks as data)");
 		return 2;
 	}
 	if (sched_check(&o, offcpu))
 		return 2;
-	if (optind != argc || (f.core && f.session) || (f.tid && f.pid)) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (f.core && f.session)
+		return cmd_bad(usage, "give a session or --core/--bundle, not both");
+	if (f.tid && f.pid)
+		return cmd_bad(usage, "give --tid or --pid, not both");
 	if (from_open(&f)) {
 		from_close(&f);
 		return 1;

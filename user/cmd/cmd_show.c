@@ -417,15 +417,18 @@ int cmd_show(int argc, char **argv)
 	if (r <= 0)
 		return -r;
 	/* From a core alone: a TID (or nothing) rather than a buffer file. */
+	if (show_core && cmd_too_many(usage, 1, argc, argv))
+		return 2;
 	if (show_core &&
 	    (optind == argc ||
 	     (optind == argc - 1 && strspn(argv[optind], "0123456789") == strlen(argv[optind]) &&
 	      access(argv[optind], F_OK))))
 		return show_from_core(optind < argc ? argv[optind] : NULL, json);
-	if (optind != argc - 1) {
-		fputs(usage, stderr);
+	if (optind == argc)
+		return cmd_bad(usage, "missing FILE or TID (the buffer to show; ringkeeper ls "
+				      "lists them)");
+	if (cmd_too_many(usage, 1, argc, argv))
 		return 2;
-	}
 	snprintf(path, sizeof(path), "%s", argv[optind]);
 	if (strspn(argv[optind], "0123456789") == strlen(argv[optind]) && access(path, F_OK)) {
 		struct sess *v;

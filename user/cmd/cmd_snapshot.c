@@ -93,10 +93,12 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 		{ 0 },
 	};
 	unsigned long long v;
+	struct cmd_line l;
 	uint64_t size;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+o:p:r:h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "o:p:r:h", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		switch (c) {
 		case 'o':
 			*out = optarg;
@@ -139,14 +141,11 @@ static int parse_opts(int argc, char **argv, struct rk_bundle_opts *o, const cha
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return 2;
 		}
 	}
-	if (optind < argc - 1) {
-		fputs(usage, stderr);
+	if (cmd_too_many(usage, 1, argc, argv))
 		return 2;
-	}
 	return -1;
 }
 

@@ -34,6 +34,8 @@ int cmd_stat(int argc, char **argv)
 	r = common_opts(argc, argv, usage, &json, &root, NULL, &all);
 	if (r <= 0)
 		return -r;
+	if (cmd_too_many(usage, 1, argc, argv))
+		return 2;
 	if (sessions(root, &v, &n))
 		return 1;
 	for (i = 0; i < n; i++) {

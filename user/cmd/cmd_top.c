@@ -304,9 +304,11 @@ static int top_parse(int argc, char **argv, const char *usage, struct top_opts *
 	};
 	static const char *const sorts[] = { "tid", "on-cpu", "delay", "", "runs" };
 	unsigned long long v;
+	struct cmd_line l;
 	int c, i;
 
-	while ((c = getopt_long(argc, argv, "d:n:bs:r:h", lo, NULL)) != -1) {
+	cmd_line_init(&l, argc, argv, "d:n:bs:r:h", lo, usage);
+	while ((c = cmd_getopt(&l)) != -1) {
 		switch (c) {
 		case 'd':
 			if (rk_parse_duration_ns(optarg, &o->every_ns) ||
@@ -355,16 +357,13 @@ static int top_parse(int argc, char **argv, const char *usage, struct top_opts *
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
 			return -1;
 		}
 	}
 	if (optind < argc && !f->session)
 		f->session = argv[optind++];
-	if (optind != argc) {
-		fputs(usage, stderr);
+	if (cmd_too_many(usage, 0, argc, argv))
 		return -1;
-	}
 	return 1;
 }
 

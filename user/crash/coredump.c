@@ -1448,6 +1448,27 @@ static int open_previous_file(const char *pattern, const struct rk_crash *c, con
 	return create_root_core(name, cr->gid);
 }
 
+/*
+ * A relative pattern's core, named by its absolute path (the file as the
+ * handler opened it, in the crash-time cwd) in the crashes file and the
+ * log, which are read from elsewhere; @dest unchanged where that path is
+ * not one from our root.
+ */
+static void absolute_dest(int fd, char *dest, size_t len)
+{
+	char link[64], path[PATH_MAX];
+	ssize_t n;
+
+	if (dest[0] == '/')
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return;
+	path[n] = '\0';
+	snprintf(dest, len, "%s", path);
+}
+
 static const char *crash_dir(void)
 {
 	const char *p = getenv("RINGKEEPER_CRASH_DIR"); /* tests; the kernel sets none */
@@ -1628,6 +1649,8 @@ static int handle(int argc, char **argv)
 			return 0;
 		}
 	}
+	if (out > 0 && s.pattern[0] != '|')
+		absolute_dest(out, dest, sizeof(dest));
 	if (out < 0) {
 		syslog(LOG_ERR, "core of pid %d (%s): cannot deliver it to '%s': %s", c.pid, c.comm,
 		       dest, strerror(-out));
@@ -1687,25 +1710,39 @@ int rk_cmd_coredump(int argc, char **argv)
 		"  --status     both settings, and what --uninstall would restore\n"
 		"Read a core's buffers with 'ringkeeper show --core CORE [TID]'.\n";
 
+	const char *act = NULL;
+	int i;
+
 	if (argc >= 2 && !strcmp(argv[1], "--handle"))
 		return handle(argc - 2, argv + 2);
-	if (argc == 2 && !strcmp(argv[1], "--help")) {
-		fputs(usage, stdout);
-		return 0;
+	/* As getopt would: --help wins, wherever it is; then one action, alone. */
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 0;
+		}
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--install") && strcmp(argv[i], "--uninstall") &&
+		    strcmp(argv[i], "--status")) {
+			rk_err("coredump: %s '%s': give --install, --uninstall or --status",
+			       argv[i][0] == '-' ? "unknown option" : "unexpected argument",
+			       argv[i]);
+			fputs(usage, stderr);
+			return 2;
+		}
+		if (act) {
+			rk_err("coredump: %s and %s: give one of them", act, argv[i]);
+			fputs(usage, stderr);
+			return 2;
+		}
+		act = argv[i];
 	}
-	if (argc != 2) {
-		rk_err("coredump: give one of --install, --uninstall and --status%s",
-		       argc > 2 ? ", alone" : "");
+	if (!act) {
+		rk_err("coredump: give one of --install, --uninstall and --status");
 		fputs(usage, stderr);
 		return 2;
 	}
-	if (strcmp(argv[1], "--install") && strcmp(argv[1], "--uninstall") &&
-	    strcmp(argv[1], "--status")) {
-		rk_err("coredump: unknown option '%s': give --install, --uninstall or --status",
-		       argv[1]);
-		fputs(usage, stderr);
-		return 2;
-	}
+	argv[1] = (char *)act;
 	if (geteuid() != 0 && strcmp(argv[1], "--status")) {
 		rk_err("coredump %s changes kernel settings: it needs root", argv[1]);
 		return 1;

@@ -261,11 +261,12 @@ static int show_sample(struct walk *w, const struct perf_event_header *h)
 /* What one record says, beyond its sample_id: the text, and the fields JSON names. */
 struct rec_desc {
 	char detail[160];
-	int have_crash, have_wake, have_stack, have_out;
+	int have_crash, have_wake, have_stack, have_out, have_trig;
 	__u32 out_res; /* a switch-out's sample_id.res: RK_SWITCH_STATE | the task's state bits */
 	struct rk_crash_record crash;
 	struct rk_wakeup_record wake;
 	struct rk_stack_rec stack;
+	struct rk_trigger_record trig;
 };
 
 /* Records outside --time / --last are counted, not shown. Return: 1 if @h is shown. */
@@ -451,6 +452,10 @@ static void describe_ours(struct walk *w, const struct perf_event_header *h, str
 	} else if (h->type == RK_RECORD_TRIGGER) {
 		w->c.other++;
 		trigger_detail(h, d->detail, sizeof(d->detail));
+		if (h->size >= sizeof(d->trig)) {
+			memcpy(&d->trig, h, sizeof(d->trig));
+			d->have_trig = 1;
+		}
 	} else if (h->type == RK_RECORD_CRASH) {
 		w->c.other++;
 		if (h->size < sizeof(d->crash))
@@ -478,6 +483,23 @@ static void print_stack(struct walk *w, const struct rk_stack_rec *st)
 		print_addr(w, st->uip[i], "\t", !i);
 }
 
+/*
+ * A trigger record's fields, as one object (docs/format.md, the trigger
+ * record): what fired (kind, and its number), its value (ns, a signal or an
+ * exit status, by kind), its state, and who sent a kill.
+ */
+static void print_json_trigger(struct walk *w, const struct rk_trigger_record *t)
+{
+	static const char *const kinds[] = { "unknown", "operator", "delay",
+					     "blocked", "killed",   "exit" };
+
+	fprintf(w->out,
+		",\"trigger\":{\"kind\":\"%s\",\"kind_code\":%u,\"value\":%llu,\"state\":%u,"
+		"\"by_pid\":%u,\"by_tid\":%u}",
+		kinds[t->kind < sizeof(kinds) / sizeof(kinds[0]) ? t->kind : 0], t->kind,
+		(unsigned long long)t->value, t->state, t->by_pid, t->by_tid);
+}
+
 static void print_json_rec(struct walk *w, const struct perf_event_header *h, const struct sid *s,
 			   const struct rec_desc *d)
 {
@@ -493,6 +515,8 @@ static void print_json_rec(struct walk *w, const struct perf_event_header *h, co
 	if (d->have_crash)
 		fprintf(w->out, ",\"signal\":%d,\"crash_tid\":%u", d->crash.signo,
 			d->crash.crash_tid);
+	if (d->have_trig)
+		print_json_trigger(w, &d->trig);
 	if (d->have_wake)
 		fprintf(w->out,
 			",\"waker_pid\":%u,\"waker_tid\":%u,\"target_cpu\":%u,\"new\":%s,"
@@ -564,7 +588,7 @@ static int on_rec(const struct perf_event_header *h, __u64 at, void *ctx)
 		w->c.foreign++;
 	/* Step 3: what it says. */
 	d->detail[0] = '\0';
-	d->have_crash = d->have_wake = d->have_stack = d->have_out = 0;
+	d->have_crash = d->have_wake = d->have_stack = d->have_out = d->have_trig = 0;
 	if (h->type == PERF_RECORD_SWITCH)
 		describe_switch(w, h, &s, d);
 	else if (h->type == PERF_RECORD_COMM || h->type == PERF_RECORD_LOST ||
