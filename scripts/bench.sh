@@ -10,6 +10,7 @@
 #       scripts/bench.sh
 #   SECTIONS=servers scripts/bench.sh     redis, nginx, postgres (scripts/bench-servers.sh)
 #   SECTIONS=churn scripts/bench.sh       thread births and deaths against perf (issue 49)
+#   SECTIONS=soak SOAK_MIN=10 SOAK_RATE=3000 scripts/bench.sh   the service's options, 2 x SOAK_MIN min
 #
 # Needs root (BPF, perf), the build (make all and the bench programs), perf.
 set -u
@@ -1020,6 +1021,68 @@ section_churn() {
 	churn_rounds threads "rk perf rk-g perf-g" "$B/churn" -t "$CHURN_THREADS" -d "$CHURN_SECS"
 	echo "   exec: fork+exec /bin/true $CHURN_EXECS times, one at a time (lifetimes/s)"
 	churn_rounds exec "rk perf" "$B/churn" -e "$CHURN_EXECS" /bin/true
+}
+
+# --- soak: the service's options under a steady birth rate (issue 49) --------
+# SECTIONS=soak (not in the default list: 2 x SOAK_MIN minutes). record -a with
+# the unit's options, churn at SOAK_RATE lifetimes/s for SOAK_MIN minutes, then
+# at twice that; each minute the loader's CPU per lifetime in that minute, its
+# RSS and fds, the session's files and tmpfs bytes, and the signals dropped;
+# at the end, how long a SIGTERM takes to stop it under the 2x backlog.
+SOAK_MIN=${SOAK_MIN:-10}
+SOAK_RATE=${SOAK_RATE:-3000}
+SOAK_OPTS=${SOAK_OPTS:-"-a --keep-exited 1h --max-shm 1G"}
+
+soak_minute() {
+	local rk=$1 m=$2 rate=$3 st cpu n d files bytes
+	st=$("$RK" stat --root "$ROOT" --json soak)
+	cpu=$(jfield "$st" loader_cpu_ns)
+	n=$(jfield "$st" threads)
+	d=$(jfield "$st" bpf_drops)
+	files=$(find "$ROOT/soak" -type f 2>/dev/null | wc -l)
+	bytes=$(du -sk "$ROOT/soak" 2>/dev/null | awk '{ print $1 * 1024 }') # held, not apparent
+	printf "   %4s %6s/s %9s %9s us %8s %8s MiB %5s %9s %9s MiB\n" "$m" "$rate" \
+		"$(( n - SOAK_N0 ))" \
+		"$(awk -v c="$cpu" -v c0="$SOAK_C0" -v n="$n" -v n0="$SOAK_N0" \
+			'BEGIN { printf "%.1f", (n > n0) ? (c - c0) / 1e3 / (n - n0) : 0 }')" \
+		"$(( d - SOAK_D0 ))" \
+		"$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$rk/status")" \
+		"$(ls "/proc/$rk/fd" | wc -l)" "$files" \
+		"$(awk -v b="${bytes:-0}" 'BEGIN { printf "%.1f", b / 1048576 }')"
+	SOAK_C0=$cpu SOAK_N0=$n SOAK_D0=$d
+}
+
+section_soak() {
+	local rk rate m c t0 t1
+	[ -x "$B/churn" ] || die "missing $B/churn: run 'make bench'"
+	echo
+	echo "== Soak: record $SOAK_OPTS, churn at $SOAK_RATE lifetimes/s for $SOAK_MIN min, then at 2x"
+	# shellcheck disable=SC2086
+	start_recorder soak $SOAK_OPTS || die "recorder"
+	rk=$LAST
+	SOAK_C0=0 SOAK_N0=0 SOAK_D0=0
+	printf "   %4s %8s %9s %12s %8s %12s %5s %9s %13s\n" min rate lifetimes "loader/life" \
+		drops rss fds files tmpfs
+	for rate in "$SOAK_RATE" "$(( 2 * SOAK_RATE ))"; do
+		"$B/churn" -r "$rate" -d $(( SOAK_MIN * 60 )) >/dev/null &
+		c=$!
+		for m in $(seq 1 "$SOAK_MIN"); do
+			sleep 60
+			soak_minute "$rk" "$m" "$rate"
+		done
+		wait "$c"
+	done
+	# A backlog, then SIGTERM: how long the service's stop takes.
+	"$B/churn" -r "$(( 4 * SOAK_RATE ))" -d 30 >/dev/null &
+	c=$!
+	sleep 20
+	t0=$(date +%s%N)
+	kill -TERM "$rk"
+	wait "$rk" 2>/dev/null
+	t1=$(date +%s%N)
+	wait "$c"
+	echo "   SIGTERM under a churn at $(( 4 * SOAK_RATE ))/s: stopped in $(( (t1 - t0) / 1000000 )) ms"
+	rm -rf "${ROOT:?}/soak"
 }
 
 for s in $SECTIONS; do
