@@ -687,19 +687,30 @@ Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
 	char wo[128], we[128], line[64], dir[256], path[300], *err;
 	const char *const extra[] = { "--ringbuf-size", "4K", NULL };
 	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "o", NULL };
-	char *wl_argv[] = { (char *)workload, "-t", "3", "-i", "200", "-s", "1000", NULL };
+	char go_fd[16];
+	char *wl_argv[] = { (char *)workload, "-t", "3", "-i", "200", "-s", "1000", "-w", go_fd, NULL };
 	struct rk_session_stat st;
 	unsigned int files[8];
-	int ready, status;
+	int ready, status, gp[2];
 	size_t n, i;
 	pid_t wl, rk;
 
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	wl = spawn(wl_argv, wo, we, -1);
+	/*
+	 * Its threads start once the recorder is attached: they live ~0.25 s,
+	 * less than an ASan recorder takes to attach (it found the workload
+	 * gone, 2 runs in 3).
+	 */
+	cr_assert_eq(pipe(gp), 0);
+	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
+	wl = spawn(wl_argv, wo, we, gp[0]);
+	close(gp[0]);
 	rk = start_recorder_on(wl, "o", &ready, extra);
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
 	close(ready);
+	cr_assert_eq(write(gp[1], "g", 1), 1);
+	close(gp[1]);
 	snprintf(dir, sizeof(dir), "%s/o/sched", root);
 	{
 		uint64_t end = now_ms() + 20000;
