@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_service.c - what an operator of the ringkeeper service counts on
+ * (issue 53): a stop under a backlog ends within systemd's stop timeout,
+ * `stat` says by its exit status whether the recorder is healthy, and the
+ * sessions of earlier runs stay under one --max-shm.
+ *
+ * The backlog is made as test_loss.c makes it: RINGKEEPER_TEST_SIGNAL_US
+ * slows the loader to 2 ms a signal under a workload that switches some
+ * 18,000 times a second.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+
+TestSuite(service, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
+
+/* Two threads sleeping 50 us at a time, for about @secs seconds (test_loss.c's). */
+static pid_t busy_workload(double secs)
+{
+	char wo[128], we[128], iters[32];
+	char *argv[] = { (char *)workload, "-t", "2", "-i", iters, "-s", "50", NULL };
+
+	snprintf(iters, sizeof(iters), "%d", (int)(secs * 9000));
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	return spawn(argv, wo, we, -1);
+}
+
+/* A recorder of @target, each signal handled in @signal_us (0: at full speed); ready. */
+static pid_t recorder(pid_t target, const char *session, const char *signal_us,
+		      const char *const extra[])
+{
+	char line[64];
+	int ready;
+	pid_t rk;
+
+	if (signal_us)
+		setenv("RINGKEEPER_TEST_SIGNAL_US", signal_us, 1);
+	rk = start_recorder_on(target, session, &ready, extra);
+	unsetenv("RINGKEEPER_TEST_SIGNAL_US");
+	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "recorder not ready");
+	close(ready);
+	return rk;
+}
+
+/* `ringkeeper stat --root ROOT SESSION`'s exit status. */
+static int stat_status(const char *session)
+{
+	char *argv[] = { (char *)rk_bin, "stat", "--root", root, (char *)session, NULL };
+	char *out, *err;
+	int st = run_rk(argv, &out, &err);
+
+	cr_assert(WIFEXITED(st), "stat did not exit: %s", err);
+	free(out);
+	free(err);
+	return WEXITSTATUS(st);
+}
+
+/*
+ * A SIGTERM to a recorder with a backlog of tens of thousands of signals
+ * (minutes of work at 2 ms each) ends it within seconds: RK_STOP_GRACE_NS
+ * (3 s) of catching up, then the rest counted in stop_dropped and said;
+ * exit 0, the session ended, and its files read. It took as long as the
+ * backlog (62 s measured under a churn, against TimeoutStopSec=30s).
+ */
+Test(service, a_stop_under_a_backlog_ends_within_seconds)
+{
+	static const char *const extra[] = { "--ringbuf-size", "1M", NULL };
+	struct rk_session_stat st;
+	char e[128],
+		*argv[] = { (char *)rk_bin, "show", "--root", root, "--session", "b", NULL, NULL };
+	char tid[16], *out, *err;
+	uint64_t t0, took;
+	pid_t wl, rk;
+	int status;
+
+	wl = busy_workload(30);
+	rk = recorder(wl, "b", "2000", extra);
+	/* A backlog: 2 s of ~18,000 switches a second handed out at 500 a second. */
+	usleep(2000000);
+	t0 = now_ms();
+	cr_assert_eq(kill(rk, SIGTERM), 0);
+	status = wait_for(rk, 20000);
+	took = now_ms() - t0;
+	kill(wl, SIGKILL);
+	wait_for(wl, 10000);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "recorder: status %#x, %s", status,
+		  slurp(e));
+	cr_assert_lt(took, 8000, "the stop took %llu ms", (unsigned long long)took);
+	cr_assert_not_null(strstr(slurp(e), "stopped under a backlog"), "%s", slurp(e));
+	read_stat("b", &st);
+	cr_assert_eq(st.state, RK_SESSION_ENDED);
+	/* A backlog of minutes' work: more left than 3 s hand out (1,500), and counted. */
+	cr_assert_gt(st.stop_dropped, 5000, "left at the stop: %llu",
+		     (unsigned long long)st.stop_dropped);
+	/* What was handed out is in the files: the workload's main thread reads. */
+	snprintf(tid, sizeof(tid), "%d", (int)wl);
+	argv[6] = tid;
+	status = run_rk(argv, &out, &err);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "show: %s", err);
+	cr_assert_not_null(strcasestr(out, "switch"), "show %s: %s", tid, out);
+	free(out);
+	free(err);
+}
+
+/*
+ * stat's exit status, for a health check: 0 running and nothing lost, 3
+ * running with losses, 4 no recorder running (ended), 1 no such session.
+ * It was 0 for all but the last.
+ */
+Test(service, stat_exit_status_says_whether_the_recorder_is_healthy)
+{
+	static const char *const small[] = { "--ringbuf-size", "4096", NULL };
+	struct rk_session_stat st;
+	uint64_t end;
+	pid_t wl, rk;
+
+	wl = busy_workload(30);
+	rk = recorder(wl, "ok", NULL, NULL);
+	cr_assert_eq(stat_status("ok"), 0, "a running recorder that lost nothing");
+	kill(rk, SIGINT);
+	cr_assert(WIFEXITED(wait_for(rk, 20000)));
+	cr_assert_eq(stat_status("ok"), 4, "an ended session");
+	cr_assert_eq(stat_status("nosuch"), 1);
+
+	/* The smallest rings and a slow loader: BPF drops within a tick. */
+	rk = recorder(wl, "lossy", "2000", small);
+	end = now_ms() + 10000;
+	do {
+		usleep(50000);
+		read_stat("lossy", &st);
+	} while (!st.bpf_drops && now_ms() < end);
+	cr_assert_gt(st.bpf_drops, 0, "no drops made");
+	cr_assert_eq(stat_status("lossy"), 3, "a running recorder that dropped signals");
+	kill(rk, SIGINT);
+	cr_assert(WIFEXITED(wait_for(rk, 20000)));
+	cr_assert_eq(stat_status("lossy"), 4, "an ended session, with losses");
+	kill(wl, SIGKILL);
+	wait_for(wl, 10000);
+}
