@@ -147,3 +147,90 @@ Test(service, stat_exit_status_says_whether_the_recorder_is_healthy)
 	kill(wl, SIGKILL);
 	wait_for(wl, 10000);
 }
+
+/* `sh -c CMD`'s exit status (0 expected) with its output, asserted. */
+static char *sh_ok(const char *cmd)
+{
+	int st;
+	char *s = sh_out(cmd, &st);
+
+	cr_assert_eq(st, 0, "%s:\n%s", cmd, s);
+	return s;
+}
+
+/*
+ * The package `make deb` built (make test builds it before this step):
+ * its fields and files, installed into a scratch root with dpkg --root
+ * (maintainer scripts chrootless, DPKG_ROOT set: they touch only that
+ * root), run from there, then removed (pins go) and purged (sessions go):
+ * nothing of it is left. The running system's service, core_pattern and
+ * bpffs are not this test's: see the guide's service section.
+ */
+Test(service, the_debian_package_installs_runs_and_leaves_nothing)
+{
+	char repo[512], deb[700], py[700], cmd[3000], r[128], *s;
+	const char *dpkg = "dpkg --force-script-chrootless --force-depends --log=/dev/null";
+
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(cmd, sizeof(cmd), "ls %s/build/deb/ringkeeper_*.deb 2>/dev/null | head -1", repo);
+	s = sh_out(cmd, NULL);
+	s[strcspn(s, "\n")] = '\0';
+	if (!*s)
+		cr_skip_test("no package in %s/build/deb: make deb builds it (make test does)",
+			     repo);
+	snprintf(deb, sizeof(deb), "%s", s);
+	snprintf(cmd, sizeof(cmd), "ls %s/build/deb/python3-ringkeeper_*_all.deb", repo);
+	s = sh_ok(cmd);
+	s[strcspn(s, "\n")] = '\0';
+	snprintf(py, sizeof(py), "%s", s);
+
+	/* Control fields: Depends computed from what the binary links (dh_shlibdeps). */
+	snprintf(cmd, sizeof(cmd), "dpkg-deb -f %s Package Architecture Depends", deb);
+	s = sh_ok(cmd);
+	cr_assert_not_null(strstr(s, "Package: ringkeeper\n"), "%s", s);
+	cr_assert_null(strstr(s, "Architecture: all"), "%s", s);
+	cr_assert(strstr(s, "libbpf1") && strstr(s, "libipt2") && strstr(s, "libelf1") &&
+			  strstr(s, "libc6"),
+		  "Depends lacks a library the binary links:\n%s", s);
+	/* Its files, and the unit as the package installs it. */
+	snprintf(cmd, sizeof(cmd), "dpkg-deb -c %s; dpkg-deb -c %s", deb, py);
+	s = sh_ok(cmd);
+	cr_assert(strstr(s, "./usr/sbin/ringkeeper\n") &&
+			  strstr(s, "./usr/lib/systemd/system/ringkeeper.service\n") &&
+			  strstr(s, "./usr/share/man/man8/ringkeeper.8.gz\n") &&
+			  strstr(s, "./usr/share/bash-completion/completions/ringkeeper\n") &&
+			  strstr(s, "./usr/share/doc/ringkeeper/copyright\n") &&
+			  strstr(s, "./usr/lib/python3/dist-packages/ringkeeper/__init__.py\n"),
+		  "a file missing:\n%s", s);
+	snprintf(cmd, sizeof(cmd),
+		 "dpkg-deb --fsys-tarfile %s | tar -xO ./usr/lib/systemd/system/ringkeeper.service",
+		 deb);
+	s = sh_ok(cmd);
+	cr_assert_not_null(strstr(s, "ExecStart=/usr/sbin/ringkeeper record -a --resume-or-start"),
+			   "%s", s);
+	cr_assert_null(strstr(s, "@SBINDIR@"), "%s", s);
+
+	/* Installed into a scratch root, and run from there. */
+	snprintf(r, sizeof(r), "%s/dpkgroot", root);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/var/lib/dpkg/info %s/var/lib/dpkg/updates && touch "
+		 "%s/var/lib/dpkg/status && %s --root=%s -i %s %s 2>&1",
+		 r, r, r, dpkg, r, deb, py);
+	sh_ok(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/usr/sbin/ringkeeper --version", r);
+	s = sh_ok(cmd);
+	cr_assert_eq(strncmp(s, "ringkeeper 0.", 13), 0, "%s", s);
+	/* What a recorder leaves: pins, a session. Remove: pins go; purge: sessions go. */
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/sys/fs/bpf/ringkeeper %s/dev/shm/ringkeeper/s1 && touch "
+		 "%s/sys/fs/bpf/ringkeeper/pmu_info %s/dev/shm/ringkeeper/s1/stat && "
+		 "%s --root=%s -r ringkeeper 2>&1 && test ! -e %s/usr/sbin/ringkeeper && "
+		 "test ! -e %s/sys/fs/bpf/ringkeeper && test -e %s/dev/shm/ringkeeper/s1/stat && "
+		 "%s --root=%s --purge ringkeeper python3-ringkeeper 2>&1",
+		 r, r, r, r, dpkg, r, r, r, r, dpkg, r);
+	sh_ok(cmd);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && find . -mindepth 1 -not -type d -not -path './var/lib/dpkg/*'", r);
+	s = sh_ok(cmd);
+	cr_assert_str_empty(s, "left after the purge:\n%s", s);
+}
