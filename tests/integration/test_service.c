@@ -234,3 +234,69 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 	s = sh_ok(cmd);
 	cr_assert_str_empty(s, "left after the purge:\n%s", s);
 }
+
+/* The buffer files of session @s (its sched/ directory), and their bytes into *@bytes. */
+static int sched_files(const char *s, unsigned long long *bytes)
+{
+	char cmd[300], *out;
+	unsigned long long n = 0, b = 0;
+
+	snprintf(cmd, sizeof(cmd), "find %s/%s/sched -type f -printf '%%b\\n' 2>/dev/null", root,
+		 s);
+	out = sh_out(cmd, NULL);
+	for (char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p)) {
+		b += strtoull(p, NULL, 10) * 512;
+		n++;
+	}
+	*bytes += b;
+	return (int)n;
+}
+
+/*
+ * A service started again and again (each boot, each restart that does not
+ * resume) keeps the sessions of its earlier runs and its own within one
+ * --max-shm: at a new -a session's start the earlier sessions' dead files,
+ * oldest first, go until they hold at most half of it, and the new session
+ * gets what they leave. Three earlier sessions of 7 files (8 KiB each, 168
+ * KiB), then -a with --max-shm 200K: old1 goes entirely, old2 in part, old3
+ * stays; this session's cap is 200K less what is left. Nothing was removed:
+ * a year of daily restarts kept a year of sessions.
+ */
+Test(service, earlier_sessions_stay_under_one_max_shm)
+{
+	static const char *const all[] = { "-a", "--max-shm", "200K", NULL };
+	char *rec[] = { (char *)rk_bin, "record", "--root", root, "--session",
+			NULL,		"-m",	  "16K",    "--", (char *)workload,
+			"-t",		"6",	  "-i",	    "20", "-s",
+			"1000",		NULL };
+	const char *names[] = { "old1", "old2", "old3" };
+	unsigned long long before = 0, left = 0;
+	struct rk_session_stat st;
+	char path[200];
+	pid_t rk;
+	int i, st_rc;
+
+	for (i = 0; i < 3; i++) {
+		rec[5] = (char *)names[i];
+		st_rc = run_rk(rec, NULL, NULL);
+		cr_assert(WIFEXITED(st_rc) && WEXITSTATUS(st_rc) == 0, "record %s", names[i]);
+		cr_assert_eq(sched_files(names[i], &before), 7);
+		/* Ages apart: a second between the sessions' ends. */
+		usleep(1100000);
+	}
+	cr_assert_gt(before, 100 * 1024, "earlier sessions hold %llu bytes", before);
+
+	rk = recorder(0, "new", NULL, all);
+	read_stat("new", &st);
+	kill(rk, SIGINT);
+	cr_assert(WIFEXITED(wait_for(rk, 30000)));
+
+	snprintf(path, sizeof(path), "%s/old1", root);
+	cr_assert_neq(access(path, F_OK), 0, "the oldest session was not removed");
+	sched_files("old2", &left);
+	cr_assert_eq(sched_files("old3", &left), 7, "the newest earlier session lost files");
+	cr_assert_leq(left, 100 * 1024, "earlier sessions hold %llu bytes, over half of 200K",
+		      left);
+	cr_assert_eq(st.max_shm, 200 * 1024 - left, "this session's --max-shm: %llu",
+		     (unsigned long long)st.max_shm);
+}

@@ -324,7 +324,10 @@ static int save_tracedata(const struct rk_rec *r)
 /* A new session: its directories, its stat file, the BPF object loaded and pinned. */
 static int session_new(struct rk_rec *r)
 {
-	int err = session_dirs(r);
+	int err;
+
+	rec_cap_earlier(r);
+	err = session_dirs(r);
 
 	if (!err)
 		err = save_tracedata(r);
