@@ -300,3 +300,82 @@ Test(service, earlier_sessions_stay_under_one_max_shm)
 	cr_assert_eq(st.max_shm, 200 * 1024 - left, "this session's --max-shm: %llu",
 		     (unsigned long long)st.max_shm);
 }
+
+/*
+ * The unit's ExecStart= command (scripts/ringkeeper.service.in) as systemd
+ * runs it, with --root and --ready-fd added, as far as no systemd runs here:
+ * a session starts, stat says 0 or 3 (running); systemd's stop (SIGTERM to
+ * the main process, KillMode=mixed) ends it with exit 0 well within
+ * TimeoutStopSec=30s and stat says 4; after a kill -9 (a failure: systemd
+ * restarts it), the same command resumes that session (--resume-or-start).
+ * Not run: ExecStartPre=/ExecStopPost= (coredump --install/--uninstall,
+ * tested by the coredump suite), systemd's own restart and timeout.
+ */
+Test(service, the_unit_s_command_starts_stops_and_resumes)
+{
+	char repo[512], path[700], *unit, *line, *argv[32], cmd[600], fdbuf[16], o[128], e[128],
+		rd[64], *s;
+	int n = 0, rp[2], status;
+	uint64_t t0;
+	pid_t rk;
+
+	source_tree(repo, sizeof(repo), NULL, 0);
+	snprintf(path, sizeof(path), "%s/scripts/ringkeeper.service.in", repo);
+	unit = strdup(slurp(path));
+	line = strstr(unit, "\nExecStart=@SBINDIR@/ringkeeper ");
+	cr_assert_not_null(line, "no ExecStart= in %s", path);
+	line += strlen("\nExecStart=@SBINDIR@/ringkeeper ");
+	line[strcspn(line, "\n")] = '\0';
+	argv[n++] = (char *)rk_bin;
+	for (char *tok = strtok(line, " "); tok && n < 24; tok = strtok(NULL, " "))
+		argv[n++] = tok;
+	{
+		int resumes = 0;
+
+		for (int k = 1; k < n; k++)
+			resumes |= !strcmp(argv[k], "--resume-or-start");
+		cr_assert(resumes, "the unit does not resume its session after a failure");
+	}
+	argv[n++] = "--root";
+	argv[n++] = root;
+	argv[n++] = "--ready-fd";
+	argv[n++] = fdbuf;
+	argv[n] = NULL;
+	snprintf(o, sizeof(o), "%s/.rk.out", root);
+	snprintf(e, sizeof(e), "%s/.rk.err", root);
+
+	for (int round = 0; round < 3; round++) {
+		cr_assert_eq(pipe(rp), 0);
+		snprintf(fdbuf, sizeof(fdbuf), "%d", rp[1]);
+		rk = spawn(argv, o, e, rp[1]);
+		close(rp[1]);
+		cr_assert_eq(read_line_within(rp[0], rd, sizeof(rd), 60000), 0, "not ready: %s",
+			     slurp(e));
+		close(rp[0]);
+		snprintf(cmd, sizeof(cmd), "%s stat --root %s >/dev/null 2>&1", rk_bin, root);
+		status = system(cmd);
+		cr_assert(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3,
+			  "stat of the running service: %d", WEXITSTATUS(status));
+		if (round == 1) {
+			/* The restart after round 0's kill -9 took its session over. */
+			cr_assert_not_null(strstr(slurp(e), "resuming it"), "%s", slurp(e));
+			snprintf(cmd, sizeof(cmd), "ls %s | wc -l", root);
+			s = sh_out(cmd, NULL);
+			cr_assert_eq(atoi(s), 1, "a new session instead of resuming: %s", s);
+		}
+		if (round == 0) {
+			kill(rk, SIGKILL);
+			wait_for(rk, 10000);
+			continue;
+		}
+		t0 = now_ms();
+		kill(rk, SIGTERM);
+		status = wait_for(rk, 30000);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "stop: %#x, %s", status,
+			  slurp(e));
+		cr_assert_lt(now_ms() - t0, 30000);
+		snprintf(cmd, sizeof(cmd), "%s stat --root %s >/dev/null 2>&1", rk_bin, root);
+		cr_assert_eq(WEXITSTATUS(system(cmd)), 4, "stat of the stopped service");
+	}
+	free(unit);
+}
