@@ -658,13 +658,9 @@ static void stop(struct rk_rec *r)
 	rec_intake(r, 1);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
-	/* Stopped by a signal under a backlog: what the intakes had no time for. */
-	if (r->sw.stop) {
+	/* Stopped by a signal under a backlog: what the intakes had no time for (the end line says it). */
+	if (r->sw.stop)
 		r->st->stop_dropped += rk_swring_left(&r->sw);
-		rk_warn("stopped under a backlog: %llu signals not recorded, left after %.0f s of "
-			"catching up (the files hold every one before them; stat: stop_dropped)",
-			(unsigned long long)r->st->stop_dropped, RK_STOP_GRACE_NS / 1e9);
-	}
 	rec_renames_held(r, 1);
 	/* The snapshots still waiting: their instants are all behind the last intake now. */
 	rec_trigger_stop(r);
