@@ -307,11 +307,11 @@ uninstall:
 DEB_DIR := build/deb
 deb:
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
-	dpkg-buildpackage -b -us -uc --changes-file=$(abspath $(DEB_DIR))/ringkeeper.changes \
+	DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" \
+		dpkg-buildpackage -b -us -uc --changes-file=$(abspath $(DEB_DIR))/ringkeeper.changes \
 		--buildinfo-file=$(abspath $(DEB_DIR))/ringkeeper.buildinfo \
 		--buildinfo-option=-u$(abspath $(DEB_DIR)) --changes-option=-u$(abspath $(DEB_DIR))
-	lintian --fail-on error --suppress-tags-from-file debian/lintian-suppress \
-		$(DEB_DIR)/*.deb
+	lintian --fail-on error $(DEB_DIR)/*.deb
 
 FORMATTED := bpf/*.c bpf/*.h user/*.c user/*/*.c user/*/*.h tests/*.c tests/*/*.c
 
