@@ -180,12 +180,14 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 			     repo);
 	snprintf(deb, sizeof(deb), "%s", s);
 	snprintf(cmd, sizeof(cmd), "ls %s/build/deb/python3-ringkeeper_*_all.deb", repo);
+	free(s);
 	s = sh_ok(cmd);
 	s[strcspn(s, "\n")] = '\0';
 	snprintf(py, sizeof(py), "%s", s);
 
 	/* Control fields: Depends computed from what the binary links (dh_shlibdeps). */
 	snprintf(cmd, sizeof(cmd), "dpkg-deb -f %s Package Architecture Depends", deb);
+	free(s);
 	s = sh_ok(cmd);
 	cr_assert_not_null(strstr(s, "Package: ringkeeper\n"), "%s", s);
 	cr_assert_null(strstr(s, "Architecture: all"), "%s", s);
@@ -194,6 +196,7 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 		  "Depends lacks a library the binary links:\n%s", s);
 	/* Its files, and the unit as the package installs it. */
 	snprintf(cmd, sizeof(cmd), "dpkg-deb -c %s; dpkg-deb -c %s", deb, py);
+	free(s);
 	s = sh_ok(cmd);
 	cr_assert(strstr(s, "./usr/sbin/ringkeeper\n") &&
 			  strstr(s, "./usr/lib/systemd/system/ringkeeper.service\n") &&
@@ -205,6 +208,7 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 	snprintf(cmd, sizeof(cmd),
 		 "dpkg-deb --fsys-tarfile %s | tar -xO ./usr/lib/systemd/system/ringkeeper.service",
 		 deb);
+	free(s);
 	s = sh_ok(cmd);
 	cr_assert_not_null(strstr(s, "ExecStart=/usr/sbin/ringkeeper record -a --resume-or-start"),
 			   "%s", s);
@@ -216,8 +220,9 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 		 "mkdir -p %s/var/lib/dpkg/info %s/var/lib/dpkg/updates && touch "
 		 "%s/var/lib/dpkg/status && %s --root=%s -i %s %s 2>&1",
 		 r, r, r, dpkg, r, deb, py);
-	sh_ok(cmd);
+	free(sh_ok(cmd));
 	snprintf(cmd, sizeof(cmd), "%s/usr/sbin/ringkeeper --version", r);
+	free(s);
 	s = sh_ok(cmd);
 	cr_assert_eq(strncmp(s, "ringkeeper 0.", 13), 0, "%s", s);
 	/* What a recorder leaves: pins, a session. Remove: pins go; purge: sessions go. */
@@ -228,11 +233,13 @@ Test(service, the_debian_package_installs_runs_and_leaves_nothing)
 		 "test ! -e %s/sys/fs/bpf/ringkeeper && test -e %s/dev/shm/ringkeeper/s1/stat && "
 		 "%s --root=%s --purge ringkeeper python3-ringkeeper 2>&1",
 		 r, r, r, r, dpkg, r, r, r, r, dpkg, r);
-	sh_ok(cmd);
+	free(sh_ok(cmd));
 	snprintf(cmd, sizeof(cmd),
 		 "cd %s && find . -mindepth 1 -not -type d -not -path './var/lib/dpkg/*'", r);
+	free(s);
 	s = sh_ok(cmd);
 	cr_assert_str_empty(s, "left after the purge:\n%s", s);
+	free(s);
 }
 
 /* The buffer files of session @s (its sched/ directory), and their bytes into *@bytes. */
@@ -248,6 +255,7 @@ static int sched_files(const char *s, unsigned long long *bytes)
 		b += strtoull(p, NULL, 10) * 512;
 		n++;
 	}
+	free(out);
 	*bytes += b;
 	return (int)n;
 }
@@ -362,6 +370,7 @@ Test(service, the_unit_s_command_starts_stops_and_resumes)
 			snprintf(cmd, sizeof(cmd), "ls %s | wc -l", root);
 			s = sh_out(cmd, NULL);
 			cr_assert_eq(atoi(s), 1, "a new session instead of resuming: %s", s);
+			free(s);
 		}
 		if (round == 0) {
 			kill(rk, SIGKILL);

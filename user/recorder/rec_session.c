@@ -541,9 +541,22 @@ void rec_cap_earlier(struct rk_rec *r)
 		.root = o->root, .max_bytes = o->max_shm / 2, .quiet = 1, .res = &res
 	};
 	char a[32], b[32], c[32];
+	struct stat sb;
 
 	if (!o->max_shm || (!o->all && !o->ncgroups))
 		return;
+	/*
+	 * Only a root no one else can write (rec_root_dir() also takes a
+	 * sticky one): there, every directory down to the files is ours, so
+	 * none can be swapped for a symlink between the scan and an unlink.
+	 */
+	if (lstat(o->root, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 || (sb.st_mode & 022)) {
+		if (rk_verbose)
+			rk_info("earlier sessions in %s not counted against --max-shm: not a "
+				"directory only root can write",
+				o->root);
+		return;
+	}
 	/* Not fatal: the session keeps its whole --max-shm, as before (said by rk_gc). */
 	if (rk_gc(&go))
 		return;

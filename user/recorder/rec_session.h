@@ -41,7 +41,8 @@ void rec_memory_cap(struct rk_rec *r);
  * left without files goes), and this session's --max-shm (and
  * --max-shm-user) become what they leave (docs/design.md, "Sessions of
  * earlier runs"). Before the session's directory is made; with the
- * system's lock held, so no recorder writes under the root meanwhile.
+ * system's lock held, so no recorder writes under the root meanwhile; only
+ * under a root no one but root can write (a sticky one is left alone).
  */
 void rec_cap_earlier(struct rk_rec *r);
 void rec_realtime(const struct rk_record_opts *o);
