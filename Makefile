@@ -306,6 +306,8 @@ uninstall:
 # .changes and .buildinfo too, not into ..); lintian fails the build on an error.
 DEB_DIR := build/deb
 deb:
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { echo \
+		"make deb: debian/changelog says $$v, the Makefile $(VERSION): add a changelog entry (dch -v $(VERSION))"; exit 1; }
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
 	DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" \
 		dpkg-buildpackage -b -us -uc --changes-file=$(abspath $(DEB_DIR))/ringkeeper.changes \
@@ -323,6 +325,6 @@ check-format:
 	python3 scripts/layers.py user
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-deb
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/tests/*/*.d)
