@@ -1,11 +1,12 @@
 # ringkeeper - build, test, demo.
 #   make            build build/ringkeeper
 #   make deps       install the Debian packages the build and tests need (idempotent)
-#   make test       unit tests, root/BPF integration tests, ASan+UBSan, valgrind, vmtest
+#   make test       unit tests, the Debian package (make deb), root/BPF integration tests, ASan+UBSan, valgrind, vmtest
 #   make fuzz       libFuzzer on the buffer file parser (FUZZ_SECONDS=45)
 #   make vmtest     the BPF tests inside Debian's 6.1 and 6.12 kernels (virtme-ng)
 #   make demo       record a multi-threaded demo workload and show the result
 #   make bench      measured figures (cost per switch, locked memory vs perf, ...)
+#   make deb        the Debian packages (dpkg-buildpackage) into build/deb/, checked by lintian
 #   make install    binary, ringkeeper(8) and bash completion under PREFIX (/usr/local),
 #                   DESTDIR for staging; make uninstall removes them
 #   make SANITIZE=1 build with ASan+UBSan into build-san/
@@ -74,7 +75,7 @@ BENCH_BINS := $(BENCH_DIR)/pingpong $(BENCH_DIR)/idlebusy $(BENCH_DIR)/noop_atta
 	$(BENCH_DIR)/churn
 
 .PHONY: test-bins FORCE
-.PHONY: man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
+.PHONY: deb man install uninstall bench all deps test unit integration valgrind sanitize vmtest fuzz demo clean format check-format
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(WORKLOAD) $(CRASHER) $(MAN)
@@ -112,7 +113,7 @@ $(OUTPUT)/user/main.o: user/main.c | $(OUTPUT)/user
 
 $(BIN): $(USER_OBJS) $(OUTPUT)/user/main.o
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) $^ $(LIBS) -o $@
 
 $(OUTPUT)/tests/%.o: tests/%.c | $(OUTPUT)/tests
 	$(Q)mkdir -p $(dir $@)
@@ -170,7 +171,7 @@ $(CRASHER): tests/crasher.c | $(OUTPUT)/tests
 # --- set-up -----------------------------------------------------------------
 DEB_PKGS := clang llvm libbpf-dev bpftool libipt-dev libcriterion-dev libelf-dev zlib1g-dev \
 	pkg-config make gcc valgrind clang-format linux-perf libclang-rt-14-dev gdb elfutils \
-	python3-jsonschema libc6-dbg python3-venv chromium
+	python3-jsonschema libc6-dbg python3-venv chromium debhelper dpkg-dev fakeroot lintian
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
@@ -263,6 +264,7 @@ endef
 test: deps
 	$(call timed,build,-j$(NPROC) all test-bins $(FUZZ_DIR)/fuzz_bufile $(FUZZ_DIR)/mkcorpus)
 	$(call timed,unit)
+	$(call timed,deb)
 	$(call timed,integration)
 	$(call timed,sanitize)
 	$(call timed,valgrind)
@@ -300,6 +302,19 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/ringkeeper \
 		$(DESTDIR)$(UNITDIR)/ringkeeper.service
 
+# The Debian packages (debian/), built as Debian builds them, into build/deb/ (the
+# .changes and .buildinfo too, not into ..); lintian fails the build on an error.
+DEB_DIR := build/deb
+deb:
+	@v=$$(dpkg-parsechangelog -S Version); [ "$$v" = "$(VERSION)" ] || { echo \
+		"make deb: debian/changelog says $$v, the Makefile $(VERSION): add a changelog entry (dch -v $(VERSION))"; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	DEB_BUILD_OPTIONS="parallel=$(NPROC) $(DEB_BUILD_OPTIONS)" \
+		dpkg-buildpackage -b -us -uc --changes-file=$(abspath $(DEB_DIR))/ringkeeper.changes \
+		--buildinfo-file=$(abspath $(DEB_DIR))/ringkeeper.buildinfo \
+		--buildinfo-option=-u$(abspath $(DEB_DIR)) --changes-option=-u$(abspath $(DEB_DIR))
+	lintian --fail-on error $(DEB_DIR)/*.deb
+
 FORMATTED := bpf/*.c bpf/*.h user/*.c user/*/*.c user/*/*.h tests/*.c tests/*/*.c
 
 format:
@@ -310,6 +325,6 @@ check-format:
 	python3 scripts/layers.py user
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-deb
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/user/*/*.d $(OUTPUT)/tests/*/*.d)

@@ -128,6 +128,9 @@ core_pipe_limit.
 notes-only cores of traced processes that crashed under ulimit -c 0.
 .SH EXIT STATUS
 0 on success, 1 when the command failed, 2 for a usage error.
+\fBstat\fR says whether the session's recorder is healthy: 0 running and
+nothing lost, 3 running with losses, 4 no recorder running (ended or
+dead-loader).
 \fBrecord -- CMD\fR exits with CMD's status: its exit code, 128 + the signal
 that killed it, 127 if CMD was not found and 126 if it could not be run.
 .SH SEE ALSO

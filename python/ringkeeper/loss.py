@@ -30,6 +30,9 @@ KEYS = (
     ("files_broken", 840, "files that lost their memory while written (truncated, tmpfs full)"),
     ("aux_truncated", 752, "AUX records truncated (the CPU's AUX ring full)"),
     ("aux_dropped", 760, "AUX bytes with no traced thread to go to"),
+    ("stop_dropped", 1256,
+     "signals not recorded: the recorder was stopped under a backlog (a few seconds to catch "
+     "up, then it ends)"),
 )
 _MAGIC = 0x5441545350454B52  # "RKPESTAT"
 _SIZE_V1 = 720

@@ -753,7 +753,10 @@ static const struct rec_opt opts[] = {
 	  "only while that user holds more); past that, new threads\n"
 	  "are not traced and records that would fill more pages are\n"
 	  "not written (both counted) (default: a quarter of the\n"
-	  "filesystem of --root)" },
+	  "filesystem of --root). With -a or --cgroup, earlier\n"
+	  "sessions under --root count too: at the start their dead\n"
+	  "files go, oldest first, down to half of SIZE, and this\n"
+	  "session keeps SIZE less what they hold" },
 	{ "max-shm-user", 0, "SIZE", o_max_shm_user, NULL,
 	  "at most SIZE of them for one user's threads (default:\n"
 	  "with -a or --cgroup, half of --max-shm)" },

@@ -13,6 +13,19 @@
 #include "cmd.h"
 #include "util.h"
 
+/* The exit status of stat: what the newest session shown says of its recorder (--help). */
+enum { STAT_RUNNING = 0, STAT_LOSSES = 3, STAT_NOT_RUNNING = 4 };
+
+static int health_of(const struct rk_session_stat *st)
+{
+	struct rk_loss l;
+
+	if (!rk_session_alive(st))
+		return STAT_NOT_RUNNING;
+	rk_loss_from_stat(&l, st);
+	return rk_loss_count(&l) ? STAT_LOSSES : STAT_RUNNING;
+}
+
 int cmd_stat(int argc, char **argv)
 {
 	static const char usage[] =
@@ -24,12 +37,19 @@ int cmd_stat(int argc, char **argv)
 		"then each crash of a traced process the core handler saw: pid, comm, the\n"
 		"thread the signal was delivered to, the signal, when (seconds since the\n"
 		"epoch) and where its core went (JSON: \"crashes_seen\", core null if nowhere).\n"
-		"  --json  an array of sessions; the keys are the names the text prints first\n";
+		"  --json  an array of sessions; the keys are the names the text prints first\n"
+		"\n"
+		"Exit status, of the session shown (with --all, the newest), for a health check:\n"
+		"  0  its recorder is running and has lost nothing\n"
+		"  3  its recorder is running and has lost something (the incomplete lines say what)\n"
+		"  4  no recorder is running for it: the session ended, or its recorder died\n"
+		"     (state dead-loader; record --resume takes it over)\n"
+		"  1  no such session, or no readable stat file; 2  a usage error\n";
 	char dir[PATH_MAX + 300];
 	const char *root = RK_DEFAULT_ROOT;
 	struct sess *v;
 	size_t n, i;
-	int json = 0, all = 0, r, shown = 0;
+	int json = 0, all = 0, r, shown = 0, health = STAT_NOT_RUNNING;
 
 	r = common_opts(argc, argv, usage, &json, &root, NULL, &all);
 	if (r <= 0)
@@ -50,6 +70,9 @@ int cmd_stat(int argc, char **argv)
 		if (json)
 			fputs(shown ? "," : "[", stdout);
 		rk_session_print(stdout, v[i].name, &v[i].st, json, dir);
+		/* sessions() lists the newest first. */
+		if (!shown)
+			health = health_of(&v[i].st);
 		shown++;
 	}
 	free(v);
@@ -63,5 +86,5 @@ int cmd_stat(int argc, char **argv)
 			rk_err("no sessions in %s", root);
 		return 1;
 	}
-	return 0;
+	return health;
 }

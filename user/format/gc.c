@@ -121,8 +121,8 @@ static int by_age_desc(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* Remove an ended session's directory once no buffer is left in it. */
-static void prune_session(const char *sdir, int dry)
+/* Remove an ended session's directory once no buffer is left in it. Return: 1 removed. */
+static int prune_session(const char *sdir, int dry, int quiet)
 {
 	char path[PATH_MAX + 300];
 	struct dirent *de;
@@ -130,7 +130,7 @@ static void prune_session(const char *sdir, int dry)
 	DIR *d = opendir(sdir);
 
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
 		DIR *s;
 		struct dirent *e;
@@ -147,7 +147,7 @@ static void prune_session(const char *sdir, int dry)
 	}
 	if (files || dry) {
 		closedir(d);
-		return;
+		return 0;
 	}
 	rewinddir(d);
 	while ((de = readdir(d))) {
@@ -160,8 +160,11 @@ static void prune_session(const char *sdir, int dry)
 			unlink(path);
 	}
 	closedir(d);
-	if (!rmdir(sdir))
+	if (rmdir(sdir))
+		return 0;
+	if (!quiet)
 		printf("removed session %s\n", sdir);
+	return 1;
 }
 
 /* How many files of each session gc removed, for its summary. */
@@ -211,7 +214,7 @@ int rk_gc(const struct rk_gc_opts *o)
 	struct gc g = { 0 };
 	struct sess_count ps = { 0 };
 	struct dirent *de;
-	unsigned long long removed = 0, freed = 0;
+	unsigned long long removed = 0, freed = 0, pruned = 0;
 	size_t i;
 	int err = 0;
 	DIR *d = opendir(o->root);
@@ -257,7 +260,9 @@ int rk_gc(const struct rk_gc_opts *o)
 			rk_warn("gc: cannot remove %s: %s", c->path, strerror(errno));
 			continue;
 		}
-		if (o->verbose)
+		if (o->quiet)
+			;
+		else if (o->verbose)
 			printf("%s %s (%llu KiB, dead for %llu s)\n",
 			       o->dry_run ? "would remove" : "removed", c->path,
 			       (unsigned long long)(c->bytes >> 10),
@@ -268,7 +273,7 @@ int rk_gc(const struct rk_gc_opts *o)
 		removed++;
 		freed += c->bytes;
 	}
-	for (i = 0; i < ps.n; i++)
+	for (i = 0; i < ps.n && !o->quiet; i++)
 		printf("gc: %s %llu files (%llu KiB) of session %s\n",
 		       o->dry_run ? "would remove" : "removed", ps.v[i].files, ps.v[i].bytes >> 10,
 		       ps.v[i].name);
@@ -284,8 +289,16 @@ int rk_gc(const struct rk_gc_opts *o)
 		snprintf(sdir, sizeof(sdir), "%s/%s", o->root, de->d_name);
 		if (!rk_session_stat_read(sdir, &st) && rk_session_alive(&st))
 			continue;
-		prune_session(sdir, o->dry_run);
+		pruned += prune_session(sdir, o->dry_run, o->quiet);
 	}
+	if (o->res) {
+		o->res->files = removed;
+		o->res->freed = freed;
+		o->res->left = g.total;
+		o->res->sessions = pruned;
+	}
+	if (o->quiet)
+		goto out;
 	printf("gc: %s %llu buffer files, %llu KiB; %llu KiB left in %s\n",
 	       o->dry_run ? "would remove" : "removed", removed, freed >> 10,
 	       (unsigned long long)(g.total >> 10), o->root);

@@ -21,6 +21,18 @@ struct rk_gc_opts {
 	__u64 max_bytes;
 	int dry_run;
 	int verbose; /* a line per file; else one per session and the total */
+	int quiet; /* nothing on stdout (the recorder's start, rec_cap_earlier()) */
+	struct rk_gc_result *res; /* NULL, or what was done */
+};
+
+/**
+ * struct rk_gc_result - what rk_gc() did.
+ * @files, @freed: buffer files removed, their bytes.
+ * @left: the bytes of buffer files left under the root.
+ * @sessions: sessions removed (left without a buffer).
+ */
+struct rk_gc_result {
+	__u64 files, freed, left, sessions;
 };
 
 /** rk_gc() - Return: 0 or -errno (reported). */

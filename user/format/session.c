@@ -132,6 +132,7 @@ static const char *state_name(const struct rk_session_stat *st)
 	X(outage_drops, "signals dropped while no recorder")   \
 	X(outage_exited, "threads found exited at resume")     \
 	X(threads_reconciled, "threads ended, end unseen")     \
+	X(stop_dropped, "signals left at a stop (backlog)")    \
 	X(loader_rss, "loader peak resident memory")           \
 	X(pins, "pins (mlock)")                                \
 	X(unpins, "unpins (munlock)")                          \

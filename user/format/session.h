@@ -202,6 +202,11 @@ struct rk_session_stat {
 	 * then, flagged RK_IDENT_END_UNSEEN (0 in older stat files)
 	 */
 	__u64 threads_reconciled;
+	/*
+	 * signals not handed out: a stop signal came under a backlog and the
+	 * intakes ran out of their RK_STOP_GRACE_NS (0 in older stat files)
+	 */
+	__u64 stop_dropped;
 };
 
 /* rk_session_stat.trigger_flags */
@@ -251,7 +256,11 @@ struct rk_session_stat {
 	X(files_broken, "files that lost their memory while written (truncated, tmpfs full)",      \
 	  NULL)                                                                                    \
 	X(aux_truncated, "AUX records truncated (the CPU's AUX ring full)", "raise --cpu-aux")     \
-	X(aux_dropped, "AUX bytes with no traced thread to go to", NULL)
+	X(aux_dropped, "AUX bytes with no traced thread to go to", NULL)                           \
+	X(stop_dropped,                                                                            \
+	  "signals not recorded: the recorder was stopped under a backlog (a few seconds "         \
+	  "to catch up, then it ends)",                                                            \
+	  NULL)
 
 #define RK_LOSS_ENUM(field, what, todo) RK_LOSS_##field,
 enum { RK_LOSSES(RK_LOSS_ENUM) RK_LOSS_NR };

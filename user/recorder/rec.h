@@ -169,6 +169,12 @@ struct rk_rec {
 	/* RINGKEEPER_TEST_SIGNAL_US: each signal handled takes that long (tests: a backlog) */
 	uint64_t test_signal_ns;
 	/*
+	 * When a stop signal (SIGINT, SIGTERM, SIGHUP) was first seen, 0 none:
+	 * the intakes hand out signals for RK_STOP_GRACE_NS after it, then stop
+	 * (rec_stop_due(); the rest counted in stop_dropped).
+	 */
+	uint64_t stop_ns;
+	/*
 	 * pin_asked and traced, mapped (struct rk_asked): one byte per tid
 	 * below n; b NULL: none.
 	 */

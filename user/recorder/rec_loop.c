@@ -41,6 +41,20 @@ static void test_slow_signal(struct rk_rec *r)
 	nanosleep(&ts, NULL);
 }
 
+void rec_stop_due(struct rk_rec *r)
+{
+	uint64_t now = rk_now_mono_ns();
+	sigset_t pending;
+
+	/* Read by the event loop's signalfd after the intake: only looked at here. */
+	if (!r->stop_ns && !sigpending(&pending) &&
+	    (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1 ||
+	     sigismember(&pending, SIGHUP) == 1))
+		r->stop_ns = now;
+	if (r->stop_ns && now - r->stop_ns >= RK_STOP_GRACE_NS)
+		r->sw.stop = 1;
+}
+
 /* One signal, in time order (a ringbuf record or a switch ring's). */
 static void on_signal(void *ctx, const struct rk_signal *s)
 {
@@ -49,9 +63,14 @@ static void on_signal(void *ctx, const struct rk_signal *s)
 	if (s->kind == RK_SIG_WAKE)
 		return; /* it only woke us */
 	r->st->signals++;
-	/* A long intake (a backlog) publishes as it goes: stat is never older than a second. */
-	if (++r->publish_turn >= RK_PUBLISH_CHECK)
+	/*
+	 * A long intake (a backlog) publishes as it goes: stat is never older
+	 * than a second; and it ends soon after a stop signal.
+	 */
+	if (++r->publish_turn >= RK_PUBLISH_CHECK) {
+		rec_stop_due(r);
 		rec_publish_due(r);
+	}
 	if (r->test_signal_ns)
 		test_slow_signal(r);
 	if (s->time_ns > r->last_sig_ns)
@@ -898,10 +917,14 @@ int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd)
 				if (read(sfd, &si, sizeof(si)) != sizeof(si) ||
 				    si.ssi_signo == SIGCHLD)
 					break;
-				if (si.ssi_signo == SIGUSR2)
+				if (si.ssi_signo == SIGUSR2) {
 					operator_trigger(r, si.ssi_pid);
-				else
+				} else {
 					stop = 1;
+					/* The intakes from now on have RK_STOP_GRACE_NS. */
+					if (!r->stop_ns)
+						r->stop_ns = rk_now_mono_ns();
+				}
 				break;
 			case EV_TIMER:
 				if (read(tfd, &exp, sizeof(exp)) != sizeof(exp))

@@ -32,6 +32,20 @@ void rec_route_aux(struct rk_rec *r, const struct rk_evsel *ev, const struct per
 void rec_route(void *ctx, const struct rk_evsel *ev, const struct perf_event_header *h, __u32 pid,
 	       __u32 tid);
 void rec_drain(struct rk_rec *r);
+/*
+ * How long the intakes go on handing out signals once a stop signal came:
+ * a backlog (a churn, a recorder that was stopped with SIGSTOP) would take
+ * minutes to hand out, and systemd's stop timeout (TimeoutStopSec=30s) ends
+ * in SIGKILL, which keeps nothing. What is in files stays; the rest is
+ * counted (stop_dropped).
+ */
+#define RK_STOP_GRACE_NS 3000000000ull
+/*
+ * rec_stop_due() - notice a stop signal that waits (pending: the event loop
+ * reads it after the intake) and, RK_STOP_GRACE_NS after the first, end the
+ * intakes (r->sw.stop). Called during a long intake.
+ */
+void rec_stop_due(struct rk_rec *r);
 int rec_event_loop(struct rk_rec *r, int sfd, int tfd, int pidfd);
 
 #endif /* RK_REC_LOOP_H */

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <sched.h>
 #include <time.h>
+#include "gc.h"
 #include "memcg.h"
 #include "pmu.h"
 #include "util.h"
@@ -530,4 +531,48 @@ void rec_sample_vmlck(struct rk_rec *r)
 	r->vmlck_ns = now;
 	r->last_pins = ps.pins;
 	rec_note_vmlck(r);
+}
+
+void rec_cap_earlier(struct rk_rec *r)
+{
+	struct rk_record_opts *o = &r->ro;
+	struct rk_gc_result res = { 0 };
+	struct rk_gc_opts go = {
+		.root = o->root, .max_bytes = o->max_shm / 2, .quiet = 1, .res = &res
+	};
+	char a[32], b[32], c[32];
+	struct stat sb;
+
+	if (!o->max_shm || (!o->all && !o->ncgroups))
+		return;
+	/*
+	 * Only a root no one else can write (rec_root_dir() also takes a
+	 * sticky one): there, every directory down to the files is ours, so
+	 * none can be swapped for a symlink between the scan and an unlink.
+	 */
+	if (lstat(o->root, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 || (sb.st_mode & 022)) {
+		if (rk_verbose)
+			rk_info("earlier sessions in %s not counted against --max-shm: not a "
+				"directory only root can write",
+				o->root);
+		return;
+	}
+	/* Not fatal: the session keeps its whole --max-shm, as before (said by rk_gc). */
+	if (rk_gc(&go))
+		return;
+	if (res.files)
+		rk_info("earlier sessions in %s: %llu exited threads' files removed (%s; %llu "
+			"sessions emptied and removed) to keep them within half of --max-shm",
+			o->root, (unsigned long long)res.files,
+			rk_fmt_size(res.freed, a, sizeof(a)), (unsigned long long)res.sessions);
+	if (!res.left)
+		return;
+	/* At most half: rk_gc removed every dead file over it, and no recorder runs. */
+	o->max_shm -= res.left < o->max_shm / 2 ? res.left : o->max_shm / 2;
+	if (o->max_shm_user > o->max_shm)
+		o->max_shm_user = o->max_shm;
+	if (rk_verbose || res.files)
+		rk_info("--max-shm of this session: %s (earlier sessions in %s hold %s)",
+			rk_fmt_size(o->max_shm, b, sizeof(b)), o->root,
+			rk_fmt_size(res.left, c, sizeof(c)));
 }

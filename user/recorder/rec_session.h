@@ -33,6 +33,18 @@ int rec_resume_session(struct rk_rec *r);
 int rec_adopt_files(struct rk_rec *r);
 void rec_finish_vanished(struct rk_rec *r);
 void rec_memory_cap(struct rk_rec *r);
+/*
+ * rec_cap_earlier() - a new -a or --cgroup session (the service's, started
+ * again each boot or restart) and the ended sessions of earlier runs under
+ * its root stay within one --max-shm: their dead threads' files, oldest
+ * first, are removed until they hold at most half of it (rk_gc; a session
+ * left without files goes), and this session's --max-shm (and
+ * --max-shm-user) become what they leave (docs/design.md, "Sessions of
+ * earlier runs"). Before the session's directory is made; with the
+ * system's lock held, so no recorder writes under the root meanwhile; only
+ * under a root no one but root can write (a sticky one is left alone).
+ */
+void rec_cap_earlier(struct rk_rec *r);
 void rec_realtime(const struct rk_record_opts *o);
 void rec_note_vmlck(struct rk_rec *r);
 void rec_sample_vmlck(struct rk_rec *r);

@@ -324,7 +324,10 @@ static int save_tracedata(const struct rk_rec *r)
 /* A new session: its directories, its stat file, the BPF object loaded and pinned. */
 static int session_new(struct rk_rec *r)
 {
-	int err = session_dirs(r);
+	int err;
+
+	rec_cap_earlier(r);
+	err = session_dirs(r);
 
 	if (!err)
 		err = save_tracedata(r);
@@ -655,6 +658,9 @@ static void stop(struct rk_rec *r)
 	rec_intake(r, 1);
 	rec_drain(r);
 	rec_drain(r); /* what the first one's signals deferred */
+	/* Stopped by a signal under a backlog: what the intakes had no time for (the end line says it). */
+	if (r->sw.stop)
+		r->st->stop_dropped += rk_swring_left(&r->sw);
 	rec_renames_held(r, 1);
 	/* The snapshots still waiting: their instants are all behind the last intake now. */
 	rec_trigger_stop(r);

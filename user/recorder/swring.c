@@ -246,7 +246,7 @@ size_t rk_swring_merge(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 	}
 	for (size_t i = n / 2; i-- > 0;)
 		sift_down(h, n, i);
-	while (n && !busy) {
+	while (n && !busy && !w->stop) {
 		struct rk_signal s;
 		int got;
 
@@ -315,6 +315,27 @@ int rk_swring_peek_pending(struct rk_swring *w, rk_swring_fn fn, void *ctx)
 	w->rb_pos = pos;
 	w->lost = lost;
 	return got < 0 ? -1 : 0;
+}
+
+__u64 rk_swring_left(struct rk_swring *w)
+{
+	__u64 pos = w->rb_pos, lost = w->lost, end, left = 0;
+	struct rk_signal s;
+	__u32 c;
+
+	for (c = 0; c < w->ncpu; c++) {
+		__u64 n = w->heads[c] - w->cur[c];
+
+		/* Beyond a ring's size they were overwritten: not there to leave. */
+		left += n < w->slots ? n : w->slots;
+	}
+	while (rb_peek(w, &s, &end) > 0) {
+		w->rb_pos = end;
+		left++;
+	}
+	w->rb_pos = pos;
+	w->lost = lost;
+	return left;
 }
 
 __u64 rk_swring_written(const struct rk_swring *w)

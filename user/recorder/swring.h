@@ -78,6 +78,11 @@ struct rk_swring {
 	int has_stack; /* ... if it has one */
 	/* Flagged records whose stack was not there (no ring, or not theirs: time or tid). */
 	__u64 st_lost;
+	/*
+	 * Set by the callback: the merge hands out no more, and none after it
+	 * (a recorder stopped under a backlog, whose time ran out).
+	 */
+	int stop;
 };
 
 /*
@@ -119,6 +124,12 @@ int rk_swring_set_stacks(struct rk_swring *w, const struct rk_stack *ring, __u32
  * record handed out (a copy, valid until the callback returns), or NULL.
  */
 const struct rk_stack *rk_swring_stack(const struct rk_swring *w);
+/*
+ * rk_swring_left() - the signals a merge left in the rings, up to the last
+ * snapshot's heads and the ringbuf's producer (committed ones), not handed
+ * out; nothing is consumed. For what a stopped merge did not record.
+ */
+__u64 rk_swring_left(struct rk_swring *w);
 /* Records the switch rings ever took (the sum of their heads at the snapshot). */
 __u64 rk_swring_written(const struct rk_swring *w);
 
