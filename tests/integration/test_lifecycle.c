@@ -688,7 +688,8 @@ Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
 	const char *const extra[] = { "--ringbuf-size", "4K", NULL };
 	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "o", NULL };
 	char go_fd[16];
-	char *wl_argv[] = { (char *)workload, "-t", "3", "-i", "200", "-s", "1000", "-w", go_fd, NULL };
+	char *wl_argv[] = { (char *)workload, "-t", "3",   "-i", "200", "-s",
+			    "1000",	      "-w", go_fd, NULL };
 	struct rk_session_stat st;
 	unsigned int files[8];
 	int ready, status, gp[2];
