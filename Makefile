@@ -236,7 +236,7 @@ $(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*
 	$(Q)mkdir -p $(FUZZ_DIR)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		$(CPPFLAGS) tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) -lelf -o $@
+		$(CPPFLAGS) tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) -lelf -lz -o $@
 
 $(FUZZ_DIR)/mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJS)
 	$(Q)mkdir -p $(FUZZ_DIR)
