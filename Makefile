@@ -229,7 +229,7 @@ sanitize:
 # seed corpus (regenerated through the writer) plus the committed findings.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECONDS ?= 45
-FUZZ_SRCS := user/format/bufile.c user/format/symtab.c user/view/show.c user/view/symbols.c user/lib/util.c \
+FUZZ_SRCS := user/format/bufile.c user/format/session.c user/format/symtab.c user/view/show.c user/view/symbols.c user/lib/util.c \
 	user/format/tracedata.c user/view/timeline.c user/view/schedsum.c user/format/elfcore.c \
 	user/view/offcpu.c
 $(FUZZ_DIR)/fuzz_bufile: tests/fuzz/fuzz_bufile.c $(FUZZ_SRCS) $(wildcard user/*/*.h bpf/*.h)
