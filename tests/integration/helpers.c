@@ -174,6 +174,43 @@ pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd)
 	return pid;
 }
 
+pid_t spawn_gated(const char *const args[], int *go)
+{
+	char *argv[32], fd[16];
+	char wo[128], we[128];
+	int p[2], n = 0;
+	pid_t pid;
+
+	cr_assert_eq(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[0]);
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	argv[n++] = (char *)workload;
+	for (; *args; args++) {
+		cr_assert_lt(n, 28, "too many workload arguments");
+		argv[n++] = (char *)*args;
+	}
+	argv[n++] = "-w";
+	argv[n++] = fd;
+	argv[n] = NULL;
+	pid = spawn(argv, wo, we, p[0]);
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+pid_t busy_workload(double secs)
+{
+	char wo[128], we[128], iters[32];
+	char *argv[] = { (char *)workload, "-t", "2", "-i", iters, "-s", "50", NULL };
+
+	/* A 50 us sleep takes ~110 us here (timer slack): ~9,000 switches a second a thread. */
+	snprintf(iters, sizeof(iters), "%d", (int)(secs * 9000));
+	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
+	snprintf(we, sizeof(we), "%s/.wl.err", root);
+	return spawn(argv, wo, we, -1);
+}
+
 int rk_sanitized(void)
 {
 	const char *v = getenv("RK_SANITIZED");

@@ -21,6 +21,14 @@ void rk_test_teardown(void);
 uint64_t now_ms(void);
 /* Start argv with stdout/stderr to files; @keep_fd stays open in the child. */
 pid_t spawn(char *const argv[], const char *out, const char *err, int keep_fd);
+/*
+ * The workload with @args (NULL-terminated) and "-w FD", its output in
+ * ROOT/.wl.out and .wl.err: it waits for a byte on *@go, a pipe's write end
+ * (the caller's to write and close).
+ */
+pid_t spawn_gated(const char *const args[], int *go);
+/* Two threads sleeping 50 us at a time for about @secs seconds (~9,000 switches a second each). */
+pid_t busy_workload(double secs);
 /* Wait for @pid at most @ms; returns its wait status, or fails the test. */
 int wait_for(pid_t pid, unsigned int ms);
 /* A file's contents (static buffer, up to 1 MiB). */

@@ -402,25 +402,19 @@ static long fd_count(pid_t pid)
  */
 Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 {
-	char wo[128], we[128], go_fd[16], line[64], e[128];
+	static const char *const args[] = { "-C", "20000", NULL };
+	char wo[128], we[128], line[64], e[128];
 	long fds0, fds1, rss0, rss1;
 	struct rk_session_stat st;
-	int gp[2], ready, status, mfd;
+	int go, ready, status, mfd;
 	struct rk_pmu_key k, next, *prev = NULL;
 	unsigned int entries = 0;
 	uint64_t end;
 	pid_t wl, rk;
 
-	cr_assert_eq(pipe(gp), 0);
-	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	{
-		char *argv[] = { (char *)workload, "-C", "20000", "-w", go_fd, NULL };
-
-		wl = spawn(argv, wo, we, gp[0]);
-	}
-	close(gp[0]);
+	wl = spawn_gated(args, &go);
 	{
 		const char *const extra[] = { "-m", "4K", "--on-exit", "drop", NULL };
 
@@ -430,7 +424,7 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0, "%s", slurp(e));
 	fds0 = fd_count(rk);
 	rss0 = proc_field(rk, "VmRSS:");
-	cr_assert_eq(write(gp[1], "g", 1), 1);
+	cr_assert_eq(write(go, "g", 1), 1);
 	/* Churn done: the workload prints it and waits for our second byte. */
 	end = now_ms() + 240000;
 	while (!strstr(slurp(wo), "churned 20000")) {
@@ -461,8 +455,8 @@ Test(lifecycle, churn_of_20000_threads_leaks_nothing, .timeout = 300)
 		prev = &k;
 	}
 	close(mfd);
-	cr_assert_eq(write(gp[1], "x", 1), 1);
-	close(gp[1]);
+	cr_assert_eq(write(go, "x", 1), 1);
+	close(go);
 	status = wait_for(wl, 30000);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	status = wait_for(rk, 30000);
@@ -687,12 +681,10 @@ Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
 	char wo[128], we[128], line[64], dir[256], path[300], *err;
 	const char *const extra[] = { "--ringbuf-size", "4K", NULL };
 	char *argv[] = { (char *)rk_bin, "record", "--root", root, "--resume", "o", NULL };
-	char go_fd[16];
-	char *wl_argv[] = { (char *)workload, "-t", "3",   "-i", "200", "-s",
-			    "1000",	      "-w", go_fd, NULL };
+	static const char *const args[] = { "-t", "3", "-i", "200", "-s", "1000", NULL };
 	struct rk_session_stat st;
 	unsigned int files[8];
-	int ready, status, gp[2];
+	int ready, status, go;
 	size_t n, i;
 	pid_t wl, rk;
 
@@ -703,15 +695,12 @@ Test(lifecycle, resume_reconciles_threads_that_exited_during_the_outage)
 	 * less than an ASan recorder takes to attach (it found the workload
 	 * gone, 2 runs in 3).
 	 */
-	cr_assert_eq(pipe(gp), 0);
-	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
-	wl = spawn(wl_argv, wo, we, gp[0]);
-	close(gp[0]);
+	wl = spawn_gated(args, &go);
 	rk = start_recorder_on(wl, "o", &ready, extra);
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
 	close(ready);
-	cr_assert_eq(write(gp[1], "g", 1), 1);
-	close(gp[1]);
+	cr_assert_eq(write(go, "g", 1), 1);
+	close(go);
 	snprintf(dir, sizeof(dir), "%s/o/sched", root);
 	{
 		uint64_t end = now_ms() + 20000;

@@ -21,19 +21,6 @@
 
 TestSuite(loss, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
 
-/* A workload that switches often for about @secs seconds: two threads sleeping 50 us at a time. */
-static pid_t busy_workload(double secs)
-{
-	char wo[128], we[128], iters[32];
-	char *argv[] = { (char *)workload, "-t", "2", "-i", iters, "-s", "50", NULL };
-
-	/* A 50 us sleep takes ~110 us here (timer slack): ~9,000 switches a second a thread. */
-	snprintf(iters, sizeof(iters), "%d", (int)(secs * 9000));
-	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
-	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	return spawn(argv, wo, we, -1);
-}
-
 /*
  * A recorder of @target slowed to a backlog, as the file's comment says;
  * ready when it returns. With @offcpu, record --offcpu, 64 KiB rings and

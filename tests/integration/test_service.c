@@ -22,18 +22,6 @@
 
 TestSuite(service, .init = rk_test_setup, .fini = rk_test_teardown, .timeout = 120);
 
-/* Two threads sleeping 50 us at a time, for about @secs seconds (test_loss.c's). */
-static pid_t busy_workload(double secs)
-{
-	char wo[128], we[128], iters[32];
-	char *argv[] = { (char *)workload, "-t", "2", "-i", iters, "-s", "50", NULL };
-
-	snprintf(iters, sizeof(iters), "%d", (int)(secs * 9000));
-	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
-	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	return spawn(argv, wo, we, -1);
-}
-
 /* A recorder of @target, each signal handled in @signal_us (0: at full speed); ready. */
 static pid_t recorder(pid_t target, const char *session, const char *signal_us,
 		      const char *const extra[])

@@ -76,23 +76,16 @@ static void wait_for_line(const char *path, const char *needle, unsigned int ms)
  */
 Test(threads, a_thread_whose_end_was_dropped_is_ended_while_recording, .timeout = 120)
 {
-	char wo[128], we[128], go_fd[16], line[64], dir[256];
+	static const char *const args[] = { "-C", "2000", NULL };
+	char wo[128], line[64], dir[256];
 	struct rk_session_stat st;
-	int gp[2], ready, status;
+	int go, ready, status;
 	struct ends e;
 	uint64_t end;
 	pid_t wl, rk;
 
-	cr_assert_eq(pipe(gp), 0);
-	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
-	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	{
-		char *argv[] = { (char *)workload, "-C", "2000", "-w", go_fd, NULL };
-
-		wl = spawn(argv, wo, we, gp[0]);
-	}
-	close(gp[0]);
+	wl = spawn_gated(args, &go);
 	{
 		/* The smallest rings: a stalled loader drops within a few hundred threads. */
 		const char *const extra[] = { "--ringbuf-size", "16K", NULL };
@@ -101,7 +94,7 @@ Test(threads, a_thread_whose_end_was_dropped_is_ended_while_recording, .timeout 
 	}
 	cr_assert_eq(read_line_within(ready, line, sizeof(line), 30000), 0);
 	cr_assert_eq(kill(rk, SIGSTOP), 0);
-	cr_assert_eq(write(gp[1], "g", 1), 1);
+	cr_assert_eq(write(go, "g", 1), 1);
 	wait_for_line(wo, "churned 2000", 60000);
 	cr_assert_eq(kill(rk, SIGCONT), 0);
 	/* Bounded: two reconciliations (1 s apart) and the intake between them. */
@@ -146,8 +139,8 @@ Test(threads, a_thread_whose_end_was_dropped_is_ended_while_recording, .timeout 
 		free(out);
 		free(err);
 	}
-	cr_assert_eq(write(gp[1], "x", 1), 1);
-	close(gp[1]);
+	cr_assert_eq(write(go, "x", 1), 1);
+	close(go);
 	status = wait_for(wl, 30000);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	status = wait_for(rk, 30000);
@@ -185,8 +178,9 @@ static int free_pid(void)
  */
 Test(threads, a_tid_refused_on_a_full_tmpfs_is_traced_when_born_again_with_room, .timeout = 120)
 {
-	char mnt[256], filler[300], wo[128], we[128], go_fd[16], line[64], path[400], tidbuf[16];
-	int gp[2], ready, status, fd, pid = free_pid();
+	char mnt[256], filler[300], wo[128], we[128], line[64], path[400], tidbuf[16];
+	const char *args[] = { "-C", "20", "-c", "2", "-Y", tidbuf, NULL };
+	int go, ready, status, fd, pid = free_pid();
 	struct rk_session_stat st;
 	static char page[4096];
 	pid_t wl, rk;
@@ -197,18 +191,10 @@ Test(threads, a_tid_refused_on_a_full_tmpfs_is_traced_when_born_again_with_room,
 	unmount_at_restore(mnt); /* unmounted and removed on every path */
 	if (mount("tmpfs", mnt, "tmpfs", 0, "size=2m,mode=0755"))
 		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
-	cr_assert_eq(pipe(gp), 0);
-	snprintf(go_fd, sizeof(go_fd), "%d", gp[0]);
 	snprintf(tidbuf, sizeof(tidbuf), "%d", pid);
 	snprintf(wo, sizeof(wo), "%s/.wl.out", root);
 	snprintf(we, sizeof(we), "%s/.wl.err", root);
-	{
-		char *argv[] = { (char *)workload, "-C", "20",	"-c", "2", "-Y",
-				 tidbuf,	   "-w", go_fd, NULL };
-
-		wl = spawn(argv, wo, we, gp[0]);
-	}
-	close(gp[0]);
+	wl = spawn_gated(args, &go);
 	{
 		const char *const extra[] = { "--root", mnt, "--max-shm", "1G", NULL };
 
@@ -222,13 +208,13 @@ Test(threads, a_tid_refused_on_a_full_tmpfs_is_traced_when_born_again_with_room,
 	while (write(fd, page, sizeof(page)) == sizeof(page))
 		;
 	close(fd);
-	cr_assert_eq(write(gp[1], "1", 1), 1);
+	cr_assert_eq(write(go, "1", 1), 1);
 	wait_for_line(wo, "churned 20", 30000);
 	usleep(200000); /* the refusals handed out (the loop's tick is 5 ms) */
 	snprintf(path, sizeof(path), "%s/t/sched/%d", mnt, pid);
 	cr_assert_neq(access(path, F_OK), 0, "pid %d traced on a full tmpfs", pid);
 	cr_assert_eq(unlink(filler), 0);
-	cr_assert_eq(write(gp[1], "2", 1), 1);
+	cr_assert_eq(write(go, "2", 1), 1);
 	{
 		uint64_t end = now_ms() + 30000;
 
@@ -237,8 +223,8 @@ Test(threads, a_tid_refused_on_a_full_tmpfs_is_traced_when_born_again_with_room,
 			usleep(10000);
 		}
 	}
-	cr_assert_eq(write(gp[1], "x", 1), 1);
-	close(gp[1]);
+	cr_assert_eq(write(go, "x", 1), 1);
+	close(go);
 	status = wait_for(wl, 30000);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", slurp(we));
 	status = wait_for(rk, 30000);
