@@ -40,6 +40,21 @@ root_only:
 	return 0;
 }
 
+/* FNV-1a of @n bytes at @s: a file's directory (aside_next()) or its whole path (retention). */
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t fnv1a_str(const char *s)
+{
+	return fnv1a(s, strlen(s));
+}
+
 static size_t aside_home(uint64_t key, size_t mask)
 {
 	return (size_t)(key ^ key >> 29) & mask;
@@ -55,11 +70,9 @@ static size_t aside_home(uint64_t key, size_t mask)
 static __u32 *aside_next(struct rk_rec *r, const char *path, __u32 tid)
 {
 	const char *slash = strrchr(path, '/');
-	uint64_t h = 1469598103934665603ull, key;
+	uint64_t h = fnv1a(path, slash ? (size_t)(slash - path) : 0), key;
 	size_t i, mask;
 
-	for (; path < slash; path++)
-		h = (h ^ (unsigned char)*path) * 1099511628211ull;
 	key = ((h << 32) | tid) + 1;
 	if (!key)
 		key = 1;
@@ -151,15 +164,6 @@ void rec_shm_account(struct rk_rec *r, __u32 uid, int64_t bytes)
 								  (uint64_t)-bytes;
 	if (u)
 		u->bytes -= u->bytes < (uint64_t)-bytes ? u->bytes : (uint64_t)-bytes;
-}
-
-static uint64_t path_hash(const char *path)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (; *path; path++)
-		h = (h ^ (unsigned char)*path) * 1099511628211ull;
-	return h;
 }
 
 /* The entry of sequence number @seq, NULL if it left the ring. */
@@ -288,7 +292,7 @@ void rec_gone_push_path(struct rk_rec *r, const char *path, uint64_t bytes, __u3
 	g->exit_ns = rk_now_mono_ns();
 	g->bytes = bytes;
 	g->uid = uid;
-	g->hash = path_hash(path);
+	g->hash = fnv1a_str(path);
 	r->gone_n++;
 	hash_link(r, seq, g);
 	u = ushm_of(r, uid);
@@ -340,7 +344,7 @@ void rec_gone_push(struct rk_rec *r, struct rk_thread *t)
 /* A retained file moved aside (rec_move_aside()): found by its name's hash. */
 void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
 {
-	uint64_t h = path_hash(from), link;
+	uint64_t h = fnv1a_str(from), link;
 
 	if (!r->gone_cap)
 		return;
@@ -361,7 +365,7 @@ void rec_gone_renamed(struct rk_rec *r, const char *from, const char *to)
 		hash_unlink(r, link - 1, g);
 		free(g->path);
 		g->path = n;
-		g->hash = path_hash(to);
+		g->hash = fnv1a_str(to);
 		hash_link(r, link - 1, g);
 		return;
 	}
