@@ -261,6 +261,17 @@ Test(util, record_summary_names_problems_and_stat_hides_what_does_not_apply)
 	free(s);
 }
 
+/* Every counter of loss (RK_LOSSES): where it is in the stat file, and its key. */
+static const struct loss_field {
+	size_t off;
+	const char *key;
+} loss_fields[] = {
+#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
+	RK_LOSSES(K)
+#undef K
+};
+#define NLOSS (sizeof(loss_fields) / sizeof(loss_fields[0]))
+
 /*
  * The end line says "nothing dropped or lost" only when no counter of loss
  * says otherwise: each one alone takes it away and is named with its count
@@ -268,30 +279,23 @@ Test(util, record_summary_names_problems_and_stat_hides_what_does_not_apply)
  */
 Test(session, end_line_names_every_loss_counter)
 {
-	static const struct {
-		size_t off;
-		const char *key;
-	} all[] = {
-#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
-		RK_LOSSES(K)
-#undef K
-	};
 	struct rk_session_stat st;
 	char want[64], *s;
 	size_t i;
 
-	cr_assert_geq(sizeof(all) / sizeof(all[0]), 15, "a loss counter left out of RK_LOSSES");
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	cr_assert_geq(NLOSS, 15, "a loss counter left out of RK_LOSSES");
+	for (i = 0; i < NLOSS; i++) {
 		__u64 v = 5948 + i;
 
 		memset(&st, 0, sizeof(st));
-		memcpy((char *)&st + all[i].off, &v, sizeof(v));
+		memcpy((char *)&st + loss_fields[i].off, &v, sizeof(v));
 		s = summary_of(&st, 0);
-		cr_assert_null(strstr(s, "nothing dropped"), "%s alone:\n%s", all[i].key, s);
+		cr_assert_null(strstr(s, "nothing dropped"), "%s alone:\n%s", loss_fields[i].key,
+			       s);
 		snprintf(want, sizeof(want), "ringkeeper: %llu ", (unsigned long long)v);
-		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", all[i].key, s);
-		snprintf(want, sizeof(want), "(stat: %s)", all[i].key);
-		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", all[i].key, s);
+		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", loss_fields[i].key, s);
+		snprintf(want, sizeof(want), "(stat: %s)", loss_fields[i].key);
+		cr_assert_not_null(strstr(s, want), "%s alone:\n%s", loss_fields[i].key, s);
 		free(s);
 	}
 	memset(&st, 0, sizeof(st));
@@ -546,14 +550,6 @@ Test(util, mutexes_inherit_priority_and_work_with_condition_variables)
  */
 Test(session, python_reader_reads_every_loss_counter_where_c_writes_it)
 {
-	static const struct {
-		size_t off;
-		const char *key;
-	} all[] = {
-#define K(field, what, todo) { offsetof(struct rk_session_stat, field), #field },
-		RK_LOSSES(K)
-#undef K
-	};
 	char dir[] = "/tmp/rk-loss-XXXXXX", path[128], repo[4096], cmd[8192], want[64], *s;
 	struct rk_session_stat st = { 0 };
 	const char *bin = getenv("RK_BIN");
@@ -573,10 +569,10 @@ Test(session, python_reader_reads_every_loss_counter_where_c_writes_it)
 	st.magic = RK_STAT_MAGIC;
 	st.version = RK_STAT_VERSION;
 	st.size = sizeof(st);
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+	for (i = 0; i < NLOSS; i++) {
 		__u64 v = 1000 + i;
 
-		memcpy((char *)&st + all[i].off, &v, sizeof(v));
+		memcpy((char *)&st + loss_fields[i].off, &v, sizeof(v));
 	}
 	snprintf(path, sizeof(path), "%s/stat", dir);
 	f = fopen(path, "w");
@@ -596,12 +592,12 @@ Test(session, python_reader_reads_every_loss_counter_where_c_writes_it)
 		fputc(c, f);
 	fclose(f);
 	cr_assert_eq(pclose(p), 0, "%s", s);
-	snprintf(want, sizeof(want), "True %zu\n", sizeof(all) / sizeof(all[0]));
+	snprintf(want, sizeof(want), "True %zu\n", NLOSS);
 	cr_assert_not_null(strstr(s, want), "%s", s);
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		snprintf(want, sizeof(want), "\n%s %zu\n", all[i].key, 1000 + i);
-		cr_assert_not_null(strstr(s, want), "python reads %s elsewhere:\n%s", all[i].key,
-				   s);
+	for (i = 0; i < NLOSS; i++) {
+		snprintf(want, sizeof(want), "\n%s %zu\n", loss_fields[i].key, 1000 + i);
+		cr_assert_not_null(strstr(s, want), "python reads %s elsewhere:\n%s",
+				   loss_fields[i].key, s);
 	}
 	free(s);
 	unlink(path);
